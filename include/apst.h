@@ -67,7 +67,10 @@ typedef struct ApstParams {
 typedef struct ApstPlatform {
         uint16_t pci_vendor;               /* 0 = unknown */
         uint16_t pci_device;
+        const char *board_vendor;          /* DMI board_vendor, NULL = unknown/absent */
         const char *board_name;            /* DMI board_name, NULL = unknown/absent */
+        const char *sys_vendor;            /* DMI sys_vendor, NULL = unknown/absent */
+        const char *product_name;          /* DMI product_name, NULL = unknown/absent */
 } ApstPlatform;
 
 typedef enum ApstQuirk {
