@@ -28,6 +28,10 @@
 
 #define APST_ENTRIES 32u
 #define APST_ITPT_MAX 0xFFFFFFu          /* 24-bit field, ms */
+/* PS0 idle power the budget policy assumes when psd[0] reports none: drives measure
+ * 0.06-0.7 W idle in PS0 (FACTS §5); 0.3 W sits inside that range. A higher P0 makes
+ * sleeping pay off sooner (shorter idle times), a lower one later. */
+#define APST_P0_DEFAULT_UW 300000u
 #define APST_ITPS_SHIFT 3
 #define APST_ITPT_SHIFT 8
 
