@@ -36,5 +36,16 @@ void cpuset_and(CpuSet *a, const CpuSet *b);
  */
 int cpuset_parse(const char *s, CpuSet *ret);
 
-/* Format as a canonical list ("0-3,6"); "" for an empty set. */
+/*
+ * Buffer size that always holds cpuset_format()'s output: a range "a-b," covers
+ * at least 3 CPUs with its gap and takes at most 10 characters, a lone "a,"
+ * covers 2 and takes at most 5, so 1024 CPUs need fewer than 1024 * 10 / 3 + 1
+ * bytes (the worst case, "0-1,3-4,...", is 2673 characters).
+ */
+#define CPUSET_FORMAT_MAX 4096u
+
+/*
+ * Format as a canonical list ("0-3,6"); "" for an empty set. A buffer smaller
+ * than CPUSET_FORMAT_MAX may cut the list, but only between whole ranges.
+ */
 void cpuset_format(const CpuSet *s, char *buf, size_t n);
