@@ -127,9 +127,12 @@ static bool fault_matches(const FakeFault *f, const FakeCmd *cmd)
         return false;
 }
 
-/* Returns the fault that fires for @cmd, advancing the rules' counters, or NULL. */
+/* Returns the fault that fires for @cmd, or NULL. Every matching rule counts the command, whether
+ * or not an earlier rule fired, so "after=N" means N matching commands, full stop. */
 static const FakeFault *fault_fire(FakeCtrl *c, const FakeCmd *cmd)
 {
+        FakeFault *chosen = NULL;
+
         for (unsigned i = 0; i < c->n_fault_rules; i++) {
                 FakeFault *f = &c->faults[i];
                 bool fire = false;
@@ -143,16 +146,17 @@ static const FakeFault *fault_fire(FakeCtrl *c, const FakeCmd *cmd)
                         break;
                 case FAKE_WHEN_ONCE:
                         fire = !f->used;
-                        f->used = true;
                         break;
                 case FAKE_WHEN_AFTER:
                         fire = f->seen > f->n;
                         break;
                 }
-                if (fire)
-                        return f;
+                if (fire && !chosen) {
+                        chosen = f;
+                        f->used = true;
+                }
         }
-        return NULL;
+        return chosen;
 }
 
 static int set_features(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
@@ -172,7 +176,6 @@ static int set_features(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
         case NVME_FEAT_FID_AUTO_PST: {
                 uint64_t e[FAKE_APST_ENTRIES];
 
-                c->n_set_apst++;
                 /* QEMU 7.2 answers 0x4002 when apsta = 0 (FACTS §4); so do we */
                 if (!(c->id.apsta & NVME_CTRL_APSTA_APST))
                         return SC_INVALID_FIELD;
@@ -205,11 +208,8 @@ static int get_features(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
 {
         uint8_t fid = cmd->cdw10 & 0xff, sel = (cmd->cdw10 >> 8) & 0x7;
 
-        if (fid == NVME_FEAT_FID_AUTO_PST) {
-                c->n_get_apst++;
-                if (!(c->id.apsta & NVME_CTRL_APSTA_APST))
-                        return SC_INVALID_FIELD;
-        }
+        if (fid == NVME_FEAT_FID_AUTO_PST && !(c->id.apsta & NVME_CTRL_APSTA_APST))
+                return SC_INVALID_FIELD;
         if (sel == NVME_GET_FEATURES_SEL_SUPPORTED) {
                 *res = 0x4; /* changeable, not saveable, controller scope */
                 return 0;
@@ -244,6 +244,10 @@ int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
         c->n_admin++;
         if (cmd->opcode == nvme_admin_identify)
                 c->n_identify++;
+        else if (cmd->opcode == nvme_admin_get_features && (cmd->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST)
+                c->n_get_apst++;
+        else if (cmd->opcode == nvme_admin_set_features && (cmd->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST)
+                c->n_set_apst++;
         f = fault_fire(c, cmd);
         if (f) {
                 c->n_faults++;
