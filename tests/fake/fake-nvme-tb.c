@@ -868,8 +868,7 @@ static bool ctl_execute(Harness *h, char **argv, GString *out, GError **error)
                 g_mutex_lock(&h->lock);
                 g_ptr_array_add(h->ctrls, c);
                 g_mutex_unlock(&h->lock);
-                emit_uevent(h, c->syspath, "add");
-                emit_uevent(h, c->ns_syspath, "add");
+                /* no emit_uevent(): add_from_string() already sent "add" for every device it created */
                 g_string_append_printf(out, "added %s\n", c->name);
                 return true;
         }
