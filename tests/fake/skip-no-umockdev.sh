@@ -1,5 +1,6 @@
 #!/bin/sh
-# Stands in for umockdev-wrapper when the fake NVMe harness could not be built: every test that
-# uses it is reported as skipped (77) with the reason, never as passed.
-echo "SKIP: fake NVMe harness not built: ${FAKE_SKIP_REASON:-umockdev not available}" >&2
+# Stands in for a program a test needs but this machine lacks (umockdev-wrapper when the fake NVMe
+# harness could not be built, nvme-cli, libsystemd, valgrind): prints why and exits 77, so meson
+# reports the test as SKIP, never as passed. Arguments are ignored.
+echo "SKIP: ${FAKE_SKIP_REASON:-fake NVMe harness not built (umockdev not available)}" >&2
 exit 77
