@@ -300,6 +300,7 @@ static char *ctrl_record(Ctrl *c)
         g_autofree char *address = NULL, *ns_name = g_strdup_printf("%sn1", c->name);
         GString *s = g_string_new(NULL);
         bool pcie = !strcmp(c->transport, "pcie");
+        g_autofree char *uevent_addr = NULL; /* nvme_class_uevent(): NVME_TRADDR etc. when set */
 
         fake_ctrl_sysfs_string(id->mn, sizeof(id->mn), mn);
         fake_ctrl_sysfs_string(id->sn, sizeof(id->sn), sn);
@@ -314,6 +315,7 @@ static char *ctrl_record(Ctrl *c)
                 c->pci_syspath = g_strdup_printf("/sys/devices/pci0000:00/%s", pci_addr);
                 c->syspath = g_strdup_printf("%s/nvme/%s", c->pci_syspath, c->name);
                 address = g_strdup(pci_addr);
+                uevent_addr = g_strdup("");
                 g_string_append_printf(s,
                                        "P: /devices/pci0000:00/%s\n"
                                        "E: DRIVER=nvme\n"
@@ -337,6 +339,7 @@ static char *ctrl_record(Ctrl *c)
                 /* fabrics controllers hang off the virtual nvme-fabrics "ctl" device, no PCI parent */
                 c->syspath = g_strdup_printf("/sys/devices/virtual/nvme-fabrics/ctl/%s", c->name);
                 address = g_strdup_printf("traddr=127.0.0.1,trsvcid=%u", 4420 + i);
+                uevent_addr = g_strdup_printf("E: NVME_TRADDR=127.0.0.1\nE: NVME_TRSVCID=%u\n", 4420 + i);
         }
 
         g_string_append_printf(s,
@@ -346,6 +349,7 @@ static char *ctrl_record(Ctrl *c)
                                "E: MAJOR=%u\n"
                                "E: MINOR=%u\n"
                                "E: NVME_TRTYPE=%s\n"
+                               "%s"
                                "E: SUBSYSTEM=nvme\n"
                                "A: address=%s\\n\n"
                                "A: cntlid=%u\\n\n"
@@ -366,7 +370,7 @@ static char *ctrl_record(Ctrl *c)
                                "A: subsysnqn=%s\\n\n"
                                "A: transport=%s\\n\n",
                                c->syspath + strlen("/sys"), c->name, c->name, NVME_CHAR_MAJOR, i, c->transport,
-                               address, le16toh(id->cntlid), NVME_CHAR_MAJOR, i, fr, mn, sn, c->state, nqn,
+                               uevent_addr, address, le16toh(id->cntlid), NVME_CHAR_MAJOR, i, fr, mn, sn, c->state, nqn,
                                c->transport);
         if (pcie) /* the PCI parent, relative to nvme/nvmeN */
                 g_string_append_printf(s, "L: device=../../../%s\n", pci_addr);
