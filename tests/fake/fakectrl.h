@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Fake NVMe controller model for the test harness (tests/fake/fake-nvme-tb.c).
+ *
+ * Transport-agnostic and free of GLib: it takes one admin command in CPU byte order with its data
+ * buffer already copied to harness memory, and answers it as a controller (and the kernel ioctl)
+ * would: 0, an NVMe status > 0, or a negative errno. It also implements the daemon's allow-list
+ * oracle (fake_cmd_allowed()) and fault injection. Started from the PoC in
+ * poc/umockdev-nvme/common/fakectrl.c. Not thread-safe: the harness serialises calls. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <nvme/types.h>
+
+#define FAKE_APST_ENTRIES 32
+#define FAKE_APST_BYTES (FAKE_APST_ENTRIES * 8) /* the Set/Get Features 0x0C data: 32 le64 entries */
+#define FAKE_MAX_FAULTS 16
+
+/* Which commands a fault applies to. */
+typedef enum FakeMatch {
+        FAKE_MATCH_IDENTIFY,
+        FAKE_MATCH_GET_APST,
+        FAKE_MATCH_SET_APST,
+        FAKE_MATCH_ANY,
+} FakeMatch;
+
+typedef enum FakeWhen {
+        FAKE_WHEN_ALWAYS,
+        FAKE_WHEN_ONCE,  /* the next matching command only */
+        FAKE_WHEN_AFTER, /* the first n matching commands succeed, every later one fails */
+} FakeWhen;
+
+typedef struct FakeFault {
+        FakeMatch match;
+        FakeWhen when;
+        unsigned n;      /* for FAKE_WHEN_AFTER */
+        unsigned seen;   /* matching commands seen so far */
+        bool used;       /* FAKE_WHEN_ONCE fired */
+        int nvme_status; /* > 0: answer with this NVMe status */
+        int err;         /* > 0: fail the ioctl with this errno */
+} FakeFault;
+
+typedef struct FakeCtrl {
+        struct nvme_id_ctrl id;
+        uint32_t apst_cdw11;                 /* bit 0 = APSTE */
+        uint64_t apst[FAKE_APST_ENTRIES];    /* CPU byte order */
+        uint32_t pm_cdw11;                   /* FID 0x02: PS[4:0] WH[7:5] (only reachable with --allow-any) */
+        unsigned n_admin, n_identify, n_get_apst, n_set_apst, n_errors, n_violations, n_faults;
+        FakeFault faults[FAKE_MAX_FAULTS];
+        unsigned n_fault_rules;
+} FakeCtrl;
+
+/* A passthru command in CPU byte order; data points to data_len bytes of harness memory, or NULL. */
+typedef struct FakeCmd {
+        uint8_t opcode;
+        uint32_t nsid, cdw10, cdw11, cdw12, cdw13, cdw14, cdw15;
+        uint32_t data_len;
+        void *data;
+} FakeCmd;
+
+/** fake_ctrl_init_default() - the built-in controller: npss=4, apsta=1, ps0-2 operational,
+ * ps3 (210/1200 us) and ps4 (2000/8000 us) non-operational; APSTE=0, all-zero table. */
+void fake_ctrl_init_default(FakeCtrl *c);
+
+/** fake_ctrl_init_idctrl() - load 4096 bytes of Identify Controller data from @path.
+ * Return: 0 or -errno (-EINVAL if the file is not exactly 4096 bytes). */
+int fake_ctrl_init_idctrl(FakeCtrl *c, const char *path);
+
+/** fake_ctrl_admin() - execute one admin command.
+ * Return: 0 or an NVMe status > 0 (result in *result), or -errno for an ioctl failure (fault). */
+int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *result);
+
+/** fake_cmd_allowed() - the oracle: the daemon may send only Identify CNS 01h, Get Features FID 0x0C
+ * (any SEL) and Set Features FID 0x0C without SV, with a 256-byte buffer where data moves.
+ * Return: NULL if allowed, else a static string saying why not. */
+const char *fake_cmd_allowed(const FakeCmd *cmd);
+
+/** fake_fault_parse() - parse "WHAT=RESULT[:WHEN]", WHAT identify|get-apst|set-apst|any, RESULT an
+ * NVMe status (0x4002, decimal or hex, 1..0xffff) or an errno name (EIO, ENODEV, EINTR, ETIMEDOUT,
+ * EBUSY, EAGAIN, ENOTTY, EPERM, EACCES, EFAULT, EINVAL) or number, WHEN always|once|after=N.
+ * Return: 0 or -EINVAL. */
+int fake_fault_parse(const char *s, FakeFault *ret);
+int fake_ctrl_add_fault(FakeCtrl *c, const FakeFault *f);
+void fake_ctrl_clear_faults(FakeCtrl *c);
+
+/** fake_table_parse() - parse a table file: optional "apste=N", then up to 32 numbers (0x... or
+ * decimal) separated by white space; '#' starts a comment. Missing entries are 0.
+ * Return: 0 or -EINVAL. */
+int fake_table_parse(const char *text, uint32_t *ret_apste, uint64_t ret_entries[FAKE_APST_ENTRIES]);
+/** fake_table_format() - write "apste=N\n" and 32 lines "0x%016llx\n" (the NAME.table format). */
+void fake_table_format(const FakeCtrl *c, FILE *out);
+/** fake_table_kernel() - the table Linux's nvme_configure_apst() (v5.14+) writes with its default
+ * module parameters (100000 us max latency, 100/2000 ms, 15000/100000 us tolerances). */
+void fake_table_kernel(const FakeCtrl *c, uint32_t *ret_apste, uint64_t ret_entries[FAKE_APST_ENTRIES]);
+
+/** fake_ctrl_report() - human-readable state: APSTE, counters, non-zero entries decoded. */
+void fake_ctrl_report(const FakeCtrl *c, const char *name, FILE *out);
+
+/** fake_ctrl_sysfs_string() - @field (id.mn, id.sn, id.fr) as sysfs shows it ("%.*s"): the raw
+ * space-padded bytes up to the first NUL, with no newline. @buf must hold len + 1 bytes. */
+void fake_ctrl_sysfs_string(const char *field, size_t len, char *buf);
+
+const char *fake_errno_name(int err);
