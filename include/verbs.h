@@ -5,4 +5,12 @@
 
 #include "cli.h"
 
+/*
+ * Verbs of the nvme-apstd command line besides running the daemon. main.c
+ * dispatches `nvme-apstd VERB ARGS...` to verb_VERB(argc, argv) with argv[0]
+ * set to VERB; each returns the process exit status (0, 1 = failure,
+ * 2 = bad usage) and prints its own output and errors.
+ */
+
+/* `nvme-apstd simulate`: score APST policies on a trace (src/cmd-simulate.c, doc/simulator.md). */
 int verb_simulate(int argc, char *argv[]);
