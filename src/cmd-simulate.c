@@ -307,20 +307,6 @@ typedef struct Row {
         SimResult res;
 } Row;
 
-static void json_string(FILE *f, const char *s) {
-        fputc('"', f);
-        for (; *s; s++) {
-                unsigned char ch = (unsigned char) *s;
-                if (ch == '"' || ch == '\\')
-                        fprintf(f, "\\%c", ch);
-                else if (ch < 0x20 || ch >= 0x7f)
-                        fprintf(f, "\\u%04x", ch);
-                else
-                        fputc(ch, f);
-        }
-        fputc('"', f);
-}
-
 static void json_reprograms(FILE *f, const SimResult *r) {
         fputs("[", f);
         for (size_t i = 0; i < r->n_reprograms; i++) {
