@@ -63,6 +63,7 @@ struct Manager {
         char *config_path;         /* NULL = the default path */
         char *runtime_dir;
         SysPlatform platform;
+        uint64_t verify_interval_usec;  /* MANAGER_VERIFY_INTERVAL_USEC unless a test shortens it */
         Controller **ctrls;
         size_t n_ctrls;
 };

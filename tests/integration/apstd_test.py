@@ -151,7 +151,7 @@ def wait_for(pred, timeout=10.0, what="condition"):
 class Daemon:
     """nvme-apstd run with its own NOTIFY_SOCKET and RUNTIME_DIRECTORY."""
 
-    def __init__(self, config, runtime_dir=None, extra_env=None):
+    def __init__(self, config, runtime_dir=None, extra_env=None, args=()):
         self.dir = tempfile.mkdtemp(prefix="apstd-daemon-")
         self.runtime_dir = runtime_dir or os.path.join(self.dir, "run")
         os.makedirs(self.runtime_dir, exist_ok=True)
@@ -171,7 +171,7 @@ class Daemon:
         if extra_env:
             env.update(extra_env)
         self.err = open(self.stderr_path, "w")
-        self.proc = subprocess.Popen([NVME_APSTD, "run", "--config", config], stdout=self.err, stderr=self.err,
+        self.proc = subprocess.Popen([NVME_APSTD, "run", "--config", config, *args], stdout=self.err, stderr=self.err,
                                      env=env)
 
     def poll_notify(self, timeout=0.0):
