@@ -35,6 +35,12 @@ typedef struct ApplyTarget {
         const char *firmware;
         const char *policy;        /* "budget", "kernel" */
         const char *reason;        /* why we write now: "start", "apply", "reset", "resume", "reload" */
+        const ApstTable *last_written; /* what we wrote before, or NULL: a different table found is
+                                        * logged as overwritten (MSGID_TABLE_OVERWRITTEN) before rewriting */
+        /* Called with the table found, after the first Get Features and before any Set Features
+         * (the daemon records the original there, so a crash can never lose it); may be NULL. */
+        void (*before_write)(const ApstTable *found, void *userdata);
+        void *userdata;
 } ApplyTarget;
 
 typedef struct ApplyResult {

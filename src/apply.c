@@ -94,6 +94,23 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
         }
         res.have_before = true;
 
+        if (t->last_written && !apst_table_equal(&res.before, t->last_written)) {
+                char found[32 * 19 + 1], wrote[32 * 19 + 1], s[256];
+                apst_table_to_hex(&res.before, found, sizeof found);
+                apst_table_to_hex(t->last_written, wrote, sizeof wrote);
+                apst_summary(&res.before, s, sizeof s);
+                log_event(LOG_NOTICE, 0, MSGID_TABLE_OVERWRITTEN,
+                          LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
+                                     { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
+                                     { "APST_TABLE", found }, { "APST_TABLE_WRITTEN", wrote },
+                                     { "APST_REASON", t->reason }),
+                          "%s: the APST table was overwritten (found %s after %s, most likely by the kernel); "
+                          "writing ours again.", t->name, s, t->reason);
+        }
+
+        if (t->before_write)
+                t->before_write(&res.before, t->userdata);
+
         if (skip_if_equal && apst_table_equal(&res.before, want)) {
                 res.unchanged = true;
                 log_event(LOG_INFO, 0, MSGID_TABLE_VERIFIED,

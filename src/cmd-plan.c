@@ -96,7 +96,7 @@ static void print_human(const PlanEntry *e) {
         const ApstPlan *p = &e->plan.plan;
         char desc[1024], q[64], w[32];
 
-        printf("%s: %s (firmware %s", e->name, e->id.model, e->id.firmware);
+        printf("%s: %s (firmware %s", e->name, e->id.model, e->id.firmware[0] ? e->id.firmware : "not reported");
         if (e->have_sys && e->sys.pci_vendor)
                 printf(", PCI %04x:%04x", e->sys.pci_vendor, e->sys.pci_device);
         printf(")\n");

@@ -261,7 +261,8 @@ static void controller_log_states(const Controller *c) {
                   LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
                              { "NVME_FIRMWARE", c->id.firmware }, { "NVME_NPSS", npss },
                              { "NVME_APSTA", c->id.apst_supported ? "1" : "0" }, { "NVME_POWER_STATES", states }),
-                  "%s: found %s (firmware %s) with %u power state%s: %s.", c->name, c->id.model, c->id.firmware,
+                  "%s: found %s (firmware %s) with %u power state%s: %s.", c->name, c->id.model,
+                  c->id.firmware[0] ? c->id.firmware : "not reported",
                   c->id.npss + 1, c->id.npss ? "s" : "", states);
 }
 
@@ -279,9 +280,31 @@ static int controller_plan(Controller *c, bool *ret_changed) {
         return 0;
 }
 
+/* apply_table() hook: the first time we see a controller's table, remember it (or the one a
+ * crashed predecessor recorded) and write the record before anything is changed. */
+static void controller_record_original(const ApstTable *found, void *userdata) {
+        Controller *c = userdata;
+        Manager *m = c->manager;
+        ApstTable rec;
+        int r;
+
+        if (c->have_original)
+                return;
+        if (original_load(m, c, &rec) >= 0) {
+                c->original = rec;
+                log_info("%s: using the table recorded before a previous run (%s/ctrl-%s.orig).", c->name,
+                         m->runtime_dir, c->name);
+        } else
+                c->original = *found;
+        c->have_original = true;
+        r = original_save(m, c);
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot record the original APST table in %s: %m; a restart after a "
+                                     "crash would not know it.", c->name, m->runtime_dir);
+}
+
 /* Bring the controller to the planned state: identify, plan, remember, write, verify. */
 static int controller_sync(Controller *c, const char *reason) {
-        Manager *m = c->manager;
         bool first = !c->identified;
         ApplyResult res;
         ApplyTarget t;
@@ -351,31 +374,11 @@ static int controller_sync(Controller *c, const char *reason) {
         }
 
         t = controller_target(c, reason);
+        t.last_written = c->have_written ? &c->written : NULL;
+        t.before_write = controller_record_original;
+        t.userdata = c;
         r = apply_table(c->ctrl, &t, &c->plan.plan.table, c->plan.plan.worst_wake_us, true, &res);
-        if (res.have_before && !c->have_original) {
-                ApstTable rec;
-                /* A record from a predecessor that crashed beats what is on the drive now. */
-                if (original_load(m, c, &rec) >= 0) {
-                        c->original = rec;
-                        log_info("%s: using the table recorded before a previous run (%s/ctrl-%s.orig).", c->name,
-                                 m->runtime_dir, c->name);
-                } else
-                        c->original = res.before;
-                c->have_original = true;
-                r = original_save(m, c) < 0 ? r : r;
-        } else if (res.have_before && c->have_written && !apst_table_equal(&res.before, &c->written)) {
-                char hex[HEX_TABLE_SIZE], wrote[HEX_TABLE_SIZE], s[256];
-                apst_table_to_hex(&res.before, hex, sizeof hex);
-                apst_table_to_hex(&c->written, wrote, sizeof wrote);
-                apst_summary(&res.before, s, sizeof s);
-                log_event(LOG_NOTICE, 0, MSGID_TABLE_OVERWRITTEN,
-                          LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
-                                     { "NVME_FIRMWARE", c->id.firmware },
-                                     { "APST_POLICY", apst_policy_to_string(c->plan.params.policy) },
-                                     { "APST_TABLE", hex }, { "APST_TABLE_WRITTEN", wrote }, { "APST_REASON", reason }),
-                          "%s: the APST table was overwritten (found %s after %s, most likely by the kernel); "
-                          "writing ours again.", c->name, s, reason);
-        } else if (res.have_before && !first && apst_table_equal(&res.before, &c->plan.plan.table))
+        if (res.have_before && !first && apst_table_equal(&res.before, &c->plan.plan.table))
                 log_debug("%s: re-checked after %s: table in place.", c->name, reason);
 
         if (r < 0) {
