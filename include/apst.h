@@ -106,6 +106,10 @@ typedef struct ApstPlan {
 
 /**
  * apst_quirks() - the kernel's quirk bits for this controller (FACTS §2 list)
+ *
+ * Model entries match Identify vid + trimmed model exactly; DMI strings are
+ * compared exactly like the kernel's dmi_match(), except that a trailing newline
+ * (as read from /sys/class/dmi/id/) is ignored. @plat may be NULL (unknown).
  */
 unsigned apst_quirks(const IdCtrl *id, const ApstPlatform *plat);
 

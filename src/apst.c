@@ -223,7 +223,8 @@ static uint32_t us_to_itpt(uint64_t us) {
  * transitions (e + x) charged at P0 (FACTS §5): staying costs from·T, going costs
  * P0·(e+x) + to·(T − (e+x)); they are equal at T = (e+x)·(P0 − to)/(from − to).
  * From the operational states (from = P0) this is e + x. Callers ensure from > to.
- * Bounds: e + x < 2^33 µs, P0 − to < 2^30 µW (16-bit MP × 0.01 W): the product fits 64 bits.
+ * Bounds: a chain target has e + x <= budget < 2^32 µs and P0 − to < 2^32 µW, so the
+ * product stays below 2^64 whatever IdCtrl a simulator feeds us.
  */
 static uint64_t break_even_us(uint64_t p0_uw, uint64_t from_uw, const IdPsd *to) {
         uint64_t tau = (uint64_t) to->enlat_us + to->exlat_us;

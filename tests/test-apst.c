@@ -138,6 +138,28 @@ static void mut_seed_ps4_hungry(IdCtrl *id) {
         id->psd[4].max_power_uw = 80000;
 }
 
+/* SN550 with ps3 at 9000/11000 µs: total 20000, inside the secondary tolerance like ps4. */
+static void mut_sn550_two_secondary(IdCtrl *id) {
+        id->psd[3].enlat_us = 9000;
+        id->psd[3].exlat_us = 11000;
+}
+/* The seed with ps4 drawing exactly what ps3 draws. */
+static void mut_seed_ps4_same(IdCtrl *id) {
+        id->psd[4].max_power_uw = 70000;
+}
+/* The seed with ps4 reporting an idle power (1 mW) below its max power (5 mW). */
+static void mut_seed_ps4_idle(IdCtrl *id) {
+        id->psd[4].idle_power_uw = 1000;
+}
+/* Rounding: ps1 free to enter and leave (0/0 µs), ps2 1 µs; powers 297002 and 296999 µW so that
+ * the ps1 -> ps2 break-even is 1·(300000−296999)/(297002−296999) = 3001/3 = 1000.33 µs. */
+static void mut_rounding(IdCtrl *id) {
+        *id = (IdCtrl) { .npss = 2, .apst_supported = true };
+        id->psd[0] = (IdPsd) { .max_power_uw = 5000000 };
+        id->psd[1] = (IdPsd) { .max_power_uw = 297002, .non_operational = true };
+        id->psd[2] = (IdPsd) { .max_power_uw = 296999, .non_operational = true, .enlat_us = 1 };
+}
+
 typedef struct Case {
         const char *name;
         const char *drive;              /* data file, may be NULL when @mutate builds it all */
@@ -253,6 +275,26 @@ static const Case table_cases[] = {
         { "/apst/budget/seed/deeper-not-cheaper", SEED, mut_seed_ps4_hungry, {}, PARAMS(B, 100000),
           APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 11) }, 0, false, 10300,
           "ps0–ps2 → ps3 after 11 ms; worst wake 10.3 ms", "ps3@11ms" },
+
+        /* ps4 as hungry as ps3 (70 mW): not strictly below, dropped. */
+        { "/apst/budget/seed/deeper-same-power", SEED, mut_seed_ps4_same, {}, PARAMS(B, 100000),
+          APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 11) }, 0, false, 10300,
+          "ps0–ps2 → ps3 after 11 ms; worst wake 10.3 ms", "ps3@11ms" },
+        /* ps4 reports idle power 1 mW: it counts instead of its max power. ps3 -> ps4:
+         * 12000·(300000−1000)/(70000−1000) = 3588000000/69000 = 52000 µs exactly -> 52 ms. */
+        { "/apst/budget/seed/idle-power-reported", SEED, mut_seed_ps4_idle, {}, PARAMS(B, 100000),
+          APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 11), [3] = ENT(4, 52) }, 0, false, 12000,
+          "ps0–ps2 → ps3 after 11 ms, ps3 → ps4 after 52 ms; worst wake 12.0 ms", "ps3@11ms→ps4@52ms" },
+        /* ps0 -> ps1: break-even 0 µs, but ITPT 0 would mean "never": at least 1 ms.
+         * ps1 -> ps2: 1000.33 µs rounds up to 1001 µs, then to 2 ms (not 1000 µs = 1 ms). Worst wake
+         * ps2's 1 µs, shown as 0.0 ms. */
+        { "/apst/budget/rounding", NULL, mut_rounding, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true,
+          { [0] = ENT(1, 1), [1] = ENT(2, 2) }, 0, false, 1,
+          "ps0 → ps1 after 1 ms, ps1 → ps2 after 2 ms; worst wake 0.0 ms", "ps1@1ms→ps2@2ms" },
+        /* force with nothing to override: not reported as overridden. */
+        { "/apst/budget/force-without-quirks", SEED, NULL, {}, PARAMS_FORCED(B, 100000), APST_OUTCOME_PROGRAM, true,
+          { [0 ... 2] = ENT(3, 11), [3] = ENT(4, 55) }, 0, false, 12000,
+          "ps0–ps2 → ps3 after 11 ms, ps3 → ps4 after 55 ms; worst wake 12.0 ms", "ps3@11ms→ps4@55ms" },
 
         /* ---------------- quirks ---------------- */
 
@@ -380,6 +422,11 @@ static const Case table_cases[] = {
         { "/apst/kernel/modern-timeout-clamped", SEED, NULL, {}, PARAMS_FULL(K, 100000, 0x1000000, 2000, 15000, 100000, false),
           APST_OUTCOME_PROGRAM, true, { [0 ... 3] = 0xffffff20 }, 0, false, 12000,
           "ps0–ps3 → ps4 after 16777215 ms; worst wake 12.0 ms", "ps4@16777215ms" },
+        /* Two states in the secondary tier: ps4 (44000) takes it, ps3 (20000) is secondary too but
+         * last_index is already 2 -> skipped; everything goes to ps4 after 2000 ms. */
+        { "/apst/kernel/two-secondary", WDC, mut_sn550_two_secondary, {}, PARAMS(K, 100000), APST_OUTCOME_PROGRAM,
+          true, { [0 ... 3] = ENT(4, 2000) }, 0, false, 44000, "ps0–ps3 → ps4 after 2000 ms; worst wake 44.0 ms",
+          "ps4@2000ms" },
         /* secondary_timeout_ms = 0 turns the secondary tier off: Kingston ps4 (30000 > 15000) skipped. */
         { "/apst/kernel/secondary-off", KINGSTON, NULL, {}, PARAMS_FULL(K, 100000, 100, 0, 15000, 100000, false),
           APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 100) }, 0, false, 4000,

@@ -212,7 +212,8 @@ static void test_other_values(void) {
 /* /idctrl/binary/power-scales: IDLP/IPS and ACTP/APS patched into the seed's PSD0.
  *   IDLP = 0x0123 = 291; IPS (byte 18, bits 7:6) 01 -> 291 x 100 µW = 29100 µW,
  *   10 -> 291 x 10000 = 2910000 µW, 00 and 11 -> not reported (0).
- *   ACTP = 0x00c8 = 200 with byte 22 = 0x82 (APS 10, APW 2) -> 2000000 µW. */
+ *   ACTP = 0x00c8 = 200 with byte 22 = 0x82 (APS 10, APW 2) -> 2000000 µW;
+ *   byte 22 = 0x43 (APS 01, APW 3) -> 200 x 100 µW = 20000 µW (APW must not leak into the scale). */
 static void test_binary_power_scales(void) {
         static const struct {
                 const char *name;
@@ -244,6 +245,13 @@ static void test_binary_power_scales(void) {
                         abort();
                 }
                 assert(id.psd[0].active_power_uw == 2000000);
+        }
+        psd0[22] = 0x43;
+        {
+                IdCtrl id;
+
+                assert(idctrl_parse_binary(bin, len, &id) == 0);
+                assert(id.psd[0].active_power_uw == 20000);
         }
         /* largest MP with 0.01 W units fits: 65535 x 10000 µW */
         psd0[0] = 0xff;
@@ -392,6 +400,7 @@ static void test_json_bad(void) {
                 { "/idctrl/json/mn-raw-newline", "\"mn\":\"INTEL", "\"mn\":\"\nINTEL", -EBADMSG },
                 { "/idctrl/json/psd-exit-missing", "\"exit_lat\":5,", "", -EBADMSG },
                 { "/idctrl/json/psd-flags-missing", "\"flags\":0,", "", -EBADMSG },
+                { "/idctrl/json/psd-flags-duplicate", "\"flags\":0,", "\"flags\":0, \"flags\":1,", -EBADMSG },
                 { "/idctrl/json/psd-max-power-range", "\"max_power\":900", "\"max_power\":65536", -ERANGE },
                 { "/idctrl/json/psd-exit-range", "\"exit_lat\":5", "\"exit_lat\":4294967296", -ERANGE },
                 { "/idctrl/json/psd-idle-scale-range", "\"idle_scale\":0", "\"idle_scale\":4", -ERANGE },
@@ -505,6 +514,38 @@ static void test_json_robust(void) {
         free(json);
 }
 
+/* /idctrl/json/psd-count: 32 descriptors (npss 31) are the most the structure holds; a 33rd is refused
+ * before it is stored anywhere. Each psd N: non-operational, max_power N, enlat 10·N, exlat N. */
+static void test_json_psd_count(void) {
+        for (unsigned count = 31; count <= 33; count++) {
+                size_t size = 256 + 128 * count;
+                char *t = malloc(size);
+                size_t pos;
+                IdCtrl id;
+                int r;
+
+                assert(t);
+                pos = (size_t) snprintf(t, size, "{\"vid\":1,\"mn\":\"M\",\"fr\":\"F\",\"npss\":31,\"apsta\":1,\"psds\":[");
+                for (unsigned i = 0; i < count; i++)
+                        pos += (size_t) snprintf(t + pos, size - pos,
+                                                 "%s{\"max_power\":%u,\"flags\":2,\"entry_lat\":%u,\"exit_lat\":%u}",
+                                                 i > 0 ? "," : "", i, 10 * i, i);
+                pos += (size_t) snprintf(t + pos, size - pos, "]}");
+                assert(pos < size);
+
+                r = parse_json_untouched(t);
+                if (count == 32) {
+                        assert(r == 0);
+                        assert(idctrl_parse_json(t, &id) == 0);
+                        assert(id.npss == 31 && id.psd[31].max_power_uw == 310000 && id.psd[31].enlat_us == 310);
+                        assert(id.psd[31].exlat_us == 31 && id.psd[31].non_operational);
+                        assert(strcmp(id.model, "M") == 0 && strcmp(id.serial, "") == 0 && id.ssvid == 0);
+                } else
+                        assert(r == -EBADMSG);
+                free(t);
+        }
+}
+
 int main(void) {
         test_formats_agree();
         test_seed_values();
@@ -516,6 +557,7 @@ int main(void) {
         test_json_bad();
         test_json_accepted();
         test_json_robust();
+        test_json_psd_count();
         printf("test-idctrl: all passed\n");
         return 0;
 }
