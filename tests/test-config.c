@@ -786,6 +786,30 @@ static void test_load(void) {
         expect_load("/config/load/device", "/dev/null", -EINVAL,
                     "/dev/null: is not a regular file (mode 020666); refusing to use it");
 
+        /* Unreadable: as root, become nobody for the call (saved uid stays 0), a 0600 root file is out of reach. */
+        if (geteuid() == 0) {
+                _cleanup_free_ char *m = NULL;
+                int r;
+
+                free(msg);
+                assert(asprintf(&msg, "%s: cannot open: Permission denied", good) > 0);
+                assert(chmod(good, 0600) == 0);
+                assert(seteuid(65534) == 0);
+                r = config_load(good, &c, &m);
+                assert(seteuid(0) == 0);
+                assert(r == -EACCES && m && strcmp(m, msg) == 0);
+                printf("ok /config/load/unreadable\n");
+                free(msg);
+                msg = NULL;
+        } else {
+                assert(chmod(good, 0) == 0);
+                free(msg);
+                assert(asprintf(&msg, "%s: cannot open: Permission denied", good) > 0);
+                expect_load("/config/load/unreadable", good, -EACCES, msg);
+                free(msg);
+                msg = NULL;
+        }
+
         /* The error pointer may be NULL. */
         assert(config_load(dir, &c, NULL) == -EISDIR);
 
