@@ -17,6 +17,11 @@
  * An indented line is refused: inih (INI_ALLOW_MULTILINE) would take it as a
  * continuation of the previous value.
  *
+ * Strict where STYLE §5 suggests warn-and-ignore: the issue asks that any
+ * unknown key or bad value reject the whole file, which is safe because a
+ * reload that fails keeps the running configuration, and a typo in a
+ * latency budget should not silently fall back to the default.
+ *
  * Pure: no I/O except in config_load(), no logging, no globals. Every error
  * path frees what it built; the first error wins and ends the parse.
  */
