@@ -109,15 +109,25 @@ typedef struct DeviceIdent {
 
 /* Set every field to its default (the kernel's APST defaults, CPU pinning off). */
 void config_init(Config *c);
-/* Free what config_init/config_parse_string allocated; the struct may be reused after config_init(). */
+/* Free what config_parse_string() allocated and reset to the defaults; NULL or a second call is fine. */
 void config_done(Config *c);
 
 /**
  * config_parse_string() - parse configuration text
- * @text: the file contents (NUL-terminated)
- * @filename: used in messages only
- * @ret: initialised and filled in on success; untouched on failure
- * @ret_error: on failure, a malloc'd message "FILE: [section] key: reason" (caller frees)
+ * @text: the file contents (NUL-terminated); NULL is taken as ""
+ * @filename: used in messages and Config.path only; NULL = "<string>"
+ * @ret: initialised and filled in on success (any old contents are not freed);
+ *       untouched on failure
+ * @ret_error: may be NULL; on failure, a malloc'd one-line message (caller
+ *       frees), or NULL if even that could not be allocated. Untouched on success.
+ *
+ * Pure: no I/O, no logging. The first error ends the parse. Messages:
+ *   "FILE:LINE: [section] key = value: reason"   a bad key or value
+ *   "FILE:LINE: [section]: reason"                a bad or incomplete section
+ *   "FILE:LINE: text: reason"                     a line that is neither
+ *   "FILE: reason"                                out of memory
+ * Control characters and backslashes in quoted text appear as \xNN; the
+ * value of match_serial is shown as "(not shown)".
  *
  * Return: 0, or -EINVAL (bad content) / -ENOMEM.
  */
@@ -129,15 +139,22 @@ int config_parse_string(const char *text, const char *filename, Config *ret, cha
  * Refuses (with a message naming the file) a file that is not a regular file,
  * is larger than CONFIG_MAX_SIZE, contains NUL bytes, or that a non-root user
  * can write (group/other write bit, or not owned by root when we run as root).
- * Return: 0 or negative errno; @ret_error as for config_parse_string().
+ * Messages are "FILE: reason", e.g. "/etc/nvme-apstd.conf: is writable by
+ * group (mode 0664); refusing to use it", or those of config_parse_string().
+ * Return: 0 or negative errno: that of open()/read() (-ENOENT, -EACCES, ...),
+ * -EISDIR, -EINVAL (not a regular file, NUL byte, bad content), -EFBIG,
+ * -EPERM (writable by others), -ENOMEM. @ret and @ret_error as for
+ * config_parse_string().
  */
 #define CONFIG_MAX_SIZE (1024u * 1024u)
 int config_load(const char *path, Config *ret, char **ret_error);
 
 /**
  * config_resolve() - the parameters for one controller
- * @ret: [apst] overlaid with the first matching [device] section's keys
- * @ret_section: the matching section's name, or NULL when none matched
+ * @dev: what to match; a NULL string never matches a match_ key given for it
+ * @ret: [apst] overlaid with the first matching [device] section's keys (may be NULL)
+ * @ret_section: the matching section's name (points into @c), or NULL when none
+ *       matched (may be NULL)
  *
  * Return: true if the daemon should manage the device, false for enable = no.
  */

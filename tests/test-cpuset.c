@@ -66,7 +66,7 @@ static void test_parse(const ParseCase *c) {
         int r;
 
         memset(&s, 0xa5, sizeof(s));
-        sentinel = s;
+        memcpy(&sentinel, &s, sizeof(sentinel));
         r = cpuset_parse(c->input, &s);
         if (r != c->error) {
                 fprintf(stderr, "%s: got %d, expected %d\n", c->name, r, c->error);
