@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1024,6 +1025,13 @@ static void on_child_exit(GPid pid, gint status, gpointer userdata)
         g_main_loop_quit(h->loop);
 }
 
+static void child_setup(gpointer userdata)
+{
+        /* if the harness dies (umockdev's uevent sender aborts it when a listener's queue is full),
+         * COMMAND must not outlive it holding meson's output pipe until the timeout */
+        (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
+}
+
 static gboolean on_term(gpointer userdata)
 {
         Harness *h = userdata;
@@ -1297,7 +1305,7 @@ int main(int argc, char **argv)
         h.loop = g_main_loop_new(NULL, FALSE);
         if (!g_spawn_async(NULL, argv + optind, env,
                            G_SPAWN_SEARCH_PATH_FROM_ENVP | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_CHILD_INHERITS_STDIN,
-                           NULL, NULL, &h.child, &err)) {
+                           child_setup, NULL, &h.child, &err)) {
                 fprintf(stderr, "fake: cannot run %s: %s\n", argv[optind], err->message);
                 rc = EXIT_SETUP;
                 goto out;

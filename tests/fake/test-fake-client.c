@@ -10,6 +10,7 @@
  *                                              nodata (0x0C with no table), log (Get Log Page)
  *   test-fake-client reset NAME                sd-device monitor sees the reset uevent; table restored
  *   test-fake-client add-remove NAME           add and remove uevents; ioctls on the old fd get ENODEV
+ *   test-fake-client stall NAME N              never read the monitor while N uevents are sent
  *
  * Uses only libnvme's generic nvme_{identify,set_features,get_features}() (libnvme 1.3's typed APST
  * helpers are broken, FACTS §3), open() on /dev and sd_device_enumerator_allow_uninitialized(), as
@@ -429,6 +430,25 @@ static int cmd_add_remove(const char *name)
         return 0;
 }
 
+/* A daemon bug on purpose: a monitor that is never read while uevents keep coming. */
+static int cmd_stall(const char *name, int n)
+{
+        Wait w = { .sysname = name, .action = "change" };
+        _cleanup_(sd_event_unrefp) sd_event *e = new_event();
+        _cleanup_(sd_device_monitor_unrefp) sd_device_monitor *mon = new_monitor(e, &w);
+        char cmd[256];
+        int r = 0;
+
+        if (!mon)
+                return 1;
+        snprintf(cmd, sizeof(cmd), "\"$FAKE_NVME_CTL_PROG\" uevent %s change", name);
+        for (int i = 0; i < n && r == 0; i++) {
+                r = system(cmd);
+                printf("uevent %d sent: %d\n", i + 1, r);
+        }
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         int r = 2;
@@ -444,6 +464,8 @@ int main(int argc, char **argv)
                 r = cmd_forbidden(argv[2], argv[3]);
         else if (argc == 3 && !strcmp(argv[1], "reset"))
                 r = cmd_reset(argv[2]);
+        else if (argc == 4 && !strcmp(argv[1], "stall"))
+                r = cmd_stall(argv[2], atoi(argv[3]));
         else if (argc == 3 && !strcmp(argv[1], "add-remove"))
                 r = cmd_add_remove(argv[2]);
         else
