@@ -519,9 +519,10 @@ static Ctrl *ctrl_parse(Harness *h, const char *spec, GError **error)
 
         c->h = h;
         if (!g_str_has_prefix(parts[0], "nvme") || !g_ascii_isdigit(parts[0][4]) ||
-            (c->index = (unsigned) strtoul(parts[0] + 4, &end, 10), *end) || c->index > 255) {
-                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "controller name '%s' is not nvmeN",
-                            parts[0]);
+            (c->index = (unsigned) strtoul(parts[0] + 4, &end, 10), *end) || c->index > 27) {
+                /* N <= 27: the PCI parent is 0000:00:<4+N>.0 and a PCI device number has 5 bits */
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "controller name '%s' is not nvmeN with N in 0..27", parts[0]);
                 return NULL;
         }
         c->name = g_strdup(parts[0]);
