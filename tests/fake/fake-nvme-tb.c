@@ -1200,28 +1200,30 @@ int main(int argc, char **argv)
         }
 
         h.tb = umockdev_testbed_new();
-        /* add_device() checks parents through the redirected /sys, so the harness itself must run under
-         * the preload; in_mock_environment() caches its answer: ask only after Testbed.new() */
-        if (!umockdev_in_mock_environment()) {
-                fprintf(stderr, "fake: run me under umockdev-wrapper\n");
-                g_object_unref(h.tb);
-                return EXIT_SETUP;
-        }
         h.sys = umockdev_testbed_get_sys_dir(h.tb);
         g_mutex_init(&h.lock);
         h.ctrls = g_ptr_array_new_with_free_func((GDestroyNotify) ctrl_free);
         h.violations = g_ptr_array_new_with_free_func(g_free);
         h.handlers = g_ptr_array_new_with_free_func(g_object_unref);
+        /* add_device() checks parents through the redirected /sys, so the harness itself must run under
+         * the preload; in_mock_environment() caches its answer: ask only after Testbed.new() */
+        if (!umockdev_in_mock_environment()) {
+                fprintf(stderr, "fake: run me under umockdev-wrapper\n");
+                rc = EXIT_SETUP;
+                goto out;
+        }
         if (h.state_dir) {
                 if (g_mkdir_with_parents(h.state_dir, 0755) < 0) {
                         fprintf(stderr, "fake: %s: %m\n", h.state_dir);
-                        return EXIT_SETUP;
+                        rc = EXIT_SETUP;
+                        goto out;
                 }
         } else {
                 h.state_dir = g_dir_make_tmp("fake-nvme-XXXXXX", &err);
                 if (!h.state_dir) {
                         fprintf(stderr, "fake: %s\n", err->message);
-                        return EXIT_SETUP;
+                        rc = EXIT_SETUP;
+                        goto out;
                 }
                 h.state_dir_is_temp = true;
         }
@@ -1231,16 +1233,20 @@ int main(int argc, char **argv)
                 Ctrl *c = ctrl_parse(&h, ctrl_specs->pdata[i], &err);
                 if (!c) {
                         fprintf(stderr, "fake: --ctrl %s: %s\n", (char *) ctrl_specs->pdata[i], err->message);
-                        return EXIT_USAGE;
+                        rc = EXIT_USAGE;
+                        goto out;
                 }
                 if (ctrl_find(&h, c->name)) {
                         fprintf(stderr, "fake: --ctrl %s given twice\n", c->name);
-                        return EXIT_USAGE;
+                        ctrl_free(c);
+                        rc = EXIT_USAGE;
+                        goto out;
                 }
                 g_ptr_array_add(h.ctrls, c);
                 if (!ctrl_add(&h, c, &err)) {
                         fprintf(stderr, "fake: %s: %s\n", c->name, err->message);
-                        return EXIT_SETUP;
+                        rc = EXIT_SETUP;
+                        goto out;
                 }
         }
         for (guint i = 0; i < faults->len; i++) {
@@ -1250,7 +1256,8 @@ int main(int argc, char **argv)
                 FakeFault f;
                 if (!c || fake_fault_parse(colon + 1, &f) < 0 || fake_ctrl_add_fault(&c->model, &f) < 0) {
                         fprintf(stderr, "fake: --fault %s: expected nvmeN:WHAT=RESULT[:WHEN] for a --ctrl\n", spec);
-                        return EXIT_USAGE;
+                        rc = EXIT_USAGE;
+                        goto out;
                 }
         }
         if (board) {
@@ -1286,7 +1293,8 @@ int main(int argc, char **argv)
                 if (!g_socket_listener_add_address(G_SOCKET_LISTENER(h.ctl), addr, G_SOCKET_TYPE_STREAM,
                                                    G_SOCKET_PROTOCOL_DEFAULT, NULL, NULL, &err)) {
                         fprintf(stderr, "fake: control socket %s: %s\n", h.ctl_path, err->message);
-                        return EXIT_SETUP;
+                        rc = EXIT_SETUP;
+                        goto out;
                 }
                 g_signal_connect(h.ctl, "incoming", G_CALLBACK(on_ctl_incoming), &h);
                 g_socket_service_start(h.ctl);
@@ -1349,7 +1357,8 @@ out:
                 g_socket_listener_close(G_SOCKET_LISTENER(h.ctl));
                 g_object_unref(h.ctl);
         }
-        (void) unlink(h.ctl_path);
+        if (h.ctl_path)
+                (void) unlink(h.ctl_path);
         for (guint i = 0; i < h.ctrls->len; i++) {
                 Ctrl *c = h.ctrls->pdata[i];
                 g_autofree char *devnode = g_strdup_printf("/dev/%s", c->name);
@@ -1361,7 +1370,7 @@ out:
         g_ptr_array_free(h.violations, TRUE);
         g_clear_pointer(&h.loop, g_main_loop_unref);
         g_object_unref(h.tb);
-        if (h.state_dir_is_temp)
+        if (h.state_dir && h.state_dir_is_temp)
                 (void) rm_rf(h.state_dir);
         g_free(h.state_dir);
         g_free(h.ctl_path);
