@@ -81,6 +81,7 @@ struct Harness {
         GPtrArray *ctrls;      /* Ctrl* */
         GPtrArray *violations; /* char* */
         GPtrArray *handlers;   /* FakeNvme* */
+        GPtrArray *waiters;    /* Waiter*: "wait" requests not answered yet */
         GMainLoop *loop;
         GSocketService *ctl;
         char *ctl_path;
@@ -853,7 +854,7 @@ static bool ctl_execute(Harness *h, char **argv, GString *out, GError **error)
 
         if (argc < 2)
                 FAIL("usage: COMMAND NAME [ARGS]; commands: reset add remove fault clear set-attr stat table "
-                     "report uevent");
+                     "report uevent wait");
         if (strcmp(argv[0], "add")) {
                 c = ctrl_find(h, argv[1]);
                 if (!c || (c->removed && strcmp(argv[0], "table") && strcmp(argv[0], "report")))
@@ -970,17 +971,126 @@ static bool ctl_execute(Harness *h, char **argv, GString *out, GError **error)
 #undef FAIL
 }
 
+static void ctl_reply(Harness *h, GSocketConnection *conn, const char *what, bool ok, const char *text)
+{
+        GOutputStream *o = g_io_stream_get_output_stream(G_IO_STREAM(conn));
+        g_autoptr(GString) reply = g_string_new(ok ? "ok\n" : "error: ");
+        g_autoptr(GError) err = NULL;
+
+        g_string_append(reply, text);
+        if (h->verbose)
+                fprintf(stderr, "fake: ctl %s -> %s", what, reply->str);
+        if (!g_output_stream_write_all(o, reply->str, reply->len, NULL, NULL, &err))
+                g_warning("control reply: %s", err->message);
+        (void) g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
+}
+
+/* "wait nvmeN COUNTER N [TIMEOUT_MS]": answered once the counter reaches N, so a test script can
+ * wait for the daemon to act without sleeping. Checked every 10 ms from the main loop. */
+typedef struct Waiter {
+        GSocketConnection *conn;
+        Ctrl *ctrl;
+        char *counter;
+        unsigned target;
+        gint64 deadline;
+} Waiter;
+
+static void waiter_free(Waiter *w)
+{
+        g_object_unref(w->conn);
+        g_free(w->counter);
+        g_free(w);
+}
+
+static const char *const wait_counters[] = { "admin", "identify", "get-apst", "set-apst", "errors", "violations",
+                                             NULL };
+
+static unsigned counter_locked(const Ctrl *c, const char *name)
+{
+        const FakeCtrl *m = &c->model;
+
+        if (!strcmp(name, "admin"))
+                return m->n_admin;
+        if (!strcmp(name, "identify"))
+                return m->n_identify;
+        if (!strcmp(name, "get-apst"))
+                return m->n_get_apst;
+        if (!strcmp(name, "set-apst"))
+                return m->n_set_apst;
+        if (!strcmp(name, "errors"))
+                return m->n_errors;
+        return m->n_violations;
+}
+
+static gboolean on_wait_tick(gpointer userdata)
+{
+        Harness *h = userdata;
+        gint64 now = g_get_monotonic_time();
+
+        for (guint i = 0; i < h->waiters->len;) {
+                Waiter *w = h->waiters->pdata[i];
+                unsigned v;
+
+                g_mutex_lock(&h->lock);
+                v = counter_locked(w->ctrl, w->counter);
+                g_mutex_unlock(&h->lock);
+                if (v >= w->target || now >= w->deadline) {
+                        g_autofree char *text = g_strdup_printf("%s %s=%u%s\n", w->ctrl->name, w->counter, v,
+                                                                v >= w->target ? "" : " (timed out)");
+                        ctl_reply(h, w->conn, "wait", v >= w->target, text);
+                        g_ptr_array_remove_index(h->waiters, i); /* frees w */
+                } else
+                        i++;
+        }
+        return G_SOURCE_CONTINUE;
+}
+
+static bool ctl_wait(Harness *h, GSocketConnection *conn, char **argv, GError **error)
+{
+        guint argc = g_strv_length(argv);
+        unsigned long target, timeout_ms = 10000;
+        Waiter *w;
+        Ctrl *c;
+        char *end;
+
+        if (argc < 4 || argc > 5 || !g_strv_contains(wait_counters, argv[2])) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "usage: wait nvmeN admin|identify|get-apst|set-apst|errors|violations N [TIMEOUT_MS]");
+                return false;
+        }
+        c = ctrl_find(h, argv[1]);
+        if (!c) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "no controller %s", argv[1]);
+                return false;
+        }
+        target = strtoul(argv[3], &end, 10);
+        if (!g_ascii_isdigit(argv[3][0]) || *end || target > UINT32_MAX ||
+            (argc == 5 && (!g_ascii_isdigit(argv[4][0]) || (timeout_ms = strtoul(argv[4], &end, 10), *end) ||
+                           timeout_ms > 3600000))) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "wait: bad number");
+                return false;
+        }
+        w = g_new0(Waiter, 1);
+        w->conn = g_object_ref(conn);
+        w->ctrl = c;
+        w->counter = g_strdup(argv[2]);
+        w->target = (unsigned) target;
+        w->deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+        g_ptr_array_add(h->waiters, w);
+        on_wait_tick(h); /* answer at once if already there */
+        return true;
+}
+
 /* One request per connection: NUL-separated arguments until EOF; the reply is "ok\n" or
  * "error: MESSAGE\n", then the command's output. Sent only after the command is done. */
 static gboolean on_ctl_incoming(GSocketService *service, GSocketConnection *conn, GObject *source, gpointer userdata)
 {
         Harness *h = userdata;
         GInputStream *in = g_io_stream_get_input_stream(G_IO_STREAM(conn));
-        GOutputStream *o = g_io_stream_get_output_stream(G_IO_STREAM(conn));
         g_autoptr(GByteArray) req = g_byte_array_new();
         g_autoptr(GPtrArray) args = g_ptr_array_new();
         g_autoptr(GError) err = NULL;
-        g_autoptr(GString) out = g_string_new(NULL), reply = NULL;
+        g_autoptr(GString) out = g_string_new(NULL);
         guint8 buf[4096];
         gssize n;
 
@@ -1000,17 +1110,20 @@ static gboolean on_ctl_incoming(GSocketService *service, GSocketConnection *conn
                 g_ptr_array_add(args, req->data + off);
         g_ptr_array_add(args, NULL);
 
+        if (args->len > 1 && !strcmp(args->pdata[0], "wait")) {
+                /* answered later, by on_wait_tick() */
+                if (!ctl_wait(h, conn, (char **) args->pdata, &err)) {
+                        g_autofree char *text = g_strconcat(err->message, "\n", NULL);
+                        ctl_reply(h, conn, "wait", false, text);
+                }
+                return TRUE;
+        }
         if (ctl_execute(h, (char **) args->pdata, out, &err))
-                reply = g_string_new("ok\n");
-        else
-                reply = g_string_new(NULL), g_string_printf(reply, "error: %s\n", err->message);
-        g_string_append(reply, out->str);
-        if (h->verbose)
-                fprintf(stderr, "fake: ctl %s -> %s", args->len > 1 ? (char *) args->pdata[0] : "?", reply->str);
-        g_clear_error(&err);
-        if (!g_output_stream_write_all(o, reply->str, reply->len, NULL, NULL, &err))
-                g_warning("control reply: %s", err->message);
-        (void) g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
+                ctl_reply(h, conn, args->len > 1 ? args->pdata[0] : "?", true, out->str);
+        else {
+                g_autofree char *text = g_strconcat(err->message, "\n", out->str, NULL);
+                ctl_reply(h, conn, args->len > 1 ? args->pdata[0] : "?", false, text);
+        }
         return TRUE;
 }
 
@@ -1205,6 +1318,7 @@ int main(int argc, char **argv)
         h.ctrls = g_ptr_array_new_with_free_func((GDestroyNotify) ctrl_free);
         h.violations = g_ptr_array_new_with_free_func(g_free);
         h.handlers = g_ptr_array_new_with_free_func(g_object_unref);
+        h.waiters = g_ptr_array_new_with_free_func((GDestroyNotify) waiter_free);
         /* add_device() checks parents through the redirected /sys, so the harness itself must run under
          * the preload; in_mock_environment() caches its answer: ask only after Testbed.new() */
         if (!umockdev_in_mock_environment()) {
@@ -1320,8 +1434,10 @@ int main(int argc, char **argv)
                 goto out;
         }
         g_child_watch_add(h.child, on_child_exit, &h);
+        guint wait_tick = g_timeout_add(10, on_wait_tick, &h);
         guint sig_term = g_unix_signal_add(SIGTERM, on_term, &h), sig_int = g_unix_signal_add(SIGINT, on_term, &h);
         g_main_loop_run(h.loop);
+        g_source_remove(wait_tick);
         g_source_remove(sig_term);
         g_source_remove(sig_int);
 
@@ -1352,6 +1468,12 @@ int main(int argc, char **argv)
         fflush(stdout);
 
 out:
+        while (h.waiters->len > 0) { /* COMMAND is gone; a grandchild may still wait */
+                Waiter *w = h.waiters->pdata[0];
+                ctl_reply(&h, w->conn, "wait", false, "harness exiting\n");
+                g_ptr_array_remove_index(h.waiters, 0);
+        }
+        g_ptr_array_free(h.waiters, TRUE);
         if (h.ctl) {
                 g_socket_service_stop(h.ctl);
                 g_socket_listener_close(G_SOCKET_LISTENER(h.ctl));
