@@ -867,15 +867,29 @@ static bool ctl_execute(Harness *h, char **argv, GString *out, GError **error)
                 g_autoptr(Ctrl) n = ctrl_parse(h, argv[1], error);
                 if (!n)
                         return false;
+                bool goes_live;
                 if (ctrl_find(h, n->name))
                         FAIL("%s exists (re-adding a removed controller is not supported)", n->name);
+                /* Like the kernel: the class device is announced (uevent "add") in state "new", before
+                 * the controller can take admin commands; it becomes live later, announced with a
+                 * "change" uevent carrying NVME_EVENT=connected. A state= given explicitly is kept. */
+                goes_live = !strcmp(n->state, "live");
+                if (goes_live)
+                        g_free(n->state), n->state = g_strdup("new");
                 if (!ctrl_add(h, n, error))
                         return false;
                 c = g_steal_pointer(&n);
                 g_mutex_lock(&h->lock);
                 g_ptr_array_add(h->ctrls, c);
                 g_mutex_unlock(&h->lock);
-                /* no emit_uevent(): add_from_string() already sent "add" for every device it created */
+                /* no "add" from us: add_from_string() already sent one for every device it created */
+                if (goes_live) {
+                        set_attr(h, c->syspath, "state", "connecting");
+                        set_attr(h, c->syspath, "state", "live");
+                        umockdev_testbed_set_property(h->tb, c->syspath, "NVME_EVENT", "connected");
+                        emit_uevent(h, c->syspath, "change");
+                        drop_uevent_property(h, c->syspath, "NVME_EVENT");
+                }
                 g_string_append_printf(out, "added %s\n", c->name);
                 return true;
         }

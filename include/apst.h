@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * APST table building (pure: no I/O, no logging).
+ *
+ * Set Features FID 0x0C takes 32 little-endian 64-bit entries; entry i says
+ * what the controller does when idle in power state i: bits 7:3 ITPS (target
+ * state), bits 31:8 ITPT (idle time in ms before the transition, 24 bits,
+ * 0 = never), everything else reserved (FACTS §1). CDW11 bit 0 is APSTE.
+ *
+ * Two policies sit behind apst_build():
+ *  - APST_POLICY_KERNEL: bit-exact with Linux >= 5.14 nvme_configure_apst()
+ *    (drivers/nvme/host/core.c, FACTS §2), quirks included;
+ *  - APST_POLICY_BUDGET: ours. The budget bounds the worst wait a command can
+ *    see, enlat + exlat, and idle times come from break-even times (FACTS §5).
+ *
+ * Every table built here has ITPT <= 0xFFFFFF, reserved bits zero, only
+ * non-operational targets, and the Save bit is not ours to set (ctrl.c never sets it).
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "idctrl.h"
+
+#define APST_ENTRIES 32u
+#define APST_ITPT_MAX 0xFFFFFFu          /* 24-bit field, ms */
+/* PS0 idle power the budget policy assumes when psd[0] reports none: drives measure
+ * 0.06-0.7 W idle in PS0 (FACTS §5); 0.3 W sits inside that range. A higher P0 makes
+ * sleeping pay off sooner (shorter idle times), a lower one later. */
+#define APST_P0_DEFAULT_UW 300000u
+#define APST_ITPS_SHIFT 3
+#define APST_ITPT_SHIFT 8
+
+typedef enum ApstPolicyKind {
+        APST_POLICY_BUDGET,
+        APST_POLICY_KERNEL,
+        _APST_POLICY_MAX,
+        _APST_POLICY_INVALID = -EINVAL,
+} ApstPolicyKind;
+
+const char *apst_policy_to_string(ApstPolicyKind p);
+ApstPolicyKind apst_policy_from_string(const char *s);
+
+/* The knobs, named and defaulted like nvme_core's module parameters (FACTS §2). */
+typedef struct ApstParams {
+        ApstPolicyKind policy;             /* default APST_POLICY_BUDGET */
+        uint32_t max_latency_us;           /* default 100000; 0 = APST off (APSTE=0, all-zero table) */
+        uint32_t primary_timeout_ms;       /* default 100 */
+        uint32_t secondary_timeout_ms;     /* default 2000 */
+        uint32_t primary_latency_tol_us;   /* default 15000 */
+        uint32_t secondary_latency_tol_us; /* default 100000 */
+        bool force;                        /* default false; true overrides the quirk list like force_apst */
+} ApstParams;
+
+#define APST_PARAMS_DEFAULT                                                             \
+        ((ApstParams) {                                                                 \
+                .policy = APST_POLICY_BUDGET,                                           \
+                .max_latency_us = 100000,                                               \
+                .primary_timeout_ms = 100,                                              \
+                .secondary_timeout_ms = 2000,                                           \
+                .primary_latency_tol_us = 15000,                                        \
+                .secondary_latency_tol_us = 100000,                                     \
+                .force = false,                                                         \
+        })
+
+/* Where the controller sits: what the kernel's quirk list matches on besides the model. */
+typedef struct ApstPlatform {
+        uint16_t pci_vendor;               /* 0 = unknown */
+        uint16_t pci_device;
+        const char *board_vendor;          /* DMI board_vendor, NULL = unknown/absent */
+        const char *board_name;            /* DMI board_name, NULL = unknown/absent */
+        const char *sys_vendor;            /* DMI sys_vendor, NULL = unknown/absent */
+        const char *product_name;          /* DMI product_name, NULL = unknown/absent */
+} ApstPlatform;
+
+typedef enum ApstQuirk {
+        APST_QUIRK_NO_APST = 1u << 0,       /* NVME_QUIRK_NO_APST */
+        APST_QUIRK_NO_DEEPEST_PS = 1u << 1, /* NVME_QUIRK_NO_DEEPEST_PS */
+} ApstQuirk;
+
+/* What would be written: CDW11 bit 0 and the 256-byte payload (host order here). */
+typedef struct ApstTable {
+        bool apste;
+        uint64_t entry[APST_ENTRIES];
+} ApstTable;
+
+typedef enum ApstOutcome {
+        APST_OUTCOME_PROGRAM,              /* write the table (it may have APSTE=0) */
+        APST_OUTCOME_UNSUPPORTED,          /* apsta = 0: send nothing, like the kernel */
+        _APST_OUTCOME_MAX,
+        _APST_OUTCOME_INVALID = -EINVAL,
+} ApstOutcome;
+
+typedef struct ApstPlan {
+        ApstOutcome outcome;
+        ApstTable table;
+        unsigned quirks;                   /* ApstQuirk bits that matched (even when forced) */
+        bool quirks_overridden;            /* force = yes ignored them */
+        uint32_t worst_wake_us;            /* longest wait a command can see with this table:
+                                            * max over reachable targets of enlat + exlat */
+} ApstPlan;
+
+/**
+ * apst_quirks() - the kernel's quirk bits for this controller (FACTS §2 list)
+ */
+unsigned apst_quirks(const IdCtrl *id, const ApstPlatform *plat);
+
+/**
+ * apst_build() - plan the APST table for one controller
+ * @id: decoded Identify Controller data
+ * @plat: PCI ids and board, for quirks (may be NULL = unknown)
+ * @params: policy and knobs
+ * @ret: filled in on success
+ *
+ * Return: 0 or -ERANGE when id->npss > 31. apsta = 0 gives outcome UNSUPPORTED.
+ */
+int apst_build(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, ApstPlan *ret);
+
+/* Field helpers. */
+static inline uint64_t apst_entry_make(unsigned itps, uint32_t itpt_ms) {
+        return ((uint64_t) (itpt_ms & APST_ITPT_MAX) << APST_ITPT_SHIFT) | ((uint64_t) (itps & 0x1f) << APST_ITPS_SHIFT);
+}
+static inline unsigned apst_entry_itps(uint64_t e) {
+        return (unsigned) (e >> APST_ITPS_SHIFT) & 0x1f;
+}
+static inline uint32_t apst_entry_itpt(uint64_t e) {
+        return (uint32_t) (e >> APST_ITPT_SHIFT) & APST_ITPT_MAX;
+}
+
+bool apst_table_equal(const ApstTable *a, const ApstTable *b);
+
+/**
+ * apst_table_check() - is this a table we may write to this controller?
+ *
+ * ITPT <= 0xFFFFFF by construction of the field, reserved bits (2:0, 63:32)
+ * zero, targets only non-operational states <= npss, no entry beyond npss.
+ * Return: 0 or -EINVAL.
+ */
+int apst_table_check(const ApstTable *t, const IdCtrl *id);
+
+/**
+ * apst_worst_wake_us() - the longest wait a command can see under table @t:
+ * max over all target states reachable of enlat + exlat. 0 when APSTE=0.
+ */
+uint32_t apst_worst_wake_us(const ApstTable *t, const IdCtrl *id);
+
+/**
+ * apst_describe() - the transitions in words, e.g.
+ * "ps0–ps2 → ps3 after 100 ms, ps3 → ps4 after 2000 ms; worst wake 10.3 ms",
+ * or "APST disabled (APSTE=0)". Writes at most @n bytes (NUL-terminated).
+ */
+void apst_describe(const ApstTable *t, const IdCtrl *id, char *buf, size_t n);
+
+/**
+ * apst_summary() - a short form for STATUS= lines: "ps3@100ms→ps4@2000ms", "off".
+ */
+void apst_summary(const ApstTable *t, char *buf, size_t n);
+
+/* 256-byte little-endian payload <-> table entries. */
+void apst_table_to_wire(const ApstTable *t, uint8_t out[256]);
+void apst_table_from_wire(const uint8_t in[256], bool apste, ApstTable *ret);
+
+/* "0x%016llx" x 32 joined by spaces, for logs (APST_TABLE=); @n >= 32*19. */
+void apst_table_to_hex(const ApstTable *t, char *buf, size_t n);

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * /etc/nvme-apstd.conf (inih syntax), parsed into a Config (pure parse;
+ * config_load() is the only function here that touches the file system).
+ *
+ *   [apst]          policy, max_latency_us, primary_timeout_ms, secondary_timeout_ms,
+ *                   primary_latency_tol_us, secondary_latency_tol_us, force
+ *   [device NAME]   match_name, match_model, match_serial, match_pci, match_firmware (globs),
+ *                   enable, and any [apst] key; the first section that matches wins
+ *   [cpu]           pin, release_after_ms, governor, min_freq, max_freq,
+ *                   energy_performance_preference, cpus
+ *
+ * Errors are strict: an unknown section or key, a bad number, a value out of
+ * range, a key given twice in one section: the whole file is rejected with a
+ * message naming file, section and key, so a reload keeps the running
+ * configuration.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apst.h"
+#include "cpuset.h"
+
+/* Bits of DeviceSection.set: which [apst] keys the section gives itself. */
+typedef enum ApstKeyBit {
+        APST_KEY_POLICY = 1u << 0,
+        APST_KEY_MAX_LATENCY = 1u << 1,
+        APST_KEY_PRIMARY_TIMEOUT = 1u << 2,
+        APST_KEY_SECONDARY_TIMEOUT = 1u << 3,
+        APST_KEY_PRIMARY_TOL = 1u << 4,
+        APST_KEY_SECONDARY_TOL = 1u << 5,
+        APST_KEY_FORCE = 1u << 6,
+} ApstKeyBit;
+
+typedef struct DeviceSection {
+        char *name;                 /* the NAME of [device NAME] */
+        char *match_name;           /* glob on the controller name (nvme0) or NULL */
+        char *match_model;          /* glob on the trimmed model or NULL */
+        char *match_serial;         /* glob on the trimmed serial or NULL */
+        char *match_pci;            /* glob on "vvvv:dddd" (lower-case hex) or NULL */
+        char *match_firmware;       /* glob on the trimmed firmware revision or NULL */
+        bool enable;                /* default true; false = leave the device alone */
+        unsigned set;               /* ApstKeyBit mask */
+        ApstParams apst;            /* only the fields in @set are meaningful */
+} DeviceSection;
+
+typedef enum CpuPinMode {
+        CPU_PIN_OFF,                /* never touch cpufreq (default) */
+        CPU_PIN_ALWAYS,             /* pinned while the daemon runs */
+        CPU_PIN_BUSY,               /* pinned while any watched drive has I/O */
+        _CPU_PIN_MAX,
+        _CPU_PIN_INVALID = -22,
+} CpuPinMode;
+
+typedef enum FreqKind {
+        FREQ_UNSET,                 /* leave as found */
+        FREQ_KHZ,                   /* value in kHz */
+        FREQ_HW_MIN,                /* "min": cpuinfo_min_freq */
+        FREQ_HW_MAX,                /* "max": cpuinfo_max_freq */
+        FREQ_PERCENT,               /* value 0..100 of the hardware range, min + (max-min)*p/100 */
+        _FREQ_KIND_MAX,
+        _FREQ_KIND_INVALID = -22,
+} FreqKind;
+
+typedef struct FreqSpec {
+        FreqKind kind;
+        uint32_t value;
+} FreqSpec;
+
+typedef enum CpuSelect {
+        CPU_SELECT_ALL,             /* default */
+        CPU_SELECT_NVME_IRQ,        /* CPUs servicing the controllers' interrupt vectors */
+        CPU_SELECT_LIST,            /* Config.cpu.cpus */
+        _CPU_SELECT_MAX,
+        _CPU_SELECT_INVALID = -22,
+} CpuSelect;
+
+typedef struct CpuConfig {
+        CpuPinMode pin;             /* default CPU_PIN_OFF */
+        uint32_t release_after_ms;  /* busy mode: release after this much idleness; default 2000 */
+        char *governor;             /* NULL = leave as found */
+        FreqSpec min_freq;          /* default FREQ_UNSET */
+        FreqSpec max_freq;          /* default FREQ_UNSET */
+        char *epp;                  /* energy_performance_preference; NULL = leave as found */
+        CpuSelect select;           /* default CPU_SELECT_ALL */
+        CpuSet cpus;                /* when select == CPU_SELECT_LIST */
+} CpuConfig;
+
+typedef struct Config {
+        char *path;                 /* file it came from, for messages ("<string>" when parsed from memory) */
+        ApstParams apst;            /* [apst] */
+        DeviceSection *devices;     /* [device NAME] sections in file order */
+        size_t n_devices;
+        CpuConfig cpu;              /* [cpu] */
+} Config;
+
+/* What a [device] section matches against. Strings are trimmed; NULL matches only a missing match_ key. */
+typedef struct DeviceIdent {
+        const char *name;           /* "nvme0" */
+        const char *model;
+        const char *serial;
+        const char *firmware;
+        uint16_t pci_vendor, pci_device;   /* 0:0 = unknown (then match_pci never matches) */
+} DeviceIdent;
+
+/* Set every field to its default (the kernel's APST defaults, CPU pinning off). */
+void config_init(Config *c);
+/* Free what config_init/config_parse_string allocated; the struct may be reused after config_init(). */
+void config_done(Config *c);
+
+/**
+ * config_parse_string() - parse configuration text
+ * @text: the file contents (NUL-terminated)
+ * @filename: used in messages only
+ * @ret: initialised and filled in on success; untouched on failure
+ * @ret_error: on failure, a malloc'd message "FILE: [section] key: reason" (caller frees)
+ *
+ * Return: 0, or -EINVAL (bad content) / -ENOMEM.
+ */
+int config_parse_string(const char *text, const char *filename, Config *ret, char **ret_error);
+
+/**
+ * config_load() - read and parse a file
+ *
+ * Refuses (with a message naming the file) a file that is not a regular file,
+ * is larger than CONFIG_MAX_SIZE, contains NUL bytes, or that a non-root user
+ * can write (group/other write bit, or not owned by root when we run as root).
+ * Return: 0 or negative errno; @ret_error as for config_parse_string().
+ */
+#define CONFIG_MAX_SIZE (1024u * 1024u)
+int config_load(const char *path, Config *ret, char **ret_error);
+
+/**
+ * config_resolve() - the parameters for one controller
+ * @ret: [apst] overlaid with the first matching [device] section's keys
+ * @ret_section: the matching section's name, or NULL when none matched
+ *
+ * Return: true if the daemon should manage the device, false for enable = no.
+ */
+bool config_resolve(const Config *c, const DeviceIdent *dev, ApstParams *ret, const char **ret_section);

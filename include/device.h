@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * One controller as the daemon, `plan` and `apply` see it: where it sits
+ * (sysfs), what it says about itself (Identify), which configuration applies,
+ * and the resulting plan. device_plan() is pure, so the same decision is made
+ * in the daemon, in `plan` and in tests.
+ */
+
+#include <stdbool.h>
+
+#include "apst.h"
+#include "config.h"
+#include "idctrl.h"
+#include "sysfs.h"
+
+typedef enum DeviceVerdict {
+        DEVICE_MANAGE,             /* program plan.table */
+        DEVICE_UNSUPPORTED,        /* apsta = 0: send nothing */
+        DEVICE_DISABLED,           /* enable = no in its [device] section */
+        DEVICE_NOT_PCIE,           /* transport tcp/rdma/fc/loop: not ours */
+        _DEVICE_VERDICT_MAX,
+        _DEVICE_VERDICT_INVALID = -22,
+} DeviceVerdict;
+
+const char *device_verdict_to_string(DeviceVerdict v);
+
+typedef struct DevicePlan {
+        DeviceVerdict verdict;
+        ApstParams params;         /* [apst] overlaid with the matching [device] section */
+        const char *section;       /* name of the matching [device] section, or NULL (points into Config) */
+        ApstPlan plan;             /* valid when verdict is DEVICE_MANAGE */
+} DevicePlan;
+
+/* Pure. @sys may be NULL (Identify from a file: no sysfs, PCI ids unknown unless @pci_* given). */
+int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
+                const IdCtrl *id, DevicePlan *ret);
+
+/* One-line reason for skipping, e.g. "transport tcp is not PCIe". */
+const char *device_verdict_reason(DeviceVerdict v);
+
+/* Quirk bits as words ("no-apst no-deepest-ps") or "none". */
+void device_quirks_to_string(unsigned quirks, char *buf, size_t n);

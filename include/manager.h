@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The daemon: one sd-event loop owning every controller (systemd-oomd's and
+ * timesyncd's Manager as models, STYLE §2). The only file that wires policy to
+ * sd-event, sd-device, sd-bus and sd_notify.
+ *
+ * Lifecycle: manager_new() -> manager_start() (discover, apply, READY=1) ->
+ * sd_event_loop() -> manager_stop() (STOPPING=1, restore the tables found
+ * before the daemon first wrote them) -> manager_free().
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-device.h>
+#include <systemd/sd-event.h>
+
+#include "apply.h"
+#include "config.h"
+#include "ctrl.h"
+#include "device.h"
+#include "sysfs.h"
+
+/* How often to look at the I/O counters for a verification that costs no power:
+ * a Get Features is only sent to a controller that did I/O since the last look
+ * (it was awake anyway). 30 s keeps the idle daemon far below 0.2 wake-ups/s. */
+#define MANAGER_VERIFY_INTERVAL_USEC (30ULL * 1000000ULL)
+
+/* A controller that is not `live` (resetting, connecting) is looked at again after this. */
+#define MANAGER_NOT_LIVE_RETRY_USEC (2ULL * 1000000ULL)
+
+typedef struct Manager Manager;
+
+typedef struct Controller {
+        Manager *manager;
+        char name[32];
+        SysCtrl sys;
+        IdCtrl id;
+        bool identified;
+        Ctrl *ctrl;
+        DevicePlan plan;
+        bool have_original;        /* original: the table found before the daemon first wrote */
+        ApstTable original;
+        bool have_written;         /* written: what the daemon last wrote and verified */
+        ApstTable written;
+        bool failed;               /* the last attempt failed; retried on the next event */
+        uint64_t io_count;
+        bool io_known;
+        sd_event_source *retry;    /* pending retry while not live */
+} Controller;
+
+struct Manager {
+        sd_event *event;
+        sd_device_monitor *monitor;
+        sd_bus *bus;
+        sd_bus_slot *sleep_slot;
+        sd_event_source *verify_timer;
+        Config config;
+        char *config_path;         /* NULL = the default path */
+        char *runtime_dir;
+        SysPlatform platform;
+        uint64_t verify_interval_usec;  /* MANAGER_VERIFY_INTERVAL_USEC unless a test shortens it */
+        Controller **ctrls;
+        size_t n_ctrls;
+};
+
+int manager_new(const char *config_path, Manager **ret);
+Manager *manager_free(Manager *m);
+int manager_start(Manager *m);
+void manager_stop(Manager *m);

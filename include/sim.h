@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The policy lab's physical model (pure: no I/O, no logging).
+ *
+ * Given a drive's power states, an I/O trace and a policy, sim_run() says how
+ * much energy the drive spends and how much latency the I/O pays; sim_optimum()
+ * gives the offline limit for the same trace. The model is FACTS §5's; every
+ * assumption it makes is listed in doc/simulator.md. In short:
+ *
+ *  - The drive serves one I/O at a time, first come first served, each in
+ *    SimParams.service_ns, at PS0 power.
+ *  - Between the last completion and the next arrival it is idle and follows
+ *    the programmed APST chain from PS0: in state s it waits ITPT(s) ms of
+ *    idleness *in s*, then enters ITPS(s), which takes that state's entry
+ *    latency; then the target's own entry applies, and so on.
+ *  - An I/O that arrives while the drive rests in state t waits t's exit
+ *    latency; while it is entering t, the rest of the entry plus the exit.
+ *  - Transitions (entry and exit) cost PS0 idle power; resting in t costs t's
+ *    power (its idle power when reported, else its max power).
+ *  - A policy programs a table at t = 0 and may reprogram whenever it is
+ *    sampled. Reprogramming does not wake the drive; it restarts the idle
+ *    timer of the state the drive rests in (an admin command is activity).
+ *
+ * Time is integer ns throughout; energy is in joules.
+ *
+ * Policies plug in through SimPolicy, the same seam the daemon uses: a static
+ * policy (budget, kernel, none) answers once at t = 0 from the daemon's own
+ * apst_build(); an adaptive one is also sampled every sample_period_ns with
+ * the counters /sys/block/X/stat would show at that moment (SimBlockStat),
+ * never with the trace, and may answer "reprogram with table T".
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apst.h"
+#include "idctrl.h"
+#include "trace.h"
+
+/* PS0 idle power when the drive does not report it (the PSD's idle-power
+ * field is 0 on every sample drive): FACTS §5 gives ~0.06–0.7 W measured.
+ * 0.3 W is inside that range and is what the budget policy assumes when
+ * planning (APST_P0_DEFAULT_UW on branch core), so policy and judge agree;
+ * the CLI overrides it with --idle-power-w. */
+#define SIM_P0_DEFAULT_UW 300000u
+/* Time to serve one I/O: 100 µs, about a 4 KiB read on a consumer NVMe drive
+ * (writes land in its cache faster, large transfers take longer). */
+#define SIM_SERVICE_DEFAULT_NS 100000u
+/* Upper bound on policy samples in one run (10^8: 115 days at 100 ms), so a
+ * hostile trace cannot keep the simulator busy for hours. */
+#define SIM_MAX_SAMPLES 100000000u
+
+typedef struct SimState {
+        uint32_t power_uw;         /* power while resting here (ps0: its idle power) */
+        uint32_t enlat_us;         /* entry latency; 0 = not reported = instant */
+        uint32_t exlat_us;         /* exit latency; 0 = not reported = instant */
+        bool non_operational;      /* may be an APST target */
+} SimState;
+
+typedef struct SimDrive {
+        unsigned npss;             /* highest state index, <= 31 */
+        bool p0_reported;          /* ps[0].power_uw came from the drive's idle-power field */
+        SimState ps[APST_ENTRIES];
+} SimDrive;
+
+/**
+ * sim_drive_from_idctrl() - the model's view of an Identify Controller
+ * @p0_fallback_uw: PS0 idle power to use when psd[0] reports none
+ *
+ * A state's power is its idle power (IDLP) when reported, else its max power.
+ * Return: 0 or -ERANGE (npss > 31).
+ */
+int sim_drive_from_idctrl(const IdCtrl *id, uint32_t p0_fallback_uw, SimDrive *ret);
+
+/**
+ * sim_table_check() - can the model follow this table on this drive?
+ *
+ * With APSTE set: reserved bits zero, no entry beyond npss, every target a
+ * non-operational state <= npss other than its source, and no cycle (so an
+ * idle period has at most 31 transitions). With APSTE clear anything goes.
+ * Return: 0, -EINVAL, or -ELOOP for a cycle.
+ */
+int sim_table_check(const SimDrive *d, const ApstTable *t);
+
+/* /sys/block/X/stat at one moment, field for field (Documentation/block/stat.rst):
+ * I/Os and merges are counts, sectors are 512 bytes, ticks are ms. The model
+ * never merges, so the *_merges fields stay 0. */
+typedef struct SimBlockStat {
+        uint64_t read_ios, read_merges, read_sectors, read_ticks;
+        uint64_t write_ios, write_merges, write_sectors, write_ticks;
+        uint64_t in_flight, io_ticks, time_in_queue;
+        uint64_t discard_ios, discard_merges, discard_sectors, discard_ticks;
+        uint64_t flush_ios, flush_ticks;
+} SimBlockStat;
+
+typedef struct SimPolicy {
+        const char *name;
+        /* How often the live watcher would sample this policy; 0 = never (static). */
+        uint64_t sample_period_ns;
+        /* The table to program at t = 0. Return 0 or negative errno. */
+        int (*start)(void *userdata, ApstTable *ret_table);
+        /* Called at k * sample_period_ns (k >= 1) with the counters of that
+         * moment. Return 1 and fill @ret_table to reprogram, 0 to keep the
+         * table, or negative errno to abort the run. May be NULL. */
+        int (*sample)(void *userdata, uint64_t now_ns, const SimBlockStat *st, ApstTable *ret_table);
+        void *userdata;
+} SimPolicy;
+
+/* A policy that programs @table at t = 0 and never again. @table must outlive the policy. */
+void sim_policy_static(SimPolicy *ret, const char *name, const ApstTable *table);
+
+typedef struct SimParams {
+        uint64_t service_ns;       /* time to serve one I/O; SIM_SERVICE_DEFAULT_NS */
+        /* false: open loop, I/Os arrive at their trace times whatever happened before.
+         * true: closed loop, each I/O depends on the one before it (one thread doing
+         * synchronous I/O), so when an I/O completes late every later one is issued
+         * that much later; added_wall_ns is then the job's added run time. */
+        bool closed_loop;
+} SimParams;
+
+#define SIM_PARAMS_DEFAULT ((SimParams) { .service_ns = SIM_SERVICE_DEFAULT_NS, .closed_loop = false })
+
+typedef struct SimReprogram {
+        uint64_t t_ns;
+        ApstTable table;
+} SimReprogram;
+
+typedef struct SimResult {
+        uint64_t ios;
+        uint64_t duration_ns;      /* from 0 to the last completion */
+        double energy_j;
+        double mean_power_w;       /* energy_j / duration; 0 for an empty trace */
+        uint64_t wakeups[APST_ENTRIES];  /* arrivals that found the drive in, or entering, state i */
+        uint64_t wakeups_total;
+        uint64_t resident_ns[APST_ENTRIES]; /* time resting in each state while idle */
+        uint64_t transition_ns;    /* time entering or exiting states */
+        uint64_t stall_ns;         /* total time I/Os waited for the drive to wake */
+        /* Added latency of one I/O: its response time (completion - arrival) minus its
+         * response time with no power management on the same trace. */
+        double added_mean_ns;
+        uint64_t added_p99_ns, added_p999_ns, added_max_ns;  /* nearest-rank percentiles */
+        int64_t added_wall_ns;     /* last completion minus the same without power management */
+        SimReprogram *reprograms;  /* every table programmed, first at t = 0; malloc'd */
+        size_t n_reprograms;
+} SimResult;
+
+/**
+ * sim_run() - simulate one policy on one trace
+ * @io: I/Os sorted by t_ns (as trace_parse() returns them)
+ * @ret: filled in on success; free with sim_result_done()
+ *
+ * Return: 0, -EINVAL (bad params, unsorted trace, or a table sim_table_check()
+ * refuses), -ELOOP, -E2BIG (more than SIM_MAX_SAMPLES samples), -ENOMEM,
+ * or the policy's own error.
+ */
+int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, const SimPolicy *pol,
+            SimResult *ret);
+
+/**
+ * sim_gap_optimum() - least energy to spend an idle gap of @gap_ns knowing its length:
+ * min(P0 * T, min over non-operational i with e_i + x_i <= T of P0 * (e_i + x_i) + P_i * (T - e_i - x_i)).
+ * @ret_state: the state chosen, 0 = stay in PS0 (may be NULL)
+ * Return: joules.
+ */
+double sim_gap_optimum(const SimDrive *d, uint64_t gap_ns, unsigned *ret_state);
+
+/**
+ * sim_optimum() - the offline oracle: each idle gap of the no-power-management
+ * schedule spent in its best state (sim_gap_optimum), waking just in time, so
+ * no I/O waits. wakeups[i] counts the gaps spent in i.
+ * Return: 0, -EINVAL, -ENOMEM.
+ */
+int sim_optimum(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, SimResult *ret);
+
+void sim_result_done(SimResult *r);

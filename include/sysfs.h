@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Reading the kernel's view of NVMe controllers from sysfs (I/O, no policy).
+ *
+ * Every function takes the sysfs root ("/sys" on a live system) so tests can
+ * point it at a recorded tree. Directories are walked with opendir/readdir,
+ * never glob()/scandir(), which umockdev does not redirect (FACTS §4).
+ * Strings are trimmed of the kernel's space padding and sanitised to
+ * printable ASCII.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct SysCtrl {
+        char name[32];             /* "nvme0" */
+        char transport[16];        /* "pcie", "tcp", "rdma", "fc", "loop" */
+        char state[32];            /* "live", "resetting", "connecting", ... */
+        char model[41];
+        char serial[21];           /* never logged */
+        char firmware[9];
+        uint16_t pci_vendor;       /* 0 when not a PCI device or unreadable */
+        uint16_t pci_device;
+} SysCtrl;
+
+typedef struct SysPlatform {
+        char board_vendor[128];    /* "" when absent (QEMU's SeaBIOS has no DMI board) */
+        char board_name[128];
+        char sys_vendor[128];
+        char product_name[128];
+} SysPlatform;
+
+/* true for "nvme<digits>" */
+bool sysfs_is_ctrl_name(const char *name);
+
+/**
+ * sysfs_list_controllers() - names of /sys/class/nvme/nvme<N>, sorted by N
+ * @ret: malloc'd array of SysCtrl with every field read (free() it)
+ * Return: 0 (also when the class directory is missing: no controllers) or -errno.
+ */
+int sysfs_list_controllers(const char *sysroot, SysCtrl **ret, size_t *ret_n);
+
+/* Read one controller's attributes. -ENOENT when it is gone. */
+int sysfs_read_controller(const char *sysroot, const char *name, SysCtrl *ret);
+
+/* DMI strings for the quirk list; missing files give "". Never fails. */
+void sysfs_read_platform(const char *sysroot, SysPlatform *ret);
+
+/**
+ * sysfs_ctrl_io_count() - completed I/Os (reads + writes + discards + flushes)
+ * summed over the controller's namespaces: nvme<N>n<M> (plain layout) and the
+ * hidden per-path disks nvme<N>c<C>n<M> (multipath layout, FACTS §4b), whose
+ * `stat` the multipath head does not reflect.
+ * Return: 0, or -ENOENT when no namespace stat is readable.
+ */
+int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret);
+
+/* Read a small attribute file into @buf, trimmed; -errno on failure. */
+int sysfs_read_attr(const char *path, char *buf, size_t n);

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Subcommands; each parses its own options (getopt_long) and returns an exit status. */
+
+#include "cli.h"
+
+/*
+ * Verbs of the nvme-apstd command line besides running the daemon. main.c
+ * dispatches `nvme-apstd VERB ARGS...` to verb_VERB(argc, argv) with argv[0]
+ * set to VERB; each returns the process exit status (0, 1 = failure,
+ * 2 = bad usage) and prints its own output and errors.
+ */
+
+/* `nvme-apstd simulate`: score APST policies on a trace (src/cmd-simulate.c, doc/simulator.md). */
+int verb_simulate(int argc, char *argv[]);

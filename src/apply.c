@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Remember, write, verify; see apply.h. */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "apply.h"
+#include "apstd-ids.h"
+#include "log.h"
+
+const char *apply_step_to_string(ApplyStep s) {
+        switch (s) {
+        case APPLY_STEP_NONE:
+                return "none";
+        case APPLY_STEP_GET_BEFORE:
+                return "Get Features (read the current table)";
+        case APPLY_STEP_SET:
+                return "Set Features (write the table)";
+        case APPLY_STEP_VERIFY:
+                return "Get Features (verify the table)";
+        case APPLY_STEP_RESTORE:
+                return "Set Features (restore the previous table)";
+        case _APPLY_STEP_MAX:
+        case _APPLY_STEP_INVALID:
+                break;
+        }
+        return "invalid";
+}
+
+const char *apply_error_to_string(int error, uint16_t nvme_status, char *buf, size_t n) {
+        if (error == -EREMOTEIO)
+                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", nvme_status, ctrl_status_to_string(nvme_status));
+        else
+                (void) snprintf(buf, n, "%s", strerror(-error));
+        return buf;
+}
+
+static void log_failure(const ApplyTarget *t, ApplyStep step, int error, uint16_t status, const ApstTable *want) {
+        char hex[32 * 19 + 1], why[160], st[16] = "";
+
+        apst_table_to_hex(want, hex, sizeof hex);
+        if (error == -EREMOTEIO)
+                (void) snprintf(st, sizeof st, "0x%04x", status);
+        log_event(LOG_ERR, error, MSGID_TABLE_FAILED,
+                  LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model }, { "NVME_FIRMWARE", t->firmware },
+                             { "APST_POLICY", t->policy }, { "APST_TABLE", hex }, { "NVME_STATUS", st[0] ? st : NULL },
+                             { "APST_STEP", apply_step_to_string(step) }, { "APST_REASON", t->reason }),
+                  "%s: %s failed: %s.", t->name, apply_step_to_string(step),
+                  apply_error_to_string(error, status, why, sizeof why));
+}
+
+/* Write @tbl, read back and compare. On failure fills in the step and status and returns -errno. */
+static int write_and_verify(Ctrl *c, const ApstTable *tbl, ApplyStep set_step, ApplyStep *ret_step,
+                            uint16_t *ret_status, ApstTable *ret_readback) {
+        ApstTable back;
+        int r;
+
+        r = ctrl_set_apst(c, tbl, ret_status);
+        if (r < 0) {
+                *ret_step = set_step;
+                return r;
+        }
+        r = ctrl_get_apst(c, &back, ret_status);
+        if (r < 0) {
+                *ret_step = APPLY_STEP_VERIFY;
+                return r;
+        }
+        *ret_readback = back;
+        if (!apst_table_equal(&back, tbl)) {
+                *ret_step = APPLY_STEP_VERIFY;
+                return -EBADMSG;
+        }
+        return 0;
+}
+
+int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t worst_wake_us,
+                bool skip_if_equal, ApplyResult *ret) {
+        ApplyResult res = { .failed_step = APPLY_STEP_NONE };
+        char hex[32 * 19 + 1], wake[32], desc[512];
+        ApstTable back = {};
+        int r;
+
+        apst_table_to_hex(want, hex, sizeof hex);
+        (void) snprintf(wake, sizeof wake, "%u", worst_wake_us);
+        apst_summary(want, desc, sizeof desc);
+
+        r = ctrl_get_apst(c, &res.before, &res.nvme_status);
+        if (r < 0) {
+                res.failed_step = APPLY_STEP_GET_BEFORE;
+                res.error = r;
+                log_failure(t, res.failed_step, r, res.nvme_status, want);
+                *ret = res;
+                return r;
+        }
+        res.have_before = true;
+
+        if (skip_if_equal && apst_table_equal(&res.before, want)) {
+                res.unchanged = true;
+                log_event(LOG_INFO, 0, MSGID_TABLE_VERIFIED,
+                          LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
+                                     { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
+                                     { "APST_TABLE", hex }, { "APST_WORST_WAKE_US", wake },
+                                     { "APST_REASON", t->reason }),
+                          "%s: APST table already in place (%s policy: %s), nothing written.", t->name, t->policy,
+                          desc);
+                *ret = res;
+                return 0;
+        }
+
+        r = write_and_verify(c, want, APPLY_STEP_SET, &res.failed_step, &res.nvme_status, &back);
+        if (r < 0) {
+                res.error = r;
+                if (r == -EBADMSG) {
+                        char got[32 * 19 + 1];
+                        apst_table_to_hex(&back, got, sizeof got);
+                        log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
+                                  LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
+                                             { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
+                                             { "APST_TABLE", hex }, { "APST_TABLE_READ", got },
+                                             { "APST_REASON", t->reason }),
+                                  "%s: the controller accepted the APST table but reads back a different one; "
+                                  "putting back the table it had.", t->name);
+                } else
+                        log_failure(t, res.failed_step, r, res.nvme_status, want);
+
+                /* A failed Set changed nothing; a failed verification puts back what was there. */
+                if (res.failed_step == APPLY_STEP_VERIFY)
+                        (void) apply_restore(c, t, &res.before);
+                *ret = res;
+                return r;
+        }
+
+        log_event(LOG_INFO, 0, MSGID_TABLE_WRITTEN,
+                  LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model }, { "NVME_FIRMWARE", t->firmware },
+                             { "APST_POLICY", t->policy }, { "APST_TABLE", hex }, { "APST_WORST_WAKE_US", wake },
+                             { "APST_REASON", t->reason }),
+                  "%s: wrote and verified the APST table (%s policy: %s; worst wake %u.%01u ms).", t->name,
+                  t->policy, desc, worst_wake_us / 1000, (worst_wake_us % 1000) / 100);
+        *ret = res;
+        return 0;
+}
+
+int apply_restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig) {
+        char hex[32 * 19 + 1], desc[512];
+        ApplyStep step = APPLY_STEP_NONE;
+        uint16_t status = 0;
+        ApstTable back;
+        int r;
+
+        apst_table_to_hex(orig, hex, sizeof hex);
+        apst_summary(orig, desc, sizeof desc);
+        r = write_and_verify(c, orig, APPLY_STEP_RESTORE, &step, &status, &back);
+        if (r < 0) {
+                log_failure(t, step, r, status, orig);
+                return r;
+        }
+        log_event(LOG_INFO, 0, MSGID_TABLE_RESTORED,
+                  LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model }, { "NVME_FIRMWARE", t->firmware },
+                             { "APST_POLICY", t->policy }, { "APST_TABLE", hex }, { "APST_REASON", t->reason }),
+                  "%s: restored the APST table it had before (%s).", t->name, desc);
+        return 0;
+}

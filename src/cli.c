@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Shared subcommand helpers; see cli.h. */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config-build.h"
+#include "log.h"
+
+const char *arg_sysfs_root = "/sys";
+const char *arg_dev_dir = "/dev";
+
+const char *cli_default_config_path(char *buf, size_t n) {
+        const char *d = getenv("CONFIGURATION_DIRECTORY");
+
+        /* systemd may pass several directories separated by ':'; ours is the first */
+        if (d && *d) {
+                size_t l = strcspn(d, ":");
+                (void) snprintf(buf, n, "%.*s/nvme-apstd.conf", (int) l, d);
+        } else
+                (void) snprintf(buf, n, "%s/nvme-apstd.conf", SYSCONFDIR);
+        return buf;
+}
+
+int cli_load_config(const char *path, Config *ret) {
+        _cleanup_free_ char *err = NULL;
+        char def[4096];
+        bool explicit = path != NULL;
+        int r;
+
+        if (!path)
+                path = cli_default_config_path(def, sizeof def);
+        if (!explicit && access(path, F_OK) < 0 && errno == ENOENT) {
+                log_debug("%s does not exist, using the built-in defaults.", path);
+                config_init(ret);
+                return 0;
+        }
+        r = config_load(path, ret, &err);
+        if (r < 0)
+                return log_error_errno(r, "%s", err ? err : path);
+        return 0;
+}
+
+void json_string(FILE *f, const char *s) {
+        fputc('"', f);
+        for (const unsigned char *p = (const unsigned char *) s; p && *p; p++) {
+                if (*p == '"' || *p == '\\')
+                        fprintf(f, "\\%c", *p);
+                else if (*p < 0x20 || *p >= 0x7f)
+                        fprintf(f, "\\u%04x", *p);
+                else
+                        fputc(*p, f);
+        }
+        fputc('"', f);
+}

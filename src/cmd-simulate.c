@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `nvme-apstd simulate`: what would a setting cost on this drive and this
+ * workload? Reads an Identify Controller file and an I/O trace, builds the
+ * chosen policy's table with the daemon's own apst_build() (and, in the same
+ * run, APST off, the kernel's defaults and the offline optimum), runs each
+ * through the model in sim.c and prints energy and added latency, as text or
+ * as one JSON object. The model and every assumption: doc/simulator.md.
+ *
+ * This file is the only part of the simulator that does I/O or prints.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "apst.h"
+#include "config-build.h"
+#include "config.h"
+#include "idctrl.h"
+#include "macro.h"
+#include "sim.h"
+#include "trace.h"
+#include "verbs.h"
+
+/* Identify data is 4 KiB binary or ~3 KiB of JSON; 1 MiB is ample and bounded. */
+#define IDCTRL_FILE_MAX (1024u * 1024u)
+/* A trace file: 1 GiB holds ~10^7 blkparse events (each line < 100 bytes), hours of a busy disk. */
+#define TRACE_FILE_MAX (UINT64_C(1) << 30)
+
+enum {
+        POLICY_NONE = _APST_POLICY_MAX,  /* besides ApstPolicyKind: APST off */
+};
+
+typedef struct Options {
+        const char *id_ctrl, *trace, *config, *policy, *device;
+        char event;
+        uint32_t p0_uw;
+        uint64_t service_ns;
+        bool closed_loop, json;
+} Options;
+
+static const char *prog = "nvme-apstd simulate";
+
+static void help(void) {
+        printf("Usage: nvme-apstd simulate --id-ctrl FILE --trace FILE [OPTIONS]\n"
+               "\n"
+               "Score an APST policy on an I/O trace: energy and added latency against APST off,\n"
+               "the kernel's defaults and the offline optimum. See doc/simulator.md.\n"
+               "\n"
+               "  -i --id-ctrl FILE     Identify Controller data (`nvme id-ctrl -b` or `-o json`)\n"
+               "  -t --trace FILE       I/O trace: \"TIME_S [R|W|F|D] [BYTES]\" lines or blkparse\n"
+               "                        text output; - reads standard input\n"
+               "  -c --config FILE      nvme-apstd.conf to take the policy and its knobs from\n"
+               "                        (the drive is matched as controller \"sim0\")\n"
+               "  -p --policy NAME      budget (default), kernel or none; overrides the config\n"
+               "  -w --idle-power-w W   PS0 idle power when the drive reports none (default %.1f)\n"
+               "  -s --service-us US    time to serve one I/O (default %u)\n"
+               "  -l --closed-loop      each I/O waits for the previous one (one synchronous job):\n"
+               "                        lateness shifts every later I/O\n"
+               "  -d --device MAJ,MIN   blkparse: the device to keep (default: the only one)\n"
+               "  -e --event D|Q        blkparse: issue or queue events (default: D if present)\n"
+               "  -j --json             print one JSON object\n"
+               "  -h --help             show this help\n"
+               "     --version          show the version\n",
+               SIM_P0_DEFAULT_UW / 1e6, (unsigned) (SIM_SERVICE_DEFAULT_NS / 1000));
+}
+
+static int read_file(const char *path, uint64_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, allocated = 0;
+        struct stat st;
+
+        if (strcmp(path, "-") == 0)
+                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+        else
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (S_ISREG(st.st_mode) && (uint64_t) st.st_size > max)
+                return -EFBIG;
+
+        for (;;) {
+                if (len == allocated) {
+                        size_t m = allocated ? allocated * 2 : 64 * 1024;
+                        if (m > max + 1)
+                                m = max + 1;
+                        if (m <= len)
+                                return -EFBIG;
+                        char *q = realloc(buf, m + 1);
+                        if (!q)
+                                return -ENOMEM;
+                        buf = q;
+                        allocated = m;
+                }
+                ssize_t k = read(fd, buf + len, allocated - len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+                if (len > max)
+                        return -EFBIG;
+        }
+        if (!buf) {
+                buf = malloc(1);
+                if (!buf)
+                        return -ENOMEM;
+        }
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+static int parse_options(int argc, char *argv[], Options *o) {
+        enum { ARG_VERSION = 0x100 };
+        static const struct option options[] = {
+                { "id-ctrl", required_argument, NULL, 'i' },
+                { "trace", required_argument, NULL, 't' },
+                { "config", required_argument, NULL, 'c' },
+                { "policy", required_argument, NULL, 'p' },
+                { "idle-power-w", required_argument, NULL, 'w' },
+                { "service-us", required_argument, NULL, 's' },
+                { "closed-loop", no_argument, NULL, 'l' },
+                { "device", required_argument, NULL, 'd' },
+                { "event", required_argument, NULL, 'e' },
+                { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {}
+        };
+        int c;
+
+        optind = 0;   /* a full reset: main.c may have run getopt already */
+        while ((c = getopt_long(argc, argv, "i:t:c:p:w:s:ld:e:jh", options, NULL)) >= 0)
+                switch (c) {
+                case 'i':
+                        o->id_ctrl = optarg;
+                        break;
+                case 't':
+                        o->trace = optarg;
+                        break;
+                case 'c':
+                        o->config = optarg;
+                        break;
+                case 'p':
+                        o->policy = optarg;
+                        break;
+                case 'w': {
+                        char *end;
+                        errno = 0;
+                        double w = strtod(optarg, &end);
+                        /* 100 W is beyond any NVMe drive's PS0 (the spec's MP tops out at 655 W,
+                         * real ones at ~25 W); 1 µW is the model's unit. */
+                        if (errno != 0 || end == optarg || *end != 0 || !isfinite(w) || w < 1e-6 || w > 100) {
+                                fprintf(stderr, "%s: --idle-power-w: expected watts in 0.000001..100, got \"%s\"\n",
+                                        prog, optarg);
+                                return -EINVAL;
+                        }
+                        o->p0_uw = (uint32_t) lround(w * 1e6);
+                        break;
+                }
+                case 's': {
+                        char *end;
+                        errno = 0;
+                        unsigned long long us = strtoull(optarg, &end, 10);
+                        /* one second per I/O is far past any drive; the model needs > 0 */
+                        if (errno != 0 || end == optarg || *end != 0 || optarg[0] == '-' || us == 0 ||
+                            us > 1000000) {
+                                fprintf(stderr, "%s: --service-us: expected microseconds in 1..1000000, got \"%s\"\n",
+                                        prog, optarg);
+                                return -EINVAL;
+                        }
+                        o->service_ns = us * 1000;
+                        break;
+                }
+                case 'l':
+                        o->closed_loop = true;
+                        break;
+                case 'd':
+                        o->device = optarg;
+                        break;
+                case 'e':
+                        if ((optarg[0] != 'D' && optarg[0] != 'Q') || optarg[1] != 0) {
+                                fprintf(stderr, "%s: --event: expected D or Q, got \"%s\"\n", prog, optarg);
+                                return -EINVAL;
+                        }
+                        o->event = optarg[0];
+                        break;
+                case 'j':
+                        o->json = true;
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("nvme-apstd %s\n", PACKAGE_VERSION);
+                        return 0;
+                case '?':
+                        return -EINVAL;
+                default:
+                        abort();
+                }
+        if (optind < argc) {
+                fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, argv[optind]);
+                return -EINVAL;
+        }
+        if (!o->id_ctrl || !o->trace) {
+                fprintf(stderr, "%s: --id-ctrl and --trace are required (see --help)\n", prog);
+                return -EINVAL;
+        }
+        return 1;
+}
+
+/* Which policy and knobs: defaults, then the config's [apst]/[device] for "sim0", then --policy. */
+static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_params, int *ret_kind,
+                          char *section, size_t section_size) {
+        ApstParams params = APST_PARAMS_DEFAULT;
+        int kind = APST_POLICY_BUDGET;
+        int r;
+
+        section[0] = 0;
+        if (o->config) {
+                _cleanup_free_ char *error = NULL;
+                Config c;
+                const char *sect = NULL;
+                DeviceIdent ident = {
+                        .name = "sim0", .model = id->model, .serial = id->serial, .firmware = id->firmware,
+                };
+
+                r = config_load(o->config, &c, &error);
+                if (r < 0) {
+                        if (error)
+                                fprintf(stderr, "%s: %s\n", prog, error);
+                        else
+                                fprintf(stderr, "%s: %s: %s\n", prog, o->config, strerror(-r));
+                        return r;
+                }
+                bool manage = config_resolve(&c, &ident, &params, &sect);
+                if (sect)
+                        (void) snprintf(section, section_size, "%s", sect);
+                config_done(&c);
+                /* enable = no: the daemon leaves the drive alone, so the kernel's table stays. */
+                kind = manage ? (int) params.policy : APST_POLICY_KERNEL;
+        }
+        if (o->policy) {
+                if (strcmp(o->policy, "none") == 0)
+                        kind = POLICY_NONE;
+                else {
+                        ApstPolicyKind k = apst_policy_from_string(o->policy);
+                        if (k < 0) {
+                                fprintf(stderr, "%s: --policy: expected budget, kernel or none, got \"%s\"\n",
+                                        prog, o->policy);
+                                return -EINVAL;
+                        }
+                        kind = k;
+                }
+        }
+        if (kind == APST_POLICY_KERNEL && !o->config)
+                params = APST_PARAMS_DEFAULT;
+        if (kind != POLICY_NONE)
+                params.policy = (ApstPolicyKind) kind;
+        *ret_params = params;
+        *ret_kind = kind;
+        return 0;
+}
+
+static const char *kind_name(int kind) {
+        return kind == POLICY_NONE ? "none" : apst_policy_to_string((ApstPolicyKind) kind);
+}
+
+/* The table the daemon would program; APST off for apsta = 0 (nothing is sent then). */
+static int build_table(const IdCtrl *id, const ApstParams *params, int kind, ApstTable *ret) {
+        ApstPlan plan;
+        int r;
+
+        if (kind == POLICY_NONE) {
+                *ret = (ApstTable) {};
+                return 0;
+        }
+        r = apst_build(id, NULL, params, &plan);
+        if (r < 0)
+                return r;
+        *ret = plan.outcome == APST_OUTCOME_PROGRAM ? plan.table : (ApstTable) {};
+        return 0;
+}
+
+typedef struct Row {
+        const char *name;
+        SimResult res;
+} Row;
+
+static void json_reprograms(FILE *f, const SimResult *r) {
+        fputs("[", f);
+        for (size_t i = 0; i < r->n_reprograms; i++) {
+                fprintf(f, "%s{\"t\":%.9f,\"apste\":%s,\"table\":[", i ? "," : "",
+                        (double) r->reprograms[i].t_ns * 1e-9, r->reprograms[i].table.apste ? "true" : "false");
+                for (unsigned e = 0; e < APST_ENTRIES; e++)
+                        fprintf(f, "%s\"0x%016" PRIx64 "\"", e ? "," : "", r->reprograms[i].table.entry[e]);
+                fputs("]}", f);
+        }
+        fputs("]", f);
+}
+
+static double ratio(double a, double b) {
+        return b > 0 ? a / b : (a > 0 ? INFINITY : 1.0);
+}
+
+static void print_json(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const char *chosen,
+                       const char *section, const Row *rows, size_t n_rows, const Row *opt) {
+        FILE *f = stdout;
+
+        fputs("{\"drive\":{\"model\":", f);
+        json_string(f, id->model);
+        fprintf(f, ",\"firmware\":");
+        json_string(f, id->firmware);
+        fprintf(f, ",\"npss\":%u,\"apsta\":%s,\"p0_idle_w\":%.6f,\"p0_reported\":%s},\n", d->npss,
+                id->apst_supported ? "true" : "false", d->ps[0].power_uw / 1e6, d->p0_reported ? "true" : "false");
+        fputs("\"trace\":{\"file\":", f);
+        json_string(f, o->trace);
+        fprintf(f, ",\"format\":\"%s\",\"ios\":%zu", trace_format_to_string(t->format), t->n);
+        if (t->format == TRACE_FORMAT_BLKPARSE)
+                fprintf(f, ",\"device\":\"%s\",\"event\":\"%c\"", t->device, t->action);
+        fprintf(f, "},\n\"model\":{\"service_us\":%.3f,\"closed_loop\":%s},\n", (double) o->service_ns / 1e3,
+                o->closed_loop ? "true" : "false");
+        fprintf(f, "\"policy\":\"%s\",\"config_section\":", chosen);
+        if (section[0])
+                json_string(f, section);
+        else
+                fputs("null", f);
+        fputs(",\n\"policies\":[\n", f);
+        for (size_t i = 0; i <= n_rows; i++) {
+                const Row *row = i < n_rows ? &rows[i] : opt;
+                const SimResult *r = &row->res;
+                fprintf(f, "{\"name\":\"%s\",\"energy_j\":%.9g,\"mean_power_w\":%.9g,\"duration_s\":%.9f,"
+                        "\"ios\":%" PRIu64 ",\"energy_vs_optimum\":%.6f,\"wakeups\":{",
+                        row->name, r->energy_j, r->mean_power_w, (double) r->duration_ns * 1e-9, r->ios,
+                        ratio(r->energy_j, opt->res.energy_j));
+                bool first = true;
+                for (unsigned s = 1; s <= d->npss; s++)
+                        if (d->ps[s].non_operational) {
+                                fprintf(f, "%s\"ps%u\":%" PRIu64, first ? "" : ",", s, r->wakeups[s]);
+                                first = false;
+                        }
+                fprintf(f, "},\"wakeups_total\":%" PRIu64 ",\"stall_s\":%.9f,"
+                        "\"added_latency_s\":{\"mean\":%.9f,\"p99\":%.9f,\"p999\":%.9f,\"max\":%.9f},"
+                        "\"added_wall_s\":%.9f,\"reprograms\":",
+                        r->wakeups_total, (double) r->stall_ns * 1e-9, r->added_mean_ns * 1e-9,
+                        (double) r->added_p99_ns * 1e-9, (double) r->added_p999_ns * 1e-9,
+                        (double) r->added_max_ns * 1e-9, (double) r->added_wall_ns * 1e-9);
+                json_reprograms(f, r);
+                fprintf(f, "}%s\n", i < n_rows ? "," : "");
+        }
+        fputs("],\n\"reprograms\":", f);
+        json_reprograms(f, &rows[0].res);
+        fputs("}\n", f);
+}
+
+static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t,
+                        const char *chosen, const char *section, const Row *rows, size_t n_rows, const Row *opt,
+                        const ApstTable *chosen_table) {
+        char desc[512];
+        uint64_t span = t->n ? t->io[t->n - 1].t_ns : 0;
+
+        printf("Drive:  %s (fw %s), %u power states, APST %s\n", id->model, id->firmware, d->npss + 1,
+               id->apst_supported ? "supported" : "NOT supported");
+        printf("        PS0 idle %.3f W (%s)\n", d->ps[0].power_uw / 1e6,
+               d->p0_reported ? "reported by the drive" : "assumed: the drive does not report it; --idle-power-w");
+        printf("Trace:  %s: %s, %zu I/Os over %.3f s", o->trace, trace_format_to_string(t->format), t->n,
+               (double) span * 1e-9);
+        if (t->format == TRACE_FORMAT_BLKPARSE)
+                printf(" (device %s, %c events)", t->device, t->action);
+        printf("\nModel:  %.0f µs per I/O, %s loop\n", (double) o->service_ns / 1e3,
+               o->closed_loop ? "closed" : "open");
+        apst_describe(chosen_table, id, desc, sizeof desc);
+        printf("Policy: %s%s%s%s: %s\n\n", chosen, section[0] ? " (config section " : "", section,
+               section[0] ? ")" : "", desc);
+
+        printf("%-8s %11s %9s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n", "policy", "energy J", "mean W", "vs opt",
+               "I/Os", "stall s", "add mean", "add p99", "add p99.9", "add max", "wall +s", "wake-ups");
+        for (size_t i = 0; i <= n_rows; i++) {
+                const Row *row = i < n_rows ? &rows[i] : opt;
+                const SimResult *r = &row->res;
+                char wk[256] = "";
+                size_t off = 0;
+                for (unsigned s = 1; s <= d->npss && off < sizeof wk; s++)
+                        if (r->wakeups[s])
+                                off += (size_t) snprintf(wk + off, sizeof wk - off, "%sps%u:%" PRIu64, off ? " " : "",
+                                                         s, r->wakeups[s]);
+                printf("%-8s %11.6f %9.6f %8.3f %8" PRIu64 " %9.6f %8.3fms %7.3fms %7.3fms %7.3fms %9.6f  %s\n",
+                       row->name, r->energy_j, r->mean_power_w, ratio(r->energy_j, opt->res.energy_j), r->ios,
+                       (double) r->stall_ns * 1e-9, r->added_mean_ns * 1e-6, (double) r->added_p99_ns * 1e-6,
+                       (double) r->added_p999_ns * 1e-6, (double) r->added_max_ns * 1e-6,
+                       (double) r->added_wall_ns * 1e-9, wk[0] ? wk : "-");
+        }
+}
+
+static int run(const Options *o) {
+        _cleanup_free_ char *id_buf = NULL, *trace_buf = NULL;
+        size_t id_len, trace_len;
+        IdCtrl id;
+        SimDrive d;
+        Trace t = {};
+        TraceError te = {};
+        TraceOptions topts = { .device = o->device, .action = o->event };
+        ApstParams params;
+        ApstTable tables[3];
+        char section[128];
+        int kind, r;
+
+        r = read_file(o->id_ctrl, IDCTRL_FILE_MAX, &id_buf, &id_len);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
+                return r;
+        }
+        r = idctrl_parse_any(id_buf, id_len, &id);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s: not Identify Controller data (binary or nvme-cli JSON): %s\n", prog,
+                        o->id_ctrl, strerror(-r));
+                return r;
+        }
+        r = sim_drive_from_idctrl(&id, o->p0_uw, &d);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
+                return r;
+        }
+
+        r = read_file(o->trace, TRACE_FILE_MAX, &trace_buf, &trace_len);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
+                return r;
+        }
+        r = trace_parse(trace_buf, trace_len, &topts, &t, &te);
+        if (r == -EBADMSG) {
+                fprintf(stderr, "%s: %s:%zu: %s\n", prog, strcmp(o->trace, "-") == 0 ? "<stdin>" : o->trace,
+                        te.line, te.reason);
+                return r;
+        }
+        if (r < 0) {
+                fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
+                return r;
+        }
+        if (t.n == 0)
+                fprintf(stderr, "%s: %s: warning: no I/O in the trace\n", prog, o->trace);
+
+        r = resolve_policy(o, &id, &params, &kind, section, sizeof section);
+        if (r < 0)
+                goto finish;
+
+        /* Rows: the chosen policy, then the baselines every run reports. */
+        ApstParams kernel_params = APST_PARAMS_DEFAULT;
+        kernel_params.policy = APST_POLICY_KERNEL;
+        const char *names[3] = { kind_name(kind), "none", "kernel" };
+        r = build_table(&id, &params, kind, &tables[0]);
+        if (r >= 0)
+                r = build_table(&id, NULL, POLICY_NONE, &tables[1]);
+        if (r >= 0)
+                r = build_table(&id, &kernel_params, APST_POLICY_KERNEL, &tables[2]);
+        if (r < 0) {
+                fprintf(stderr, "%s: cannot build the APST table: %s\n", prog, strerror(-r));
+                goto finish;
+        }
+
+        SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop };
+        Row rows[3] = {}, opt = { .name = "optimum" };
+        size_t done = 0;
+        for (; done < 3; done++) {
+                SimPolicy pol;
+                rows[done].name = names[done];
+                sim_policy_static(&pol, names[done], &tables[done]);
+                r = sim_run(&d, t.io, t.n, &sp, &pol, &rows[done].res);
+                if (r < 0) {
+                        fprintf(stderr, "%s: simulating %s: %s\n", prog, names[done], strerror(-r));
+                        goto free_rows;
+                }
+        }
+        r = sim_optimum(&d, t.io, t.n, &sp, &opt.res);
+        if (r < 0) {
+                fprintf(stderr, "%s: computing the optimum: %s\n", prog, strerror(-r));
+                goto free_rows;
+        }
+
+        if (o->json)
+                print_json(o, &id, &d, &t, names[0], section, rows, 3, &opt);
+        else
+                print_human(o, &id, &d, &t, names[0], section, rows, 3, &opt, &tables[0]);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                r = -EIO;
+                fprintf(stderr, "%s: writing the output failed\n", prog);
+        }
+        sim_result_done(&opt.res);
+free_rows:
+        for (size_t i = 0; i < done; i++)
+                sim_result_done(&rows[i].res);
+finish:
+        trace_done(&t);
+        return r;
+}
+
+int verb_simulate(int argc, char *argv[]) {
+        Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS };
+        int r;
+
+        r = parse_options(argc, argv, &o);
+        if (r <= 0)
+                return r < 0 ? 2 : 0;
+        return run(&o) < 0 ? 1 : 0;
+}

@@ -1,0 +1,1083 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nvme-apstd.conf parsing (see config.h and nvme-apstd.conf(5)).
+ *
+ * Keys are rows of one table, as in systemd-oomd's parse_config(): name, the
+ * sections that take it, a parser, where the value goes and its bounds.
+ *
+ * inih does the splitting into sections and key = value pairs, but we feed it
+ * through ini_parse_stream() with our own line reader, for three reasons:
+ *  - the distro build calls the handler without a line number; the reader
+ *    knows which line inih is looking at, so every message carries one;
+ *  - inih cuts lines longer than its buffer and parses the rest as a new
+ *    line (a long comment could turn into a key); the reader refuses them;
+ *  - inih drops sections without keys and merges repeated ones; the reader
+ *    sees every "[section]" line, so empty, unknown and repeated sections are
+ *    errors too, and the reader stops inih at the first error.
+ * An indented line is refused: inih (INI_ALLOW_MULTILINE) would take it as a
+ * continuation of the previous value.
+ *
+ * Pure: no I/O except in config_load(), no logging, no globals. Every error
+ * path frees what it built; the first error wins and ends the parse.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#include "config.h"
+#include "macro.h"
+#include "util.h"
+
+/* Bounds of the numbers, documented in nvme-apstd.conf(5). */
+#define LATENCY_US_MAX 10000000u      /* 10 s: far above any PSD's enlat + exlat (at most a few 100 ms) */
+#define RELEASE_AFTER_MS_MAX 3600000u /* 1 h: longer would mean "pin = always" */
+#define FREQ_KHZ_MAX 10000000u        /* 10 GHz in kHz: above any CPU; the daemon clamps to cpuinfo_* */
+#define GOVERNOR_MAX 15u              /* CPUFREQ_NAME_LEN - 1 in the kernel */
+#define EPP_MAX 31u                   /* longest kernel name is "balance_performance" (19) */
+/*
+ * inih copies section names into a 50-byte buffer (MAX_SECTION) and cuts them
+ * silently; refuse anything that could come close, so the handler's section is
+ * the one we saw.
+ */
+#define SECTION_NAME_MAX 40u
+/* A bound for fuzzers and typos alike; duplicate detection is quadratic. */
+#define DEVICE_SECTIONS_MAX 256u
+/* Values quoted in messages are cut to this many bytes before escaping. */
+#define QUOTE_MAX 120u
+
+typedef enum SectionKind {
+        SECTION_NONE,
+        SECTION_APST,
+        SECTION_DEVICE,
+        SECTION_CPU,
+        _SECTION_KIND_MAX,
+        _SECTION_KIND_INVALID = -EINVAL,
+} SectionKind;
+
+#define SEC(k) (1u << (k))
+
+typedef struct ConfigKey ConfigKey;
+/* Parse @v into @dest. On error write a reason into @reason and return negative errno. */
+typedef int (*ParseFn)(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n);
+
+struct ConfigKey {
+        const char *name;
+        unsigned sections;      /* SEC() mask */
+        ParseFn parse;
+        size_t offset;          /* in ApstParams, DeviceSection or CpuConfig, by section */
+        uint32_t min, max;
+        unsigned apst_bit;      /* ApstKeyBit for [apst] keys in [device] sections */
+};
+
+typedef struct Parser {
+        const char *filename;
+        const char *text;       /* whole input */
+        const char *pos;        /* next line for the reader */
+        unsigned lineno;        /* line last handed to inih */
+
+        Config config;
+        SectionKind section;
+        char section_name[SECTION_NAME_MAX + 1];  /* as written between the brackets */
+        unsigned section_line;
+        bool seen_apst, seen_cpu;
+        unsigned *key_line;     /* per row: line where the current section set it, 0 = not yet */
+        unsigned min_freq_line, max_freq_line;
+
+        int error;              /* first error, negative errno; 0 = none so far */
+        char *message;
+} Parser;
+
+static int parse_u32(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        uint32_t x;
+        int r;
+
+        r = safe_atou32(v, &x);
+        if (r == -ERANGE) {
+                snprintf(reason, n, "number too large (range %" PRIu32 "..%" PRIu32 ")", k->min, k->max);
+                return -EINVAL;
+        }
+        if (r < 0) {
+                snprintf(reason, n, "not a decimal number (digits only, no sign or unit)");
+                return -EINVAL;
+        }
+        if (x < k->min || x > k->max) {
+                snprintf(reason, n, "out of range (%" PRIu32 "..%" PRIu32 ")", k->min, k->max);
+                return -EINVAL;
+        }
+        *(uint32_t *) dest = x;
+        return 0;
+}
+
+static int parse_bool(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        int b;
+
+        b = parse_boolean(v);
+        if (b < 0) {
+                snprintf(reason, n, "not a boolean (yes/no, true/false, on/off, 1/0)");
+                return -EINVAL;
+        }
+        *(bool *) dest = b;
+        return 0;
+}
+
+static int parse_policy(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        /*
+         * Our own small table rather than apst_policy_from_string(), so the
+         * parser does not pull the APST builder in; keep it in step with apst.c.
+         */
+        static const struct {
+                const char *name;
+                ApstPolicyKind kind;
+        } table[] = {
+                { "budget", APST_POLICY_BUDGET },
+                { "kernel", APST_POLICY_KERNEL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (strcmp(v, table[i].name) == 0) {
+                        *(ApstPolicyKind *) dest = table[i].kind;
+                        return 0;
+                }
+        snprintf(reason, n, "unknown policy (budget or kernel)");
+        return -EINVAL;
+}
+
+static int set_string(void *dest, const char *v, char *reason, size_t n) {
+        char *s;
+
+        s = strdup(v);
+        if (!s) {
+                snprintf(reason, n, "out of memory");
+                return -ENOMEM;
+        }
+        free(*(char **) dest);
+        *(char **) dest = s;
+        return 0;
+}
+
+static int parse_glob(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        return set_string(dest, v, reason, n);
+}
+
+static bool is_hex_lower(char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+/*
+ * One side of "vvvv:dddd": it must be able to match 4 hex digits. Atoms are a
+ * hex digit, '?' or a bracket expression of hex digits and '-' ('!' first);
+ * without '*' there must be exactly 4 of them, with '*' at most 4.
+ */
+static bool pci_half_ok(const char *s, size_t len) {
+        unsigned atoms = 0;
+        bool star = false;
+
+        if (len == 0)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] == '*')
+                        star = true;
+                else if (s[i] == '?' || is_hex_lower(s[i]))
+                        atoms++;
+                else if (s[i] == '[') {
+                        size_t j = i + 1;
+
+                        if (j < len && s[j] == '!')
+                                j++;
+                        if (j >= len || s[j] == ']')
+                                return false;
+                        for (; j < len && s[j] != ']'; j++)
+                                if (!is_hex_lower(s[j]) && s[j] != '-')
+                                        return false;
+                        if (j >= len)
+                                return false;
+                        atoms++;
+                        i = j;
+                } else
+                        return false;
+        }
+        return star ? atoms <= 4 : atoms == 4;
+}
+
+static int parse_pci_glob(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        _cleanup_free_ char *lower = NULL;
+        const char *colon;
+        int r;
+
+        lower = strdup(v);
+        if (!lower) {
+                snprintf(reason, n, "out of memory");
+                return -ENOMEM;
+        }
+        /* DeviceIdent formats the ids in lower case; take "8086:F1A5" as meant. */
+        for (char *p = lower; *p; p++)
+                if (*p >= 'A' && *p <= 'F')
+                        *p = (char) (*p - 'A' + 'a');
+
+        colon = strchr(lower, ':');
+        if (!colon || strchr(colon + 1, ':') ||
+            !pci_half_ok(lower, (size_t) (colon - lower)) || !pci_half_ok(colon + 1, strlen(colon + 1))) {
+                snprintf(reason, n, "not a PCI id glob: expected vendor:device as 4 hex digits each "
+                         "(\"8086:f1a5\"), globs allowed (\"2646:*\", \"126f:[12]?[06][12]\")");
+                return -EINVAL;
+        }
+
+        r = set_string(dest, lower, reason, n);
+        return r;
+}
+
+static int parse_word(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        size_t len = strlen(v);
+
+        for (const char *p = v; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')) {
+                        snprintf(reason, n, "not a name: only a-z, 0-9, '_' and '-' are allowed");
+                        return -EINVAL;
+                }
+        if (len < k->min || len > k->max) {
+                snprintf(reason, n, "name too long (at most %" PRIu32 " characters)", k->max);
+                return -EINVAL;
+        }
+        return set_string(dest, v, reason, n);
+}
+
+static int parse_pin(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        static const char *const table[_CPU_PIN_MAX] = {
+                [CPU_PIN_OFF] = "off",
+                [CPU_PIN_ALWAYS] = "always",
+                [CPU_PIN_BUSY] = "busy",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (strcmp(v, table[i]) == 0) {
+                        *(CpuPinMode *) dest = (CpuPinMode) i;
+                        return 0;
+                }
+        snprintf(reason, n, "unknown mode (off, always or busy)");
+        return -EINVAL;
+}
+
+static int parse_freq(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        size_t len = strlen(v);
+        uint32_t x;
+        int r;
+
+        if (strcmp(v, "min") == 0) {
+                *(FreqSpec *) dest = (FreqSpec) { .kind = FREQ_HW_MIN };
+                return 0;
+        }
+        if (strcmp(v, "max") == 0) {
+                *(FreqSpec *) dest = (FreqSpec) { .kind = FREQ_HW_MAX };
+                return 0;
+        }
+        if (len > 0 && v[len - 1] == '%') {
+                char digits[8];
+
+                if (len - 1 >= sizeof(digits)) {
+                        snprintf(reason, n, "percentage out of range (0%%..100%%)");
+                        return -EINVAL;
+                }
+                memcpy(digits, v, len - 1);
+                digits[len - 1] = '\0';
+                r = safe_atou32(digits, &x);
+                if (r == -EINVAL) {
+                        snprintf(reason, n, "not a percentage (\"N%%\", N a decimal number)");
+                        return -EINVAL;
+                }
+                if (r < 0 || x > 100) {
+                        snprintf(reason, n, "percentage out of range (0%%..100%%)");
+                        return -EINVAL;
+                }
+                *(FreqSpec *) dest = (FreqSpec) { .kind = FREQ_PERCENT, .value = x };
+                return 0;
+        }
+
+        r = safe_atou32(v, &x);
+        if (r == -EINVAL) {
+                snprintf(reason, n, "not a frequency (kHz as a decimal number, \"N%%\", \"min\" or \"max\")");
+                return -EINVAL;
+        }
+        if (r < 0 || x < 1 || x > FREQ_KHZ_MAX) {
+                snprintf(reason, n, "frequency out of range (1..%u kHz)", FREQ_KHZ_MAX);
+                return -EINVAL;
+        }
+        *(FreqSpec *) dest = (FreqSpec) { .kind = FREQ_KHZ, .value = x };
+        return 0;
+}
+
+static int parse_cpus(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        CpuConfig *cpu = dest;
+        CpuSet set;
+
+        if (strcmp(v, "all") == 0) {
+                cpu->select = CPU_SELECT_ALL;
+                return 0;
+        }
+        if (strcmp(v, "nvme-irq") == 0) {
+                cpu->select = CPU_SELECT_NVME_IRQ;
+                return 0;
+        }
+        if (cpuset_parse(v, &set) < 0) {
+                snprintf(reason, n, "not a CPU list: expected all, nvme-irq or a list such as 0-3,6 "
+                         "of CPUs below %u", CPUSET_MAX);
+                return -EINVAL;
+        }
+        cpu->select = CPU_SELECT_LIST;
+        cpu->cpus = set;
+        return 0;
+}
+
+#define APST_KEY(n, fn, field, lo, hi, bit)                                                  \
+        { n, SEC(SECTION_APST) | SEC(SECTION_DEVICE), fn, offsetof(ApstParams, field), lo, hi, bit }
+#define DEVICE_KEY(n, fn, field) { n, SEC(SECTION_DEVICE), fn, offsetof(DeviceSection, field), 0, 0, 0 }
+#define CPU_KEY(n, fn, field, lo, hi) { n, SEC(SECTION_CPU), fn, offsetof(CpuConfig, field), lo, hi, 0 }
+
+static const ConfigKey config_keys[] = {
+        APST_KEY("policy", parse_policy, policy, 0, 0, APST_KEY_POLICY),
+        APST_KEY("max_latency_us", parse_u32, max_latency_us, 0, LATENCY_US_MAX, APST_KEY_MAX_LATENCY),
+        APST_KEY("primary_timeout_ms", parse_u32, primary_timeout_ms, 0, APST_ITPT_MAX, APST_KEY_PRIMARY_TIMEOUT),
+        APST_KEY("secondary_timeout_ms", parse_u32, secondary_timeout_ms, 0, APST_ITPT_MAX,
+                 APST_KEY_SECONDARY_TIMEOUT),
+        APST_KEY("primary_latency_tol_us", parse_u32, primary_latency_tol_us, 0, LATENCY_US_MAX,
+                 APST_KEY_PRIMARY_TOL),
+        APST_KEY("secondary_latency_tol_us", parse_u32, secondary_latency_tol_us, 0, LATENCY_US_MAX,
+                 APST_KEY_SECONDARY_TOL),
+        APST_KEY("force", parse_bool, force, 0, 0, APST_KEY_FORCE),
+
+        DEVICE_KEY("match_name", parse_glob, match_name),
+        DEVICE_KEY("match_model", parse_glob, match_model),
+        DEVICE_KEY("match_serial", parse_glob, match_serial),
+        DEVICE_KEY("match_pci", parse_pci_glob, match_pci),
+        DEVICE_KEY("match_firmware", parse_glob, match_firmware),
+        DEVICE_KEY("enable", parse_bool, enable),
+
+        CPU_KEY("pin", parse_pin, pin, 0, 0),
+        CPU_KEY("release_after_ms", parse_u32, release_after_ms, 0, RELEASE_AFTER_MS_MAX),
+        CPU_KEY("governor", parse_word, governor, 1, GOVERNOR_MAX),
+        CPU_KEY("min_freq", parse_freq, min_freq, 0, 0),
+        CPU_KEY("max_freq", parse_freq, max_freq, 0, 0),
+        CPU_KEY("energy_performance_preference", parse_word, epp, 1, EPP_MAX),
+        { "cpus", SEC(SECTION_CPU), parse_cpus, 0, 0, 0, 0 },     /* sets both select and cpus */
+};
+
+static const ConfigKey *key_find(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(config_keys); i++)
+                if (strcmp(config_keys[i].name, name) == 0)
+                        return &config_keys[i];
+        return NULL;
+}
+
+void config_init(Config *c) {
+        *c = (Config) {
+                .apst = APST_PARAMS_DEFAULT,
+                .cpu = {
+                        .pin = CPU_PIN_OFF,
+                        .release_after_ms = 2000,
+                        .min_freq = { .kind = FREQ_UNSET },
+                        .max_freq = { .kind = FREQ_UNSET },
+                        .select = CPU_SELECT_ALL,
+                },
+        };
+}
+
+static void device_section_done(DeviceSection *d) {
+        free(d->name);
+        free(d->match_name);
+        free(d->match_model);
+        free(d->match_serial);
+        free(d->match_pci);
+        free(d->match_firmware);
+}
+
+void config_done(Config *c) {
+        if (!c)
+                return;
+        free(c->path);
+        for (size_t i = 0; i < c->n_devices; i++)
+                device_section_done(&c->devices[i]);
+        free(c->devices);
+        free(c->cpu.governor);
+        free(c->cpu.epp);
+        /* Back to defaults, so a second config_done() or a reuse is harmless. */
+        config_init(c);
+}
+
+/*
+ * Copy at most QUOTE_MAX bytes of @s into @buf, control characters and
+ * backslashes escaped as \xNN, so a message is one printable line whatever
+ * the file holds.
+ */
+static void quote(const char *s, size_t len, char *buf, size_t n) {
+        size_t o = 0;
+
+        if (n == 0)
+                return;
+        for (size_t i = 0; i < len && i < QUOTE_MAX && o + 5 < n; i++) {
+                unsigned char ch = (unsigned char) s[i];
+
+                if (ch < 0x20 || ch == 0x7f || ch == '\\')
+                        o += (size_t) snprintf(buf + o, n - o, "\\x%02x", ch);
+                else
+                        buf[o++] = (char) ch;
+        }
+        if (len > QUOTE_MAX && o + 4 < n) {
+                memcpy(buf + o, "...", 3);
+                o += 3;
+        }
+        buf[o] = '\0';
+}
+
+#define QUOTE_BUF (QUOTE_MAX * 4 + 8)
+
+/* Record the first error: "FILE:LINE: " + the formatted rest. Returns the error. */
+_printf_(4, 5) static int fail(Parser *p, unsigned line, int error, const char *fmt, ...) {
+        _cleanup_free_ char *rest = NULL;
+        va_list ap;
+        int k;
+
+        if (p->error < 0)
+                return p->error;
+
+        va_start(ap, fmt);
+        k = vasprintf(&rest, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+                rest = NULL;
+                p->error = -ENOMEM;
+                return p->error;
+        }
+
+        if (line > 0)
+                k = asprintf(&p->message, "%s:%u: %s", p->filename, line, rest);
+        else
+                k = asprintf(&p->message, "%s: %s", p->filename, rest);
+        if (k < 0) {
+                p->message = NULL;
+                p->error = -ENOMEM;
+                return p->error;
+        }
+        p->error = error;
+        return error;
+}
+
+_printf_(5, 6) static int fail_key(Parser *p, const char *key, const char *value, int error,
+                                   const char *fmt, ...) {
+        char q[QUOTE_BUF], qk[QUOTE_BUF], reason[256];
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(reason, sizeof(reason), fmt, ap);
+        va_end(ap);
+
+        /* Serial numbers stay out of logs (STYLE §4), even as globs. */
+        if (strcmp(key, "match_serial") == 0)
+                snprintf(q, sizeof(q), "(not shown)");
+        else
+                quote(value, strlen(value), q, sizeof(q));
+        quote(key, strlen(key), qk, sizeof(qk));
+
+        if (p->section == SECTION_NONE)
+                return fail(p, p->lineno, error, "%s = %s: %s", qk, q, reason);
+        return fail(p, p->lineno, error, "[%s] %s = %s: %s", p->section_name, qk, q, reason);
+}
+
+static DeviceSection *current_device(Parser *p) {
+        return p->config.n_devices > 0 ? &p->config.devices[p->config.n_devices - 1] : NULL;
+}
+
+static bool device_has_match(const DeviceSection *d) {
+        return d->match_name || d->match_model || d->match_serial || d->match_pci || d->match_firmware;
+}
+
+/* Checks that need the whole section. */
+static int section_end(Parser *p) {
+        if (p->section == SECTION_DEVICE && !device_has_match(current_device(p)))
+                return fail(p, p->section_line, -EINVAL,
+                            "[%s]: no match_ key (match_name, match_model, match_serial, match_pci or "
+                            "match_firmware), so it would apply to every controller; put settings for all "
+                            "controllers in [apst]", p->section_name);
+        return 0;
+}
+
+static bool is_name_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-' || c == '.' || c == ':';
+}
+
+/* A "[...]" line: @name is what stands between the brackets, @len bytes. */
+static int section_begin(Parser *p, const char *name, size_t len) {
+        char q[QUOTE_BUF];
+        const char *s = name, *e = name + len;
+        DeviceSection *d;
+        int r;
+
+        r = section_end(p);
+        if (r < 0)
+                return r;
+
+        quote(name, len, q, sizeof(q));
+        if (len > SECTION_NAME_MAX)
+                return fail(p, p->lineno, -EINVAL, "[%s]: section name too long (at most %u characters)",
+                            q, SECTION_NAME_MAX);
+        memcpy(p->section_name, name, len);
+        p->section_name[len] = '\0';
+        p->section_line = p->lineno;
+        for (size_t i = 0; i < ELEMENTSOF(config_keys); i++)
+                p->key_line[i] = 0;
+
+        while (s < e && (*s == ' ' || *s == '\t'))
+                s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+                e--;
+
+        if ((size_t) (e - s) == 4 && memcmp(s, "apst", 4) == 0) {
+                if (p->seen_apst)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
+                p->seen_apst = true;
+                p->section = SECTION_APST;
+                return 0;
+        }
+        if ((size_t) (e - s) == 3 && memcmp(s, "cpu", 3) == 0) {
+                if (p->seen_cpu)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
+                p->seen_cpu = true;
+                p->section = SECTION_CPU;
+                return 0;
+        }
+        if ((size_t) (e - s) >= 6 && memcmp(s, "device", 6) == 0 &&
+            (e - s == 6 || s[6] == ' ' || s[6] == '\t')) {
+                DeviceSection *n;
+                const char *dn = s + 6;
+
+                while (dn < e && (*dn == ' ' || *dn == '\t'))
+                        dn++;
+                if (dn == e)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: a device section needs a name: [device NAME]",
+                                    q);
+                for (const char *c = dn; c < e; c++)
+                        if (!is_name_char(*c))
+                                return fail(p, p->lineno, -EINVAL,
+                                            "[%s]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', "
+                                            "'.' and ':'", q);
+                for (size_t i = 0; i < p->config.n_devices; i++)
+                        if (strlen(p->config.devices[i].name) == (size_t) (e - dn) &&
+                            memcmp(p->config.devices[i].name, dn, (size_t) (e - dn)) == 0)
+                                return fail(p, p->lineno, -EINVAL, "[%s]: device section name used twice", q);
+                if (p->config.n_devices >= DEVICE_SECTIONS_MAX)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: too many device sections (at most %u)", q,
+                                    DEVICE_SECTIONS_MAX);
+
+                n = reallocarray(p->config.devices, p->config.n_devices + 1, sizeof(DeviceSection));
+                if (!n)
+                        return fail(p, 0, -ENOMEM, "out of memory");
+                p->config.devices = n;
+                d = &n[p->config.n_devices];
+                *d = (DeviceSection) {
+                        .enable = true,
+                        .apst = APST_PARAMS_DEFAULT,
+                };
+                d->name = strndup(dn, (size_t) (e - dn));
+                if (!d->name)
+                        return fail(p, 0, -ENOMEM, "out of memory");
+                p->config.n_devices++;
+                p->section = SECTION_DEVICE;
+                return 0;
+        }
+
+        return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu] or [device NAME])", q);
+}
+
+static bool is_blank(char c) {
+        return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/*
+ * Look at one raw line before inih does: section headers, indentation. The
+ * rules for comments and "[...]" follow inih r55's ini_parse_stream().
+ */
+static int line_check(Parser *p, const char *line, size_t len) {
+        const char *s = line, *e = line + len, *close;
+        char q[QUOTE_BUF];
+
+        if (e > s && e[-1] == '\n')
+                e--;
+        while (e > s && is_blank(e[-1]))
+                e--;
+        if (p->lineno == 1 && e - s >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
+                s += 3;         /* UTF-8 byte order mark, skipped by inih too */
+
+        const char *t = s;
+        while (t < e && is_blank(*t))
+                t++;
+        if (t == e || *t == ';' || *t == '#')
+                return 0;       /* blank or comment */
+
+        if (t > s) {
+                quote(t, (size_t) (e - t), q, sizeof(q));
+                return fail(p, p->lineno, -EINVAL,
+                            "%s: indented line; inih would read it as the continuation of the previous "
+                            "value; remove the leading blanks", q);
+        }
+
+        if (*t != '[')
+                return 0;       /* key = value, inih's business */
+
+        /* inih ends the name at ']' or at an inline comment (';' after a blank). */
+        close = t + 1;
+        while (close < e && *close != ']' && !(*close == ';' && is_blank(close[-1])))
+                close++;
+        quote(t, (size_t) (e - t), q, sizeof(q));
+        if (close == e || *close != ']')
+                return fail(p, p->lineno, -EINVAL, "%s: section header without ']'", q);
+
+        /* Nothing but a comment after the ']'. */
+        for (const char *a = close + 1; a < e; a++) {
+                if (*a == ';' && (a == close + 1 || is_blank(a[-1])))
+                        break;
+                if (!is_blank(*a))
+                        return fail(p, p->lineno, -EINVAL, "%s: text after the section header", q);
+        }
+
+        return section_begin(p, t + 1, (size_t) (close - t - 1));
+}
+
+/* fgets()-like reader for ini_parse_stream(): one line of p->text per call. */
+static char *reader(char *str, int num, void *stream) {
+        Parser *p = stream;
+        const char *nl;
+        size_t len;
+
+        if (p->error < 0 || !*p->pos)
+                return NULL;    /* first error ends the parse; or end of text */
+
+        nl = strchr(p->pos, '\n');
+        len = nl ? (size_t) (nl - p->pos) + 1 : strlen(p->pos);
+        p->lineno++;
+
+        if (num < 2 || len > (size_t) num - 1) {
+                (void) fail(p, p->lineno, -EINVAL, "line longer than %d characters", num < 3 ? 0 : num - 3);
+                return NULL;
+        }
+        if (line_check(p, p->pos, len) < 0)
+                return NULL;
+
+        memcpy(str, p->pos, len);
+        str[len] = '\0';
+        p->pos += len;
+        return str;
+}
+
+static bool has_hash_comment(const char *v) {
+        for (const char *s = v; *s; s++)
+                if (*s == '#' && s > v && is_blank(s[-1]))
+                        return true;
+        return false;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value) {
+        Parser *p = user;
+        const ConfigKey *k;
+        size_t idx;
+        void *base = NULL;
+        char reason[256];
+        int r;
+
+        if (p->error < 0)
+                return 0;
+        if (!name || !value)    /* INI_ALLOW_NO_VALUE / INI_CALL_HANDLER_ON_NEW_SECTION builds */
+                return 1;
+
+        if (p->section == SECTION_NONE) {
+                fail_key(p, name, value, -EINVAL,
+                         "outside any section; put it under [apst], [cpu] or [device NAME]");
+                return 0;
+        }
+        if (strcmp(section, p->section_name) != 0) {
+                /* Cannot happen while line_check() follows inih; refuse rather than guess. */
+                fail_key(p, name, value, -EINVAL, "section mismatch with the parser (internal error)");
+                return 0;
+        }
+        if (!*name) {
+                fail_key(p, name, value, -EINVAL, "missing key name before '='");
+                return 0;
+        }
+
+        k = key_find(name);
+        if (!k) {
+                fail_key(p, name, value, -EINVAL, "unknown key");
+                return 0;
+        }
+        if (!(k->sections & SEC(p->section))) {
+                fail_key(p, name, value, -EINVAL, "unknown key in this section (it belongs in %s)",
+                         k->sections & SEC(SECTION_CPU) ? "[cpu]" :
+                         k->sections & SEC(SECTION_APST) ? "[apst] or [device NAME]" : "[device NAME]");
+                return 0;
+        }
+        idx = (size_t) (k - config_keys);
+        if (p->key_line[idx] > 0) {
+                fail_key(p, name, value, -EINVAL, "key given twice in this section (first on line %u)",
+                         p->key_line[idx]);
+                return 0;
+        }
+        p->key_line[idx] = p->lineno;
+
+        if (!*value) {
+                fail_key(p, name, value, -EINVAL, "empty value");
+                return 0;
+        }
+        for (const char *c = value; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f) {
+                        fail_key(p, name, value, -EINVAL, "control character in the value");
+                        return 0;
+                }
+        if (has_hash_comment(value)) {
+                fail_key(p, name, value, -EINVAL,
+                         "'#' starts a comment only at the beginning of a line; use ';' after a value");
+                return 0;
+        }
+
+        switch (p->section) {
+        case SECTION_APST:
+                base = &p->config.apst;
+                break;
+        case SECTION_DEVICE:
+                base = k->sections & SEC(SECTION_APST) ? (void *) &current_device(p)->apst
+                                                       : (void *) current_device(p);
+                break;
+        case SECTION_CPU:
+                base = &p->config.cpu;
+                break;
+        case SECTION_NONE:
+        case _SECTION_KIND_MAX:
+        case _SECTION_KIND_INVALID:
+                fail_key(p, name, value, -EINVAL, "internal error: no section");
+                return 0;
+        }
+
+        r = k->parse(k, value, (char *) base + k->offset, reason, sizeof(reason));
+        if (r < 0) {
+                fail_key(p, name, value, r, "%s", reason);
+                return 0;
+        }
+
+        if (p->section == SECTION_DEVICE)
+                current_device(p)->set |= k->apst_bit;
+        if (strcmp(name, "min_freq") == 0)
+                p->min_freq_line = p->lineno;
+        else if (strcmp(name, "max_freq") == 0)
+                p->max_freq_line = p->lineno;
+        return 1;
+}
+
+static void freq_format(const FreqSpec *f, char *buf, size_t n) {
+        switch (f->kind) {
+        case FREQ_KHZ:
+                snprintf(buf, n, "%" PRIu32, f->value);
+                return;
+        case FREQ_PERCENT:
+                snprintf(buf, n, "%" PRIu32 "%%", f->value);
+                return;
+        case FREQ_HW_MIN:
+                snprintf(buf, n, "min");
+                return;
+        case FREQ_HW_MAX:
+                snprintf(buf, n, "max");
+                return;
+        case FREQ_UNSET:
+        case _FREQ_KIND_MAX:
+        case _FREQ_KIND_INVALID:
+                break;
+        }
+        snprintf(buf, n, "(unset)");
+}
+
+/* Position in the hardware range in percent when that is known without hardware: %, min, max. */
+static bool freq_relative(const FreqSpec *f, uint32_t *ret) {
+        switch (f->kind) {
+        case FREQ_PERCENT:
+                *ret = f->value;
+                return true;
+        case FREQ_HW_MIN:
+                *ret = 0;
+                return true;
+        case FREQ_HW_MAX:
+                *ret = 100;
+                return true;
+        case FREQ_UNSET:
+        case FREQ_KHZ:
+        case _FREQ_KIND_MAX:
+        case _FREQ_KIND_INVALID:
+                break;
+        }
+        return false;
+}
+
+/* Cross-key checks that need no hardware. */
+static int config_validate(Parser *p) {
+        const CpuConfig *cpu = &p->config.cpu;
+        uint32_t a, b;
+        bool inverted = false;
+        char lo[32], hi[32];
+
+        if (cpu->min_freq.kind == FREQ_KHZ && cpu->max_freq.kind == FREQ_KHZ)
+                inverted = cpu->min_freq.value > cpu->max_freq.value;
+        else if (freq_relative(&cpu->min_freq, &a) && freq_relative(&cpu->max_freq, &b))
+                inverted = a > b;
+
+        if (inverted) {
+                freq_format(&cpu->min_freq, lo, sizeof(lo));
+                freq_format(&cpu->max_freq, hi, sizeof(hi));
+                return fail(p, p->min_freq_line, -EINVAL,
+                            "[cpu] min_freq = %s: above max_freq = %s (line %u)", lo, hi, p->max_freq_line);
+        }
+        return 0;
+}
+
+/* Start and length of line @n (1-based) of @text, for syntax errors inih reports by number. */
+static const char *line_at(const char *text, unsigned n, size_t *ret_len) {
+        const char *s = text;
+
+        for (unsigned i = 1; i < n && s; i++) {
+                s = strchr(s, '\n');
+                if (s)
+                        s++;
+        }
+        if (!s)
+                s = text + strlen(text);
+        *ret_len = strcspn(s, "\n");
+        return s;
+}
+
+int config_parse_string(const char *text, const char *filename, Config *ret, char **ret_error) {
+        unsigned key_line[ELEMENTSOF(config_keys)] = {};
+        Parser p = {
+                .filename = filename ?: "<string>",
+                .text = text ?: "",
+                .pos = text ?: "",
+                .key_line = key_line,
+        };
+        int r;
+
+        config_init(&p.config);
+
+        r = ini_parse_stream(reader, &p, handler, &p);
+        if (r == -2)
+                (void) fail(&p, 0, -ENOMEM, "out of memory");
+        else if (r > 0 && (p.error == 0 || (unsigned) r < p.lineno)) {
+                /*
+                 * inih found a line it could not split (no '=' or ':') before
+                 * any error of ours; ours would be on p.lineno, where we stopped.
+                 */
+                char q[QUOTE_BUF];
+                const char *l;
+                size_t len;
+
+                free(p.message);
+                p.message = NULL;
+                p.error = 0;
+                l = line_at(p.text, (unsigned) r, &len);
+                quote(l, len, q, sizeof(q));
+                (void) fail(&p, (unsigned) r, -EINVAL, "%s: expected \"key = value\", \"[section]\" or a comment",
+                            q);
+        } else if (r < 0 && p.error == 0)
+                (void) fail(&p, 0, -EIO, "parser failed (%d)", r);
+
+        if (p.error == 0)
+                (void) section_end(&p);
+        if (p.error == 0)
+                (void) config_validate(&p);
+        if (p.error == 0) {
+                p.config.path = strdup(p.filename);
+                if (!p.config.path)
+                        (void) fail(&p, 0, -ENOMEM, "out of memory");
+        }
+
+        if (p.error < 0) {
+                r = p.error;
+                config_done(&p.config);
+                if (ret_error)
+                        *ret_error = p.message;     /* NULL when even the message could not be allocated */
+                else
+                        free(p.message);
+                return r;
+        }
+
+        *ret = p.config;
+        return 0;
+}
+
+_printf_(3, 4) static int load_fail(char **ret_error, int error, const char *fmt, ...) {
+        va_list ap;
+
+        if (ret_error) {
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0)
+                        *ret_error = NULL;
+                va_end(ap);
+        }
+        return error;
+}
+
+/* Read all of @fd, at most @max bytes; one more and it is -EFBIG. NUL-terminated. */
+static int read_all(int fd, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, alloc = 0;
+
+        for (;;) {
+                ssize_t k;
+
+                if (alloc - size < 2) {
+                        size_t n = alloc == 0 ? 4096 : alloc * 2;
+                        char *b;
+
+                        if (n > max + 2)
+                                n = max + 2;
+                        if (n <= alloc)
+                                return -EFBIG;
+                        b = realloc(buf, n);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        alloc = n;
+                }
+
+                k = read(fd, buf + size, alloc - size - 1);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                size += (size_t) k;
+                if (size > max)
+                        return -EFBIG;
+        }
+
+        buf[size] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+int config_load(const char *path, Config *ret, char **ret_error) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        size_t size = 0;
+        const char *nul;
+        int r;
+
+        /* O_NONBLOCK: opening a FIFO must not hang; we refuse it after fstat() anyway. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                r = -errno;
+                return load_fail(ret_error, r, "%s: cannot open: %s", path, strerror(-r));
+        }
+        if (fstat(fd, &st) < 0) {
+                r = -errno;
+                return load_fail(ret_error, r, "%s: cannot stat: %s", path, strerror(-r));
+        }
+        if (S_ISDIR(st.st_mode))
+                return load_fail(ret_error, -EISDIR, "%s: is a directory, not a configuration file", path);
+        if (!S_ISREG(st.st_mode))
+                return load_fail(ret_error, -EINVAL, "%s: is not a regular file (mode %06o); refusing to use it",
+                                 path, (unsigned) st.st_mode);
+        if ((uintmax_t) st.st_size > CONFIG_MAX_SIZE)
+                return load_fail(ret_error, -EFBIG, "%s: is larger than %u bytes (%jd); refusing to use it",
+                                 path, CONFIG_MAX_SIZE, (intmax_t) st.st_size);
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return load_fail(ret_error, -EPERM, "%s: is writable by %s (mode %04o); refusing to use it",
+                                 path,
+                                 (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others" :
+                                 st.st_mode & S_IWGRP ? "group" : "others",
+                                 (unsigned) (st.st_mode & 07777));
+        if (geteuid() == 0 && st.st_uid != 0)
+                return load_fail(ret_error, -EPERM, "%s: is owned by uid %u, not root; refusing to use it",
+                                 path, (unsigned) st.st_uid);
+
+        r = read_all(fd, CONFIG_MAX_SIZE, &text, &size);
+        if (r == -EFBIG)
+                return load_fail(ret_error, r, "%s: is larger than %u bytes; refusing to use it", path,
+                                 CONFIG_MAX_SIZE);
+        if (r < 0)
+                return load_fail(ret_error, r, "%s: cannot read: %s", path, strerror(-r));
+
+        nul = memchr(text, '\0', size);
+        if (nul)
+                return load_fail(ret_error, -EINVAL, "%s: contains a NUL byte at offset %zu; not a text file",
+                                 path, (size_t) (nul - text));
+
+        return config_parse_string(text, path, ret, ret_error);
+}
+
+static bool glob_match(const char *glob, const char *s) {
+        if (!glob)
+                return true;    /* no such match_ key: no constraint */
+        if (!s)
+                return false;   /* unknown property never matches a given key */
+        return fnmatch(glob, s, 0) == 0;
+}
+
+static bool device_matches(const DeviceSection *d, const DeviceIdent *dev) {
+        char pci[16];
+
+        if (!glob_match(d->match_name, dev->name) || !glob_match(d->match_model, dev->model) ||
+            !glob_match(d->match_serial, dev->serial) || !glob_match(d->match_firmware, dev->firmware))
+                return false;
+        if (d->match_pci) {
+                if (dev->pci_vendor == 0 && dev->pci_device == 0)
+                        return false;
+                snprintf(pci, sizeof(pci), "%04x:%04x", dev->pci_vendor, dev->pci_device);
+                if (fnmatch(d->match_pci, pci, 0) != 0)
+                        return false;
+        }
+        return true;
+}
+
+bool config_resolve(const Config *c, const DeviceIdent *dev, ApstParams *ret, const char **ret_section) {
+        ApstParams a = c->apst;
+
+        for (size_t i = 0; i < c->n_devices; i++) {
+                const DeviceSection *d = &c->devices[i];
+
+                if (!device_matches(d, dev))
+                        continue;
+
+                if (d->set & APST_KEY_POLICY)
+                        a.policy = d->apst.policy;
+                if (d->set & APST_KEY_MAX_LATENCY)
+                        a.max_latency_us = d->apst.max_latency_us;
+                if (d->set & APST_KEY_PRIMARY_TIMEOUT)
+                        a.primary_timeout_ms = d->apst.primary_timeout_ms;
+                if (d->set & APST_KEY_SECONDARY_TIMEOUT)
+                        a.secondary_timeout_ms = d->apst.secondary_timeout_ms;
+                if (d->set & APST_KEY_PRIMARY_TOL)
+                        a.primary_latency_tol_us = d->apst.primary_latency_tol_us;
+                if (d->set & APST_KEY_SECONDARY_TOL)
+                        a.secondary_latency_tol_us = d->apst.secondary_latency_tol_us;
+                if (d->set & APST_KEY_FORCE)
+                        a.force = d->apst.force;
+
+                if (ret)
+                        *ret = a;
+                if (ret_section)
+                        *ret_section = d->name;
+                return d->enable;
+        }
+
+        if (ret)
+                *ret = a;
+        if (ret_section)
+                *ret_section = NULL;
+        return true;
+}

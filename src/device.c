@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Pure per-controller planning glue; see device.h. */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "device.h"
+
+const char *device_verdict_to_string(DeviceVerdict v) {
+        switch (v) {
+        case DEVICE_MANAGE:
+                return "managed";
+        case DEVICE_UNSUPPORTED:
+                return "unsupported";
+        case DEVICE_DISABLED:
+                return "disabled";
+        case DEVICE_NOT_PCIE:
+                return "not-pcie";
+        case _DEVICE_VERDICT_MAX:
+        case _DEVICE_VERDICT_INVALID:
+                break;
+        }
+        return "invalid";
+}
+
+const char *device_verdict_reason(DeviceVerdict v) {
+        switch (v) {
+        case DEVICE_MANAGE:
+                return "managed";
+        case DEVICE_UNSUPPORTED:
+                return "the controller does not support APST (apsta = 0)";
+        case DEVICE_DISABLED:
+                return "enable = no in its [device] section";
+        case DEVICE_NOT_PCIE:
+                return "not a PCIe controller";
+        case _DEVICE_VERDICT_MAX:
+        case _DEVICE_VERDICT_INVALID:
+                break;
+        }
+        return "invalid";
+}
+
+void device_quirks_to_string(unsigned quirks, char *buf, size_t n) {
+        (void) snprintf(buf, n, "%s%s%s", quirks & APST_QUIRK_NO_APST ? "no-apst" : "",
+                        (quirks & APST_QUIRK_NO_APST) && (quirks & APST_QUIRK_NO_DEEPEST_PS) ? " " : "",
+                        quirks & APST_QUIRK_NO_DEEPEST_PS ? "no-deepest-ps" : "");
+        if (quirks == 0)
+                (void) snprintf(buf, n, "none");
+}
+
+static const char *nonempty(const char *s) {
+        return s && *s ? s : NULL;
+}
+
+int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
+                const IdCtrl *id, DevicePlan *ret) {
+        DevicePlan d = {};
+        ApstPlatform ap = {};
+        DeviceIdent ident = {
+                .name = name,
+                .model = id->model,
+                .serial = id->serial,
+                .firmware = id->firmware,
+        };
+        int r;
+
+        if (sys) {
+                ident.pci_vendor = sys->pci_vendor;
+                ident.pci_device = sys->pci_device;
+                ap.pci_vendor = sys->pci_vendor;
+                ap.pci_device = sys->pci_device;
+        }
+        if (plat) {
+                ap.board_vendor = nonempty(plat->board_vendor);
+                ap.board_name = nonempty(plat->board_name);
+                ap.sys_vendor = nonempty(plat->sys_vendor);
+                ap.product_name = nonempty(plat->product_name);
+        }
+
+        if (!config_resolve(cfg, &ident, &d.params, &d.section)) {
+                d.verdict = DEVICE_DISABLED;
+                *ret = d;
+                return 0;
+        }
+        if (sys && strcmp(sys->transport, "pcie") != 0) {
+                d.verdict = DEVICE_NOT_PCIE;
+                *ret = d;
+                return 0;
+        }
+        r = apst_build(id, &ap, &d.params, &d.plan);
+        if (r < 0)
+                return r;
+        d.verdict = d.plan.outcome == APST_OUTCOME_UNSUPPORTED ? DEVICE_UNSUPPORTED : DEVICE_MANAGE;
+        *ret = d;
+        return 0;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nvme-apstd: entry point and subcommand dispatch. Everything else lives in
+ * the apstd-core library so tests link the same code.
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config-build.h"
+#include "log.h"
+#include "verbs.h"
+
+static void help(void) {
+        printf("Usage: nvme-apstd [COMMAND] [OPTIONS]\n\n"
+               "NVMe Autonomous Power State Transition (APST) and CPU frequency daemon.\n\n"
+               "Commands:\n"
+               "  run        run the daemon (the default; what nvme-apstd.service starts)\n"
+               "  plan       show what would be programmed, write nothing\n"
+               "  apply      program every controller once, verify, and exit\n"
+               "  simulate   score a policy on an I/O trace: energy and added latency\n\n"
+               "Run `nvme-apstd COMMAND --help` for the options of each command.\n"
+               "  -h --help      show this help\n"
+               "     --version  show the version\n");
+}
+
+int main(int argc, char *argv[]) {
+        static const struct {
+                const char *name;
+                int (*fn)(int argc, char *argv[]);
+        } verbs[] = {
+                { "run", verb_run },
+                { "plan", verb_plan },
+                { "apply", verb_apply },
+                { "simulate", verb_simulate },
+        };
+
+        log_open();
+
+        if (argc < 2 || argv[1][0] == '-') {
+                if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+                        help();
+                        return 0;
+                }
+                if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+                        printf("nvme-apstd %s\n", PACKAGE_VERSION);
+                        return 0;
+                }
+                /* plain `nvme-apstd [--config F]` is the daemon */
+                return verb_run(argc, argv);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (strcmp(argv[1], verbs[i].name) == 0)
+                        return verbs[i].fn(argc - 1, argv + 1);
+        fprintf(stderr, "nvme-apstd: unknown command '%s'; see nvme-apstd --help.\n", argv[1]);
+        return 2;
+}

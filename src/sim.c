@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The policy lab's physical model: a one-server FIFO drive that follows an
+ * APST chain while idle (FACTS §1 for the chain, §5 for the energy model).
+ * See sim.h for the model in short and doc/simulator.md for the whole of it.
+ *
+ * One pass over the trace in time order. Busy time (waking + serving) is
+ * charged when an I/O arrives, because its length is known then; idle time
+ * is charged lazily by idle_advance(), which walks the chain up to the next
+ * event (an arrival or a policy sample). Energy is summed in µW·ns
+ * (1e-15 J) as a double: 2^53 µW·ns is ~9 J, beyond which the relative
+ * rounding error stays at 1e-16 per addition.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "sim.h"
+
+#define NS_PER_US UINT64_C(1000)
+#define NS_PER_MS UINT64_C(1000000)
+#define UWNS_PER_J 1e15
+
+typedef enum Phase {
+        PHASE_RESTING,             /* resting in state ps */
+        PHASE_ENTERING,            /* entering state ps since phase_start */
+} Phase;
+
+typedef struct Sim {
+        const SimDrive *d;
+        uint64_t service_ns;
+        ApstTable table;
+
+        /* idle chain, meaningful from the last completion on */
+        unsigned ps;
+        Phase phase;
+        uint64_t phase_start;
+
+        uint64_t t_acc;            /* energy is accounted up to here */
+        double energy_uwns;
+        uint64_t resident_ns[APST_ENTRIES];
+        uint64_t transition_ns;
+} Sim;
+
+int sim_drive_from_idctrl(const IdCtrl *id, uint32_t p0_fallback_uw, SimDrive *ret) {
+        SimDrive d = { .npss = id->npss };
+
+        if (id->npss >= APST_ENTRIES)
+                return -ERANGE;
+        for (unsigned i = 0; i <= id->npss; i++) {
+                const IdPsd *p = &id->psd[i];
+                d.ps[i] = (SimState) {
+                        .power_uw = p->idle_power_uw ? p->idle_power_uw : p->max_power_uw,
+                        .enlat_us = p->enlat_us,
+                        .exlat_us = p->exlat_us,
+                        .non_operational = p->non_operational,
+                };
+        }
+        /* PS0's max power is its active ceiling, not what it draws idle. */
+        d.p0_reported = id->psd[0].idle_power_uw != 0;
+        d.ps[0].power_uw = d.p0_reported ? id->psd[0].idle_power_uw : p0_fallback_uw;
+        *ret = d;
+        return 0;
+}
+
+int sim_table_check(const SimDrive *d, const ApstTable *t) {
+        if (!t->apste)
+                return 0;
+        for (unsigned s = 0; s < APST_ENTRIES; s++) {
+                uint64_t e = t->entry[s];
+                if (e & ~(UINT64_C(0xffffffff) & ~UINT64_C(0x7)))
+                        return -EINVAL;
+                if (s > d->npss) {
+                        if (e != 0)
+                                return -EINVAL;
+                        continue;
+                }
+                if (apst_entry_itpt(e) == 0)
+                        continue;
+                unsigned target = apst_entry_itps(e);
+                if (target > d->npss || target == s || !d->ps[target].non_operational)
+                        return -EINVAL;
+        }
+        /* Follow the chain from every state: more steps than states means a cycle. */
+        for (unsigned s = 0; s <= d->npss; s++) {
+                unsigned cur = s;
+                for (unsigned steps = 0;; steps++) {
+                        uint64_t e = t->entry[cur];
+                        if (apst_entry_itpt(e) == 0)
+                                break;
+                        if (steps > d->npss)
+                                return -ELOOP;
+                        cur = apst_entry_itps(e);
+                }
+        }
+        return 0;
+}
+
+static void charge(Sim *s, uint32_t power_uw, uint64_t ns) {
+        s->energy_uwns += (double) power_uw * (double) ns;
+}
+
+/* Where the chain leaves the resting state, or UINT64_MAX when it stays. */
+static uint64_t rest_deadline(const Sim *s) {
+        uint64_t e = s->table.entry[s->ps];
+        uint32_t itpt = apst_entry_itpt(e);
+
+        if (!s->table.apste || itpt == 0)
+                return UINT64_MAX;
+        return s->phase_start + (uint64_t) itpt * NS_PER_MS;
+}
+
+/* Walk the idle chain from s->t_acc to @to, charging energy. At an exact
+ * deadline the drive has not left yet: an arrival at ITPT finds it resting. */
+static void idle_advance(Sim *s, uint64_t to) {
+        while (s->t_acc < to) {
+                if (s->phase == PHASE_RESTING) {
+                        uint64_t deadline = rest_deadline(s), until = MIN(deadline, to);
+                        charge(s, s->d->ps[s->ps].power_uw, until - s->t_acc);
+                        s->resident_ns[s->ps] += until - s->t_acc;
+                        s->t_acc = until;
+                        if (deadline >= to)
+                                return;
+                        s->ps = apst_entry_itps(s->table.entry[s->ps]);
+                        s->phase = PHASE_ENTERING;
+                        s->phase_start = deadline;
+                } else {
+                        uint64_t end = s->phase_start + s->d->ps[s->ps].enlat_us * NS_PER_US;
+                        uint64_t until = MIN(end, to);
+                        charge(s, s->d->ps[0].power_uw, until - s->t_acc);
+                        s->transition_ns += until - s->t_acc;
+                        s->t_acc = until;
+                        if (end > to)
+                                return;
+                        s->phase = PHASE_RESTING;
+                        s->phase_start = end;
+                }
+        }
+        /* A zero-length entry that ends exactly here completes now. */
+        if (s->phase == PHASE_ENTERING && s->phase_start + s->d->ps[s->ps].enlat_us * NS_PER_US <= to) {
+                s->phase = PHASE_RESTING;
+                s->phase_start = to;
+        }
+}
+
+/* How long an I/O arriving now (s->t_acc) waits for the drive; 0 in PS0. */
+static uint64_t wake_wait(const Sim *s) {
+        uint64_t exit_ns = s->d->ps[s->ps].exlat_us * NS_PER_US;
+
+        if (s->phase == PHASE_ENTERING)
+                return s->phase_start + s->d->ps[s->ps].enlat_us * NS_PER_US - s->t_acc + exit_ns;
+        return s->ps == 0 ? 0 : exit_ns;
+}
+
+static int add_reprogram(SimResult *r, size_t *allocated, uint64_t t_ns, const ApstTable *t) {
+        if (r->n_reprograms == *allocated) {
+                size_t m = *allocated ? *allocated * 2 : 4;
+                SimReprogram *q = reallocarray(r->reprograms, m, sizeof(SimReprogram));
+                if (!q)
+                        return -ENOMEM;
+                r->reprograms = q;
+                *allocated = m;
+        }
+        r->reprograms[r->n_reprograms++] = (SimReprogram) { t_ns, *t };
+        return 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted @v: the value at rank ceil(n * permille / 1000). */
+static uint64_t percentile(const uint64_t *v, size_t n, uint64_t per_thousand) {
+        if (n == 0)
+                return 0;
+        uint64_t rank = ((uint64_t) n * per_thousand + 999) / 1000;
+        return v[rank == 0 ? 0 : rank - 1];
+}
+
+static int check_input(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p) {
+        if (d->npss >= APST_ENTRIES || p->service_ns == 0 || p->service_ns > UINT64_C(1000000000))
+                return -EINVAL;
+        for (size_t k = 0; k < n; k++) {
+                if (io[k].t_ns > (uint64_t) TRACE_TIME_MAX_S * UINT64_C(1000000000))
+                        return -EINVAL;
+                if (k > 0 && io[k].t_ns < io[k - 1].t_ns)
+                        return -EINVAL;
+        }
+        /* Bound the schedule: n * service_ns must stay far from overflow. */
+        if (n > 0 && (uint64_t) n > (UINT64_C(1) << 62) / p->service_ns)
+                return -EINVAL;
+        return 0;
+}
+
+/* Block-layer counters as the kernel keeps them, fed by arrivals and completions. */
+typedef struct Counters {
+        SimBlockStat st;
+        uint64_t rw_ns[_TRACE_OP_MAX];   /* per-op response time sum of completed I/Os */
+        size_t arrived, done;
+        double sum_arrival_ns;           /* over arrived I/Os */
+        double sum_arrival_done_ns;      /* over completed I/Os */
+        uint64_t busy_closed_ns, busy_start;
+} Counters;
+
+static void counters_snapshot(Counters *c, const TraceIo *io, const uint64_t *arr, const uint64_t *comp,
+                              uint64_t now, SimBlockStat *ret) {
+        while (c->done < c->arrived && comp[c->done] <= now) {
+                size_t k = c->done++;
+                uint64_t sectors = io[k].bytes / 512, resp = comp[k] - arr[k];
+                c->sum_arrival_done_ns += (double) arr[k];
+                c->rw_ns[io[k].op] += resp;
+                switch (io[k].op) {
+                case TRACE_OP_READ:
+                        c->st.read_ios++;
+                        c->st.read_sectors += sectors;
+                        break;
+                case TRACE_OP_WRITE:
+                        c->st.write_ios++;
+                        c->st.write_sectors += sectors;
+                        break;
+                case TRACE_OP_DISCARD:
+                        c->st.discard_ios++;
+                        c->st.discard_sectors += sectors;
+                        break;
+                case TRACE_OP_FLUSH:
+                        c->st.flush_ios++;
+                        break;
+                case _TRACE_OP_MAX:
+                case _TRACE_OP_INVALID:
+                        break;
+                }
+        }
+        c->st.read_ticks = c->rw_ns[TRACE_OP_READ] / NS_PER_MS;
+        c->st.write_ticks = c->rw_ns[TRACE_OP_WRITE] / NS_PER_MS;
+        c->st.discard_ticks = c->rw_ns[TRACE_OP_DISCARD] / NS_PER_MS;
+        c->st.flush_ticks = c->rw_ns[TRACE_OP_FLUSH] / NS_PER_MS;
+        c->st.in_flight = c->arrived - c->done;
+
+        uint64_t busy = c->busy_closed_ns;
+        if (c->arrived > 0)
+                busy += MIN(now, comp[c->arrived - 1]) - c->busy_start;
+        c->st.io_ticks = busy / NS_PER_MS;
+
+        double queue_ns = 0;
+        for (unsigned op = 0; op < _TRACE_OP_MAX; op++)
+                queue_ns += (double) c->rw_ns[op];
+        queue_ns += (double) c->st.in_flight * (double) now - (c->sum_arrival_ns - c->sum_arrival_done_ns);
+        c->st.time_in_queue = (uint64_t) (queue_ns / (double) NS_PER_MS);
+        *ret = c->st;
+}
+
+static int set_table(Sim *s, SimResult *r, size_t *allocated, uint64_t now, const ApstTable *t) {
+        int q = sim_table_check(s->d, t);
+        if (q < 0)
+                return q;
+        s->table = *t;
+        return add_reprogram(r, allocated, now, t);
+}
+
+static void finish_latency(SimResult *r, uint64_t *added, size_t n) {
+        double sum = 0;
+
+        if (n == 0)
+                return;
+        for (size_t k = 0; k < n; k++)
+                sum += (double) added[k];
+        qsort(added, n, sizeof(uint64_t), cmp_u64);
+        r->added_mean_ns = sum / (double) n;
+        r->added_p99_ns = percentile(added, n, 990);
+        r->added_p999_ns = percentile(added, n, 999);
+        r->added_max_ns = added[n - 1];
+}
+
+int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, const SimPolicy *pol,
+            SimResult *ret) {
+        _cleanup_free_ uint64_t *arr = NULL, *comp = NULL, *added = NULL;
+        SimResult res = {};
+        Sim s = { .d = d, .service_ns = p->service_ns, .phase = PHASE_RESTING };
+        Counters cnt = {};
+        size_t allocated = 0;
+        uint64_t next_sample = pol->sample_period_ns, n_samples = 0;
+        uint64_t shadow_done = 0;         /* completion of the previous I/O without power management */
+        ApstTable t;
+        int q;
+
+        q = check_input(d, io, n, p);
+        if (q < 0)
+                return q;
+        if (n > 0) {
+                arr = calloc(n, sizeof(uint64_t));
+                comp = calloc(n, sizeof(uint64_t));
+                added = calloc(n, sizeof(uint64_t));
+                if (!arr || !comp || !added)
+                        return -ENOMEM;
+        }
+
+        t = (ApstTable) {};
+        q = pol->start(pol->userdata, &t);
+        if (q < 0)
+                goto fail;
+        q = set_table(&s, &res, &allocated, 0, &t);
+        if (q < 0)
+                goto fail;
+
+        for (size_t k = 0; k <= n; k++) {
+                uint64_t prev_done = k > 0 ? comp[k - 1] : 0;
+                uint64_t a = 0, until;
+
+                if (k < n) {
+                        a = io[k].t_ns;
+                        /* Closed loop: the job issues this I/O as late as the previous one completed late. */
+                        if (p->closed_loop && k > 0)
+                                a += comp[k - 1] - shadow_done;
+                        until = a;
+                } else
+                        until = prev_done;   /* trailing samples, up to the last completion */
+
+                /* Samples strictly before the event; an arrival at the sample time goes first. */
+                while (pol->sample_period_ns > 0 && pol->sample && next_sample < until) {
+                        SimBlockStat st;
+                        if (++n_samples > SIM_MAX_SAMPLES) {
+                                q = -E2BIG;
+                                goto fail;
+                        }
+                        if (next_sample >= prev_done)
+                                idle_advance(&s, next_sample);
+                        counters_snapshot(&cnt, io, arr, comp, next_sample, &st);
+                        t = s.table;
+                        q = pol->sample(pol->userdata, next_sample, &st, &t);
+                        if (q < 0)
+                                goto fail;
+                        if (q > 0) {
+                                q = set_table(&s, &res, &allocated, next_sample, &t);
+                                if (q < 0)
+                                        goto fail;
+                                /* Idle: the admin command restarts the idle timer where the drive rests.
+                                 * Busy: the new chain starts from PS0 at the next completion anyway. */
+                                if (next_sample >= prev_done && s.phase == PHASE_RESTING)
+                                        s.phase_start = next_sample;
+                        }
+                        next_sample += pol->sample_period_ns;
+                }
+                if (k == n)
+                        break;
+
+                uint64_t start;
+                if (k == 0 || a >= prev_done) {
+                        /* Idle until now: walk the chain, then wake if asleep. */
+                        idle_advance(&s, a);
+                        uint64_t wait = wake_wait(&s);
+                        if (s.ps != 0 || s.phase == PHASE_ENTERING) {
+                                res.wakeups[s.ps]++;
+                                res.wakeups_total++;
+                        }
+                        res.stall_ns += wait;
+                        res.transition_ns += wait;
+                        charge(&s, d->ps[0].power_uw, wait);
+                        start = a + wait;
+                        /* A new busy period: close the previous one for io_ticks. */
+                        if (k > 0)
+                                cnt.busy_closed_ns += prev_done - cnt.busy_start;
+                        cnt.busy_start = a;
+                } else
+                        start = prev_done;
+
+                comp[k] = start + p->service_ns;
+                arr[k] = a;
+                charge(&s, d->ps[0].power_uw, p->service_ns);
+                cnt.arrived++;
+                cnt.sum_arrival_ns += (double) a;
+
+                /* The same I/O with no power management (open loop, original arrival). */
+                uint64_t shadow_arrival = io[k].t_ns;
+                shadow_done = MAX(shadow_arrival, k > 0 ? shadow_done : 0) + p->service_ns;
+                /* Response-time difference; >= 0 (see doc/simulator.md). */
+                uint64_t resp = comp[k] - a, shadow_resp = shadow_done - shadow_arrival;
+                added[k] = resp > shadow_resp ? resp - shadow_resp : 0;
+
+                /* The chain restarts from PS0 at this completion (until the next arrival says otherwise). */
+                s.t_acc = comp[k];
+                s.ps = 0;
+                s.phase = PHASE_RESTING;
+                s.phase_start = comp[k];
+        }
+
+        res.ios = n;
+        res.duration_ns = n > 0 ? comp[n - 1] : 0;
+        res.energy_j = s.energy_uwns / UWNS_PER_J;
+        res.mean_power_w = res.duration_ns > 0 ? res.energy_j / ((double) res.duration_ns * 1e-9) : 0;
+        memcpy(res.resident_ns, s.resident_ns, sizeof res.resident_ns);
+        res.transition_ns += s.transition_ns;
+        res.added_wall_ns = n > 0 ? (int64_t) (comp[n - 1] - shadow_done) : 0;
+        finish_latency(&res, added, n);
+        *ret = res;
+        return 0;
+
+fail:
+        free(res.reprograms);
+        return q;
+}
+
+double sim_gap_optimum(const SimDrive *d, uint64_t gap_ns, unsigned *ret_state) {
+        double best = (double) d->ps[0].power_uw * (double) gap_ns;
+        unsigned best_state = 0;
+
+        for (unsigned i = 1; i <= d->npss && i < APST_ENTRIES; i++) {
+                const SimState *st = &d->ps[i];
+                uint64_t tr = ((uint64_t) st->enlat_us + st->exlat_us) * NS_PER_US;
+                if (!st->non_operational || tr > gap_ns)
+                        continue;
+                double e = (double) d->ps[0].power_uw * (double) tr + (double) st->power_uw * (double) (gap_ns - tr);
+                if (e < best) {
+                        best = e;
+                        best_state = i;
+                }
+        }
+        if (ret_state)
+                *ret_state = best_state;
+        return best / UWNS_PER_J;
+}
+
+int sim_optimum(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, SimResult *ret) {
+        SimResult res = {};
+        double energy_j = 0;
+        uint64_t done = 0;
+        int q;
+
+        q = check_input(d, io, n, p);
+        if (q < 0)
+                return q;
+        for (size_t k = 0; k < n; k++) {
+                if (io[k].t_ns > done) {
+                        uint64_t gap = io[k].t_ns - done;
+                        unsigned st;
+                        energy_j += sim_gap_optimum(d, gap, &st);
+                        if (st != 0) {
+                                uint64_t tr = ((uint64_t) d->ps[st].enlat_us + d->ps[st].exlat_us) * NS_PER_US;
+                                res.wakeups[st]++;
+                                res.wakeups_total++;
+                                res.resident_ns[st] += gap - tr;
+                                res.transition_ns += tr;
+                        } else
+                                res.resident_ns[0] += gap;
+                        done = io[k].t_ns;
+                }
+                done += p->service_ns;
+                energy_j += (double) d->ps[0].power_uw * (double) p->service_ns / UWNS_PER_J;
+        }
+        res.ios = n;
+        res.duration_ns = done;
+        res.energy_j = energy_j;
+        res.mean_power_w = done > 0 ? energy_j / ((double) done * 1e-9) : 0;
+        *ret = res;
+        return 0;
+}
+
+static int static_start(void *userdata, ApstTable *ret_table) {
+        *ret_table = *(const ApstTable *) userdata;
+        return 0;
+}
+
+void sim_policy_static(SimPolicy *ret, const char *name, const ApstTable *table) {
+        *ret = (SimPolicy) {
+                .name = name,
+                .start = static_start,
+                .userdata = (void *) table,
+        };
+}
+
+void sim_result_done(SimResult *r) {
+        if (!r)
+                return;
+        free(r->reprograms);
+        *r = (SimResult) {};
+}

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* sysfs readers for NVMe controllers; see sysfs.h. */
+
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "idctrl.h"
+#include "macro.h"
+#include "sysfs.h"
+
+bool sysfs_is_ctrl_name(const char *name) {
+        if (strncmp(name, "nvme", 4) != 0 || !name[4])
+                return false;
+        for (const char *p = name + 4; *p; p++)
+                if (!isdigit((unsigned char) *p))
+                        return false;
+        return strlen(name) < sizeof(((SysCtrl *) NULL)->name);
+}
+
+int sysfs_read_attr(const char *path, char *buf, size_t n) {
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t k;
+
+        if (n == 0)
+                return -EINVAL;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        k = read(fd, buf, n - 1);
+        if (k < 0)
+                return negative_errno();
+        buf[k] = '\0';
+        while (k > 0 && isspace((unsigned char) buf[k - 1]))
+                buf[--k] = '\0';
+        return 0;
+}
+
+static void read_string(const char *dir, const char *attr, char *dst, size_t n) {
+        char path[512], raw[256];
+
+        dst[0] = '\0';
+        if ((size_t) snprintf(path, sizeof path, "%s/%s", dir, attr) >= sizeof path)
+                return;
+        if (sysfs_read_attr(path, raw, sizeof raw) < 0)
+                return;
+        /* same sanitising as Identify strings: printable ASCII, trimmed */
+        idctrl_copy_string(dst, raw, MIN(strlen(raw), n - 1));
+}
+
+static uint16_t read_hex16(const char *dir, const char *attr) {
+        char path[512], raw[32], *end;
+        unsigned long v;
+
+        if ((size_t) snprintf(path, sizeof path, "%s/%s", dir, attr) >= sizeof path)
+                return 0;
+        if (sysfs_read_attr(path, raw, sizeof raw) < 0)
+                return 0;
+        errno = 0;
+        v = strtoul(raw, &end, 16);
+        if (errno != 0 || end == raw || *end || v > 0xffff)
+                return 0;
+        return (uint16_t) v;
+}
+
+int sysfs_read_controller(const char *sysroot, const char *name, SysCtrl *ret) {
+        char dir[256], dev[300], probe[320];
+        SysCtrl c = {};
+
+        if (!sysfs_is_ctrl_name(name))
+                return -EINVAL;
+        if ((size_t) snprintf(dir, sizeof dir, "%s/class/nvme/%s", sysroot, name) >= sizeof dir)
+                return -ENAMETOOLONG;
+        /* the controller is gone if its state cannot be read */
+        (void) snprintf(probe, sizeof probe, "%s/state", dir);
+        if (sysfs_read_attr(probe, c.state, sizeof c.state) < 0)
+                return -ENOENT;
+        (void) snprintf(c.name, sizeof c.name, "%s", name);
+        read_string(dir, "transport", c.transport, sizeof c.transport);
+        read_string(dir, "model", c.model, sizeof c.model);
+        read_string(dir, "serial", c.serial, sizeof c.serial);
+        read_string(dir, "firmware_rev", c.firmware, sizeof c.firmware);
+        if (strcmp(c.transport, "pcie") == 0) {
+                (void) snprintf(dev, sizeof dev, "%s/device", dir);
+                c.pci_vendor = read_hex16(dev, "vendor");
+                c.pci_device = read_hex16(dev, "device");
+        }
+        *ret = c;
+        return 0;
+}
+
+static int ctrl_index(const char *name) {
+        return atoi(name + 4); /* validated by sysfs_is_ctrl_name() */
+}
+
+static int cmp_ctrl(const void *a, const void *b) {
+        return ctrl_index(((const SysCtrl *) a)->name) - ctrl_index(((const SysCtrl *) b)->name);
+}
+
+int sysfs_list_controllers(const char *sysroot, SysCtrl **ret, size_t *ret_n) {
+        _cleanup_free_ SysCtrl *list = NULL;
+        char path[256];
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        DIR *d;
+
+        (void) snprintf(path, sizeof path, "%s/class/nvme", sysroot);
+        d = opendir(path);
+        if (!d) {
+                if (errno != ENOENT)
+                        return negative_errno();
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        while ((de = readdir(d))) {
+                SysCtrl c;
+
+                if (!sysfs_is_ctrl_name(de->d_name))
+                        continue;
+                if (sysfs_read_controller(sysroot, de->d_name, &c) < 0)
+                        continue; /* vanished between readdir and read */
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 8;
+                        SysCtrl *t = realloc(list, ncap * sizeof *t);
+                        if (!t) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        list = t;
+                        cap = ncap;
+                }
+                list[n++] = c;
+        }
+        closedir(d);
+        if (n > 1)
+                qsort(list, n, sizeof *list, cmp_ctrl);
+        *ret = TAKE_PTR(list);
+        *ret_n = n;
+        return 0;
+}
+
+void sysfs_read_platform(const char *sysroot, SysPlatform *ret) {
+        char dir[256];
+        SysPlatform p = {};
+
+        (void) snprintf(dir, sizeof dir, "%s/class/dmi/id", sysroot);
+        read_string(dir, "board_vendor", p.board_vendor, sizeof p.board_vendor);
+        read_string(dir, "board_name", p.board_name, sizeof p.board_name);
+        read_string(dir, "sys_vendor", p.sys_vendor, sizeof p.sys_vendor);
+        read_string(dir, "product_name", p.product_name, sizeof p.product_name);
+        *ret = p;
+}
+
+/* "nvme<N>n<M>" or "nvme<N>c<C>n<M>" for controller "nvme<N>" */
+static bool is_namespace_of(const char *ctrl, const char *entry) {
+        size_t l = strlen(ctrl);
+        const char *p;
+
+        if (strncmp(entry, ctrl, l) != 0)
+                return false;
+        p = entry + l;
+        if (*p == 'c') {
+                p++;
+                if (!isdigit((unsigned char) *p))
+                        return false;
+                while (isdigit((unsigned char) *p))
+                        p++;
+        }
+        if (*p != 'n' || !isdigit((unsigned char) p[1]))
+                return false;
+        for (p++; *p; p++)
+                if (!isdigit((unsigned char) *p))
+                        return false;
+        return true;
+}
+
+int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret) {
+        char dir[256], path[600], buf[512];
+        uint64_t total = 0;
+        bool found = false;
+        struct dirent *de;
+        DIR *d;
+
+        if (!sysfs_is_ctrl_name(name))
+                return -EINVAL;
+        (void) snprintf(dir, sizeof dir, "%s/class/nvme/%s", sysroot, name);
+        d = opendir(dir);
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d))) {
+                uint64_t f[17] = {};
+                int k;
+
+                if (!is_namespace_of(name, de->d_name))
+                        continue;
+                (void) snprintf(path, sizeof path, "%s/%s/stat", dir, de->d_name);
+                if (sysfs_read_attr(path, buf, sizeof buf) < 0)
+                        continue;
+                /* Documentation/block/stat.rst: reads(1) .. writes(5) .. discards(12) .. flushes(16) */
+                k = sscanf(buf,
+                           "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+                           " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+                           " %" SCNu64 " %" SCNu64 " %" SCNu64,
+                           &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10],
+                           &f[11], &f[12], &f[13], &f[14], &f[15], &f[16]);
+                if (k < 11)
+                        continue;
+                total += f[0] + f[4] + f[11] + f[15];
+                found = true;
+        }
+        closedir(d);
+        if (!found)
+                return -ENOENT;
+        *ret = total;
+        return 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Checked string-to-number and boolean parsing; see util.h.
+ */
+
+#include <errno.h>
+#include <stdint.h>
+#include <strings.h>
+
+#include "macro.h"
+#include "util.h"
+
+int safe_atou32(const char *s, uint32_t *ret) {
+        uint32_t v = 0;
+
+        if (!s || !*s)
+                return -EINVAL;
+
+        for (const char *p = s; *p; p++) {
+                unsigned d;
+
+                /* Not isdigit(): that one depends on the locale. */
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                d = (unsigned) (*p - '0');
+                if (v > (UINT32_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+
+        *ret = v;
+        return 0;
+}
+
+int parse_boolean(const char *s) {
+        static const char *const yes[] = { "1", "yes", "true", "on" };
+        static const char *const no[] = { "0", "no", "false", "off" };
+
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++)
+                if (strcasecmp(s, yes[i]) == 0)
+                        return 1;
+        for (size_t i = 0; i < ELEMENTSOF(no); i++)
+                if (strcasecmp(s, no[i]) == 0)
+                        return 0;
+        return -EINVAL;
+}

@@ -1,0 +1,36 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Install what nvme-apstd needs to build and test on Debian 12 (as root).
+# Usage: tests/deps.sh [build|test|e2e]...   (default: build test)
+set -euo pipefail
+
+build=(gcc pkg-config meson ninja-build libnvme-dev libjson-c-dev libssl-dev libsystemd-dev
+       libcpupower-dev libinih-dev systemd)
+# umockdev: the fake controller; nvme-cli: independent cross-check; valgrind:
+# memcheck of the integration tests (ASan misses buffers umockdev fills);
+# clang: libFuzzer and the second compiler; cppcheck/clang-tidy: static analysis.
+test=(umockdev libumockdev-dev gir1.2-umockdev-1.0 nvme-cli valgrind clang clang-tidy cppcheck
+      libclang-rt-14-dev python3 util-linux procps)
+# the QEMU system test (suite e2e)
+e2e=(qemu-system-x86 busybox-static cpio kmod mmdebstrap e2fsprogs xz-utils zstd)
+
+want=()
+[ $# -eq 0 ] && set -- build test
+for what in "$@"; do
+        case $what in
+        build) want+=("${build[@]}") ;;
+        test) want+=("${build[@]}" "${test[@]}") ;;
+        e2e) want+=("${e2e[@]}") ;;
+        *) echo "usage: $0 [build|test|e2e]..." >&2; exit 2 ;;
+        esac
+done
+
+missing=()
+for p in "${want[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q
+        apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Helpers for integration tests that run the real nvme-apstd under the fake
+NVMe controller harness (tests/fake). Each test script runs as the harness's
+COMMAND, so $FAKE_NVME_STATE and $FAKE_NVME_CTL_PROG are set, /sys and /dev
+are the testbed's, and every admin command is checked by the harness's
+allow-list oracle (the harness exits 1 on a violation even if we pass)."""
+
+import json
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+NVME_APSTD = os.environ.get("NVME_APSTD", "nvme-apstd")
+STATE = os.environ.get("FAKE_NVME_STATE", "")
+CTL = os.environ.get("FAKE_NVME_CTL_PROG", "fake-nvme-ctl")
+DATA = os.environ.get("TEST_DATA_DIR", os.path.join(os.path.dirname(__file__), "..", "data"))
+
+failures = 0
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(77)
+
+
+def check(cond, what):
+    global failures
+    if cond:
+        print(f"ok: {what}")
+    else:
+        failures += 1
+        print(f"FAIL: {what}")
+    return cond
+
+
+def done():
+    if failures:
+        print(f"{failures} check(s) failed")
+        sys.exit(1)
+    print("all checks passed")
+    sys.exit(0)
+
+
+def require_harness():
+    if not STATE:
+        skip("not running under the fake controller harness (FAKE_NVME_STATE unset)")
+
+
+def read_table(name):
+    """(apste, [32 ints]) as the fake controller holds it now."""
+    with open(os.path.join(STATE, f"{name}.table")) as f:
+        words = f.read().split()
+    apste = None
+    entries = []
+    for w in words:
+        if w.startswith("apste="):
+            apste = int(w.split("=", 1)[1])
+        else:
+            entries.append(int(w, 0))
+    return apste, entries
+
+
+def write_table_file(path, apste, entries):
+    with open(path, "w") as f:
+        f.write(f"apste={apste}\n")
+        for e in entries:
+            f.write(f"0x{e:016x}\n")
+
+
+def read_log(name):
+    """Admin commands the controller saw, as dicts (opc, cdw10, cdw11, status/errno)."""
+    out = []
+    try:
+        with open(os.path.join(STATE, f"{name}.log")) as f:
+            for line in f:
+                d = dict(re.findall(r"(\w+)=(\S+)", line))
+                d["line"] = line.strip()
+                out.append(d)
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def count_cmds(name, opc):
+    return sum(1 for d in read_log(name) if d.get("opc") == opc)
+
+
+SET, GET, IDENTIFY = "0x09", "0x0a", "0x06"
+
+
+def ctl(*args, check_rc=True):
+    p = subprocess.run([CTL, *args], capture_output=True, text=True, timeout=30)
+    if check_rc and p.returncode != 0:
+        raise RuntimeError(f"fake-nvme-ctl {' '.join(args)}: rc={p.returncode} {p.stderr.strip()}")
+    return p.stdout
+
+
+def run(*args, env=None, timeout=60):
+    e = dict(os.environ)
+    e.setdefault("NVME_APSTD_LOG_TARGET", "console")
+    e.setdefault("NVME_APSTD_LOG_FIELDS", "1")
+    if env:
+        e.update(env)
+    p = subprocess.run([NVME_APSTD, *args], capture_output=True, text=True, timeout=timeout, env=e)
+    sys.stdout.write(f"$ nvme-apstd {' '.join(args)}  -> rc={p.returncode}\n{p.stdout}{p.stderr}")
+    return p
+
+
+def plan_table(config, idfile, pci=None):
+    """The table `plan --json` computes for an Identify file."""
+    args = ["plan", "--json", "--config", config, "--id-ctrl", idfile]
+    if pci:
+        args += ["--pci-id", pci]
+    p = run(*args)
+    assert p.returncode == 0, p.stderr
+    c = json.loads(p.stdout)["controllers"][0]
+    return (1 if c["apste"] else 0), [int(x, 16) for x in c["table"]]
+
+
+def write_config(text, path=None):
+    if path is None:
+        fd, path = tempfile.mkstemp(prefix="apstd-", suffix=".conf")
+        os.close(fd)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o644)
+    return path
+
+
+def entry(itps, itpt_ms):
+    return (itpt_ms << 8) | (itps << 3)
+
+
+def wait_for(pred, timeout=10.0, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    print(f"timed out after {timeout}s waiting for {what}")
+    return None
+
+
+class Daemon:
+    """nvme-apstd run with its own NOTIFY_SOCKET and RUNTIME_DIRECTORY."""
+
+    def __init__(self, config, runtime_dir=None, extra_env=None, args=()):
+        self.dir = tempfile.mkdtemp(prefix="apstd-daemon-")
+        self.runtime_dir = runtime_dir or os.path.join(self.dir, "run")
+        os.makedirs(self.runtime_dir, exist_ok=True)
+        self.notify_path = os.path.join(self.dir, "notify")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.notify_path)
+        self.notifications = []
+        self.stderr_path = os.path.join(self.dir, "stderr")
+        env = dict(os.environ)
+        env.update({
+            "NOTIFY_SOCKET": self.notify_path,
+            "RUNTIME_DIRECTORY": self.runtime_dir,
+            "NVME_APSTD_LOG_TARGET": "console",
+            "NVME_APSTD_LOG_FIELDS": "1",
+        })
+        env.pop("WATCHDOG_USEC", None)
+        if extra_env:
+            env.update(extra_env)
+        self.err = open(self.stderr_path, "w")
+        self.proc = subprocess.Popen([NVME_APSTD, "run", "--config", config, *args], stdout=self.err, stderr=self.err,
+                                     env=env)
+
+    def poll_notify(self, timeout=0.0):
+        r, _, _ = select.select([self.sock], [], [], timeout)
+        while r:
+            msg = self.sock.recv(65536).decode(errors="replace")
+            self.notifications.append(msg)
+            r, _, _ = select.select([self.sock], [], [], 0)
+
+    def wait_notify(self, pattern, start=0, timeout=10.0):
+        """Index of the first notification at or after @start matching regex @pattern."""
+        end = time.monotonic() + timeout
+        while True:
+            for i in range(start, len(self.notifications)):
+                if re.search(pattern, self.notifications[i], re.M):
+                    return i
+            left = end - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                self.poll_notify(0)
+                for i in range(start, len(self.notifications)):
+                    if re.search(pattern, self.notifications[i], re.M):
+                        return i
+                print(f"no notification matching {pattern!r}; got {self.notifications[start:]}")
+                return None
+            self.poll_notify(min(left, 0.2))
+
+    def log(self):
+        with open(self.stderr_path) as f:
+            return f.read()
+
+    def wait_log(self, pattern, timeout=10.0, after=0):
+        """Wait until the daemon's stderr (from offset @after) matches; returns the match end offset."""
+        def find():
+            m = re.search(pattern, self.log()[after:], re.M)
+            return (after + m.end()) if m else None
+        r = wait_for(find, timeout, f"log line matching {pattern!r}")
+        return r
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.poll_notify(0)
+        self.err.close()
+        return rc
+
+    def dump(self):
+        print("---- daemon stderr ----")
+        print(self.log())
+        print("---- notifications ----")
+        for n in self.notifications:
+            print(repr(n))

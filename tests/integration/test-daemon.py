@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The daemon (`nvme-apstd run`) against the fake controller: start, reload,
+kernel overwrite, hot-plug, failures, stop; with its own NOTIFY_SOCKET and
+RUNTIME_DIRECTORY. Run as the harness's COMMAND: test-daemon.py SCENARIO."""
+
+import os
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from apstd_test import *  # noqa: F401,F403
+
+require_harness()
+scenario = sys.argv[1]
+SAMSUNG = os.path.join(DATA, "idctrl", "05-samsung-ssd-970-evo-plus-2tb.bin")
+WDC = os.path.join(DATA, "idctrl", "14-wdc-wds500g2b0c-00pxh0.bin")
+BUDGET_TEXT = "[apst]\npolicy = budget\n"
+CONF = write_config(BUDGET_TEXT)
+
+
+def sets(name):
+    return count_cmds(name, SET)
+
+
+if scenario == "lifecycle":
+    # both controllers start with the table the kernel wrote at probe
+    orig0, orig1 = read_table("nvme0"), read_table("nvme1")
+    want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+    want1 = plan_table(CONF, WDC, "15b7:5009")
+    d = Daemon(CONF)
+    try:
+        ready = d.wait_notify(r"^READY=1$")
+        check(ready is not None, "READY=1 after start")
+        check(ready is not None and re.search(r"STATUS=nvme0: budget, ps\S+; nvme1: budget, ps", d.notifications[ready]),
+              "STATUS= summarises each controller with its policy and chain")
+        check(read_table("nvme0") == want0 and read_table("nvme1") == want1, "both tables written as planned")
+        check(re.search(r"nvme0: found Samsung SSD 970 EVO Plus 2TB .*MESSAGE_ID=\w{32}.*NVME_CTRL=nvme0", d.log()),
+              "controller found, with structured fields")
+        check(re.search(r"wrote and verified the APST table .*APST_TABLE=0x[0-9a-f]{16}.*APST_WORST_WAKE_US=\d+", d.log()),
+              "table written entry carries APST_TABLE and APST_WORST_WAKE_US")
+        check("FAKE" not in d.log() and "serial" not in d.log().lower(), "no serial numbers in the log")
+
+        # reload with a change that only concerns nvme1
+        s0, s1 = sets("nvme0"), sets("nvme1")
+        write_config(BUDGET_TEXT + "\n[device wdc]\nmatch_model = WDC*\npolicy = kernel\n", CONF)
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        rel = d.wait_notify(r"^RELOADING=1$", n)
+        check(rel is not None and re.search(r"^MONOTONIC_USEC=\d+$", d.notifications[rel], re.M),
+              "RELOADING=1 with MONOTONIC_USEC")
+        check(d.wait_notify(r"^READY=1$", (rel or n)) is not None, "READY=1 after the reload")
+        check(d.wait_log(r"Configuration reloaded from .*; 1 controller table changed") is not None,
+              "reload logged: one table changed")
+        check(sets("nvme0") == s0 and sets("nvme1") == s1 + 1, "only nvme1 rewritten")
+        want1b = plan_table(CONF, WDC, "15b7:5009")
+        check(want1b != want1 and read_table("nvme1") == want1b, "nvme1 now has the [device wdc] table")
+
+        # a broken file: rejected, old configuration and tables kept
+        s0, s1 = sets("nvme0"), sets("nvme1")
+        write_config(BUDGET_TEXT + "max_latency_us = 12x\n", CONF)
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1 after a rejected reload too")
+        m = d.wait_log(r"Configuration not reloaded, keeping the running one: .*" + re.escape(CONF) +
+                       r".*\[apst\].*max_latency_us")
+        check(m is not None, "rejection logged, naming the file, section and key")
+        check(sets("nvme0") == s0 and sets("nvme1") == s1, "nothing written")
+        check(read_table("nvme1") == want1b, "running configuration kept")
+        check(d.proc.poll() is None, "still running")
+
+        # the kernel resets nvme0 and writes its own table
+        kernel_tbl = os.path.join(d.dir, "kernel.table")
+        write_table_file(kernel_tbl, *orig0)
+        pos = len(d.log())
+        ctl("reset", "nvme0", kernel_tbl)
+        check(d.wait_log(r"nvme0: the APST table was overwritten .*after reset.*APST_TABLE=0x", after=pos) is not None,
+              "overwrite noticed and logged with what the kernel wrote")
+        check(wait_for(lambda: read_table("nvme0") == want0, 10, "our table back on nvme0") is not None,
+              "our table re-applied")
+
+        # stop: everything as the kernel had it
+        n = len(d.notifications)
+        rc = d.stop()
+        check(rc == 0, "SIGTERM: exit 0")
+        check(d.wait_notify(r"^STOPPING=1$", n, timeout=1) is not None, "STOPPING=1")
+        check(read_table("nvme0") == orig0 and read_table("nvme1") == orig1, "original tables restored")
+        check(not any(f.endswith(".orig") for f in os.listdir(d.runtime_dir)), "runtime records removed after restore")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+elif scenario == "hotplug":
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        orig1 = (0, [0] * 32)
+        want1 = plan_table(CONF, WDC, "15b7:5009")
+        ctl("add", f"nvme1,idctrl={WDC},pci=15b7:5009")
+        check(wait_for(lambda: os.path.exists(os.path.join(STATE, "nvme1.table")) and read_table("nvme1") == want1, 10,
+                       "nvme1 programmed") is not None, "hot-plugged controller identified, planned and programmed")
+        check(d.wait_notify(r"STATUS=.*nvme1: budget") is not None, "STATUS= updated with nvme1")
+        ctl("remove", "nvme1")
+        check(d.wait_log(r"nvme1: controller removed; forgetting it") is not None, "removal logged")
+        check(d.wait_notify(r"STATUS=nvme0: budget, [^;]*$", len(d.notifications) - 1) is not None,
+              "STATUS= no longer lists nvme1")
+        check(d.proc.poll() is None, "still running after the removal")
+        check("error" not in d.log().split("nvme1: controller removed")[1], "no error after the removal")
+        rc = d.stop()
+        check(rc == 0, "exit 0")
+        check(read_table("nvme0") == (0, [0] * 32), "nvme0's original (all-zero) table restored")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+elif scenario == "one-failing":
+    want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+    d = Daemon(CONF)
+    try:
+        ready = d.wait_notify(r"^READY=1$")
+        check(ready is not None, "READY=1 although nvme1 fails every command")
+        check(read_table("nvme0") == want0, "nvme0 served")
+        check(re.search(r"nvme1: Identify Controller failed: Input/output error", d.log()), "nvme1's failure logged")
+        check(ready is not None and "nvme1: failed" in d.notifications[ready], "STATUS= says nvme1 failed")
+        pos = len(d.log())
+        orig = os.path.join(d.dir, "zero.table")
+        write_table_file(orig, 0, [0] * 32)
+        ctl("reset", "nvme0", orig)
+        check(d.wait_log(r"nvme0: the APST table was overwritten", after=pos) is not None, "nvme0 still looked after")
+        check(wait_for(lambda: read_table("nvme0") == want0, 10, "nvme0 re-applied") is not None, "nvme0 re-applied")
+        ctl("reset", "nvme1")
+        check(d.wait_log(r"nvme1: Identify Controller failed", after=pos) is not None, "nvme1 retried on its reset")
+        check(d.proc.poll() is None, "still running")
+        check(d.stop() == 0, "exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+elif scenario == "set-fails":
+    # Set Features refused with 0x4002 on nvme0: logged with NVME_STATUS, table unchanged, daemon serves nvme1
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        check(re.search(r"nvme0: Set Features \(write the table\) failed: NVMe status 0x4002.*NVME_STATUS=0x4002",
+                        d.log()), "failure logged with the status")
+        check(read_table("nvme0") == (0, [0] * 32), "nvme0's table unchanged")
+        check(read_table("nvme1") == plan_table(CONF, WDC, "15b7:5009"), "nvme1 programmed")
+        rc = d.stop()
+        check(rc == 0, "exit 0")
+        check(count_cmds("nvme0", SET) == 1, "nothing to restore on nvme0: no second Set Features")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+elif scenario == "not-live":
+    want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1 with a controller that is resetting")
+        check(re.search(r"nvme0: controller is resetting, not live", d.log()), "not-live controller logged")
+        check(count_cmds("nvme0", IDENTIFY) == 0, "nothing sent to a resetting controller")
+        ctl("set-attr", "nvme0", "state", "live")
+        ctl("uevent", "nvme0", "change", "NVME_EVENT=connected")
+        check(wait_for(lambda: read_table("nvme0") == want0, 10, "nvme0 programmed once live") is not None,
+              "programmed once live")
+        check(d.stop() == 0, "exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+elif scenario == "verify-on-io":
+    # A verification is sent only to a controller that did I/O since the last look
+    # (it was awake anyway); an idle drive is never woken to be checked.
+    want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+    d = Daemon(CONF, args=["--verify-interval-ms", "100"])
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        gets = count_cmds("nvme0", GET)
+        time.sleep(1.0)  # ten looks at the counters, no I/O
+        check(count_cmds("nvme0", GET) == gets, "idle for 10 intervals: no Get Features sent")
+        ctl("stat", "nvme0", "nvme0n1", "5 0 40 1 3 0 24 1 0 2 2")
+        check(wait_for(lambda: count_cmds("nvme0", GET) > gets, 5, "a verification after I/O") is not None,
+              "I/O seen: the table is verified (Get Features)")
+        check(read_table("nvme0") == want0 and count_cmds("nvme0", SET) == 1, "table in place, nothing rewritten")
+        gets = count_cmds("nvme0", GET)
+        time.sleep(0.6)
+        check(count_cmds("nvme0", GET) == gets, "no further I/O: no further Get Features")
+        check(d.stop() == 0, "exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+elif scenario == "crash-restart":
+    orig = read_table("nvme0")
+    want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+    rdir = tempfile.mkdtemp(prefix="apstd-run-")
+    d = Daemon(CONF, runtime_dir=rdir)
+    check(d.wait_notify(r"^READY=1$") is not None, "first instance READY")
+    check(read_table("nvme0") == want0, "table written")
+    d.proc.kill()
+    d.proc.wait()
+    d.dump()
+    check(read_table("nvme0") == want0, "after SIGKILL the drive still has our table")
+    d2 = Daemon(CONF, runtime_dir=rdir)
+    try:
+        check(d2.wait_notify(r"^READY=1$") is not None, "second instance READY")
+        check(re.search(r"using the table recorded before a previous run", d2.log()), "it found the record")
+        check(d2.stop() == 0, "exit 0")
+        check(read_table("nvme0") == orig, "stop restores the table from before the FIRST start, not ours")
+    finally:
+        if d2.proc.poll() is None:
+            d2.stop()
+        d2.dump()
+
+else:
+    print(f"unknown scenario {scenario}")
+    sys.exit(2)
+
+done()

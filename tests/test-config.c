@@ -1,0 +1,907 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Configuration parsing: good files (defaults, every key, device sections and
+ * their resolution, [cpu]), bad ones (every error class, with the message
+ * checked for file, line, section and key), config_load() on files that must
+ * be refused, and the shipped conf/nvme-apstd.conf. Strings and temp files only.
+ */
+#undef NDEBUG
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "macro.h"
+#include "util.h"
+
+#define FILENAME "test.conf"
+
+static Config parse_ok(const char *name, const char *text) {
+        _cleanup_free_ char *error = NULL;
+        Config c;
+        int r;
+
+        r = config_parse_string(text, FILENAME, &c, &error);
+        if (r < 0) {
+                fprintf(stderr, "%s: unexpected error %d: %s\n", name, r, strempty(error));
+                assert(false);
+        }
+        assert(strcmp(c.path, FILENAME) == 0);
+        return c;
+}
+
+static bool apst_equal(const ApstParams *a, const ApstParams *b) {
+        return a->policy == b->policy && a->max_latency_us == b->max_latency_us &&
+               a->primary_timeout_ms == b->primary_timeout_ms &&
+               a->secondary_timeout_ms == b->secondary_timeout_ms &&
+               a->primary_latency_tol_us == b->primary_latency_tol_us &&
+               a->secondary_latency_tol_us == b->secondary_latency_tol_us && a->force == b->force;
+}
+
+static void assert_defaults(const Config *c) {
+        ApstParams d = APST_PARAMS_DEFAULT;
+
+        assert(apst_equal(&c->apst, &d));
+        assert(c->apst.policy == APST_POLICY_BUDGET);
+        assert(c->apst.max_latency_us == 100000);
+        assert(c->apst.primary_timeout_ms == 100);
+        assert(c->apst.secondary_timeout_ms == 2000);
+        assert(c->apst.primary_latency_tol_us == 15000);
+        assert(c->apst.secondary_latency_tol_us == 100000);
+        assert(!c->apst.force);
+        assert(c->n_devices == 0 && !c->devices);
+        assert(c->cpu.pin == CPU_PIN_OFF);
+        assert(c->cpu.release_after_ms == 2000);
+        assert(!c->cpu.governor && !c->cpu.epp);
+        assert(c->cpu.min_freq.kind == FREQ_UNSET && c->cpu.max_freq.kind == FREQ_UNSET);
+        assert(c->cpu.select == CPU_SELECT_ALL);
+        assert(cpuset_is_empty(&c->cpu.cpus));
+}
+
+/* ---- good files ---- */
+
+static void check_defaults(const Config *c) {
+        assert_defaults(c);
+}
+
+static void check_apst_all(const Config *c) {
+        assert(c->apst.policy == APST_POLICY_KERNEL);
+        assert(c->apst.max_latency_us == 25000);
+        assert(c->apst.primary_timeout_ms == 200);
+        assert(c->apst.secondary_timeout_ms == 16777215);
+        assert(c->apst.primary_latency_tol_us == 0);
+        assert(c->apst.secondary_latency_tol_us == 10000000);
+        assert(c->apst.force);
+        assert(c->n_devices == 0);
+}
+
+static void check_latency_zero(const Config *c) {
+        assert(c->apst.max_latency_us == 0);
+        assert(!c->apst.force);
+}
+
+static void check_devices(const Config *c) {
+        const DeviceSection *d;
+
+        assert(c->n_devices == 3);
+        d = &c->devices[0];
+        assert(strcmp(d->name, "a2000") == 0);
+        assert(strcmp(d->match_pci, "2646:2263") == 0);
+        assert(!d->match_name && !d->match_model && !d->match_serial && !d->match_firmware);
+        assert(d->enable);
+        assert(d->set == (APST_KEY_MAX_LATENCY | APST_KEY_FORCE));
+        assert(d->apst.max_latency_us == 5000 && d->apst.force);
+
+        d = &c->devices[1];
+        assert(strcmp(d->name, "workstation.fast") == 0);
+        assert(strcmp(d->match_model, "Samsung SSD 9?0 PRO*") == 0);
+        assert(strcmp(d->match_name, "nvme[01]") == 0);
+        assert(strcmp(d->match_firmware, "*") == 0);
+        assert(strcmp(d->match_serial, "S4*") == 0);
+        assert(d->set == (APST_KEY_POLICY | APST_KEY_PRIMARY_TIMEOUT | APST_KEY_SECONDARY_TIMEOUT |
+                          APST_KEY_PRIMARY_TOL | APST_KEY_SECONDARY_TOL));
+        assert(d->apst.policy == APST_POLICY_KERNEL);
+
+        d = &c->devices[2];
+        assert(strcmp(d->name, "leave-alone") == 0);
+        assert(strcmp(d->match_pci, "1e49:*") == 0);   /* upper case normalised */
+        assert(!d->enable);
+        assert(d->set == 0);
+
+        /* [apst] after the device sections still applies */
+        assert(c->apst.max_latency_us == 50000);
+}
+
+static void check_cpu_relative(const Config *c) {
+        char buf[CPUSET_FORMAT_MAX];
+
+        assert(c->cpu.pin == CPU_PIN_BUSY);
+        assert(c->cpu.release_after_ms == 500);
+        assert(strcmp(c->cpu.governor, "performance") == 0);
+        assert(c->cpu.min_freq.kind == FREQ_PERCENT && c->cpu.min_freq.value == 50);
+        assert(c->cpu.max_freq.kind == FREQ_HW_MAX);
+        assert(strcmp(c->cpu.epp, "balance_performance") == 0);
+        assert(c->cpu.select == CPU_SELECT_LIST);
+        cpuset_format(&c->cpu.cpus, buf, sizeof(buf));
+        assert(strcmp(buf, "0-3,6") == 0);
+        assert_defaults(&(Config) { .apst = c->apst, .cpu = (CpuConfig) { .release_after_ms = 2000 } });
+}
+
+static void check_cpu_khz(const Config *c) {
+        assert(c->cpu.pin == CPU_PIN_ALWAYS);
+        assert(c->cpu.min_freq.kind == FREQ_KHZ && c->cpu.min_freq.value == 2000000);
+        assert(c->cpu.max_freq.kind == FREQ_KHZ && c->cpu.max_freq.value == 2000000);
+        assert(c->cpu.select == CPU_SELECT_NVME_IRQ);
+        assert(strcmp(c->cpu.governor, "schedutil") == 0);
+        assert(strcmp(c->cpu.epp, "128") == 0);
+}
+
+static void check_cpu_minmax(const Config *c) {
+        assert(c->cpu.pin == CPU_PIN_OFF);
+        assert(c->cpu.min_freq.kind == FREQ_HW_MIN);
+        assert(c->cpu.max_freq.kind == FREQ_PERCENT && c->cpu.max_freq.value == 0);
+        assert(c->cpu.select == CPU_SELECT_ALL);
+        assert(c->cpu.release_after_ms == 0);
+}
+
+static void check_force_on(const Config *c) {
+        assert(c->apst.force);
+}
+
+static void check_force_off(const Config *c) {
+        assert(!c->apst.force);
+}
+
+static void check_syntax_variants(const Config *c) {
+        assert(c->apst.max_latency_us == 7);
+        assert(c->apst.policy == APST_POLICY_KERNEL);
+        assert(c->cpu.pin == CPU_PIN_ALWAYS);
+}
+
+typedef struct GoodCase {
+        const char *name;
+        const char *text;
+        void (*check)(const Config *c);
+} GoodCase;
+
+static const GoodCase good_cases[] = {
+        { "/config/good/empty", "", check_defaults },
+        { "/config/good/comments-and-blanks", "# comment\n; other comment\n\n   \n\t# indented comment\n",
+          check_defaults },
+        { "/config/good/empty-sections", "[apst]\n[cpu]\n", check_defaults },
+        { "/config/good/apst/every-key",
+          "[apst]\n"
+          "policy = kernel\n"
+          "max_latency_us = 25000\n"
+          "primary_timeout_ms = 200\n"
+          "secondary_timeout_ms = 16777215\n"
+          "primary_latency_tol_us = 0\n"
+          "secondary_latency_tol_us = 10000000\n"
+          "force = yes\n",
+          check_apst_all },
+        { "/config/good/apst/latency-zero-disables", "[apst]\nmax_latency_us = 0\n", check_latency_zero },
+        { "/config/good/apst/leading-zeros", "[apst]\nmax_latency_us = 000\n", check_latency_zero },
+        { "/config/good/bool/yes", "[apst]\nforce = yes\n", check_force_on },
+        { "/config/good/bool/true", "[apst]\nforce = true\n", check_force_on },
+        { "/config/good/bool/one", "[apst]\nforce = 1\n", check_force_on },
+        { "/config/good/bool/on-upper", "[apst]\nforce = ON\n", check_force_on },
+        { "/config/good/bool/no", "[apst]\nforce = no\n", check_force_off },
+        { "/config/good/bool/false", "[apst]\nforce = False\n", check_force_off },
+        { "/config/good/bool/zero", "[apst]\nforce = 0\n", check_force_off },
+        { "/config/good/bool/off", "[apst]\nforce = off\n", check_force_off },
+        { "/config/good/devices",
+          "[device a2000]\n"
+          "match_pci = 2646:2263\n"
+          "max_latency_us = 5000\n"
+          "force = yes\n"
+          "\n"
+          "[device workstation.fast]\n"
+          "match_model = Samsung SSD 9?0 PRO*\n"
+          "match_name = nvme[01]\n"
+          "match_firmware = *\n"
+          "match_serial = S4*\n"
+          "policy = kernel\n"
+          "primary_timeout_ms = 100\n"
+          "secondary_timeout_ms = 2000\n"
+          "primary_latency_tol_us = 15000\n"
+          "secondary_latency_tol_us = 100000\n"
+          "\n"
+          "[device leave-alone]\n"
+          "match_pci = 1E49:*\n"
+          "enable = no\n"
+          "\n"
+          "[apst]\n"
+          "max_latency_us = 50000\n",
+          check_devices },
+        { "/config/good/cpu/relative",
+          "[cpu]\n"
+          "pin = busy\n"
+          "release_after_ms = 500\n"
+          "governor = performance\n"
+          "min_freq = 50%\n"
+          "max_freq = max\n"
+          "energy_performance_preference = balance_performance\n"
+          "cpus = 0-3,6\n",
+          check_cpu_relative },
+        { "/config/good/cpu/khz-equal",
+          "[cpu]\npin = always\nmin_freq = 2000000\nmax_freq = 2000000\ncpus = nvme-irq\n"
+          "governor = schedutil\nenergy_performance_preference = 128\n",
+          check_cpu_khz },
+        { "/config/good/cpu/min-and-zero-percent",
+          "[cpu]\npin = off\nmin_freq = min\nmax_freq = 0%\ncpus = all\nrelease_after_ms = 0\n",
+          check_cpu_minmax },
+        { "/config/good/syntax/crlf-bom-inline-comment-colon",
+          "\xEF\xBB\xBF[apst]\r\n"
+          "max_latency_us = 7 ; seven microseconds\r\n"
+          "policy: kernel\r\n"
+          "[cpu] ; pinning\r\n"
+          "pin=always\r\n",
+          check_syntax_variants },
+        { "/config/good/syntax/no-final-newline", "[apst]\nforce = yes", check_force_on },
+};
+
+static void test_good(const GoodCase *t) {
+        Config c = parse_ok(t->name, t->text);
+
+        t->check(&c);
+        config_done(&c);
+        /* config_done() leaves defaults behind and may be called again */
+        assert_defaults(&c);
+        config_done(&c);
+}
+
+/* ---- resolution ---- */
+
+static const char resolve_text[] =
+        "[apst]\n"
+        "max_latency_us = 50000\n"
+        "primary_timeout_ms = 300\n"
+        "\n"
+        "[device kingston-a2000]\n"
+        "match_pci = 2646:2263\n"
+        "match_firmware = S5Z4*\n"
+        "max_latency_us = 1500\n"
+        "\n"
+        "[device kingston-any]\n"
+        "match_pci = 2646:*\n"
+        "enable = no\n"
+        "\n"
+        "[device by-model]\n"
+        "match_model = INTEL SSDPEKKW*\n"
+        "policy = kernel\n"
+        "force = yes\n"
+        "\n"
+        "[device second-controller]\n"
+        "match_name = nvme1\n"
+        "secondary_timeout_ms = 9000\n"
+        "primary_latency_tol_us = 1\n"
+        "secondary_latency_tol_us = 2\n";
+
+typedef struct ResolveCase {
+        const char *name;
+        DeviceIdent dev;
+        const char *section;    /* expected; NULL = none */
+        bool enable;
+        ApstParams params;
+} ResolveCase;
+
+/* Expected parameters: policy, max latency, timeouts, tolerances, force. */
+#define P(pol, lat, pt, st, ptol, stol, f)                                                    \
+        { .policy = APST_POLICY_##pol, .max_latency_us = lat, .primary_timeout_ms = pt,        \
+          .secondary_timeout_ms = st, .primary_latency_tol_us = ptol,                          \
+          .secondary_latency_tol_us = stol, .force = f }
+/* [apst] of resolve_text */
+#define BASE P(BUDGET, 50000, 300, 2000, 15000, 100000, false)
+
+static const ResolveCase resolve_cases[] = {
+        { "/config/resolve/pci-and-firmware",
+          { .name = "nvme0", .model = "KINGSTON SA2000M8500G", .firmware = "S5Z42105",
+            .pci_vendor = 0x2646, .pci_device = 0x2263 },
+          "kingston-a2000", true, P(BUDGET, 1500, 300, 2000, 15000, 100000, false) },
+        { "/config/resolve/first-match-wins-over-later-glob",
+          { .name = "nvme1", .model = "KINGSTON SA2000M8500G", .firmware = "S5Z42105",
+            .pci_vendor = 0x2646, .pci_device = 0x2263 },
+          "kingston-a2000", true, P(BUDGET, 1500, 300, 2000, 15000, 100000, false) },
+        { "/config/resolve/all-keys-must-match-then-next",
+          { .name = "nvme0", .model = "KINGSTON SA2000M8500G", .firmware = "S5Z35000",
+            .pci_vendor = 0x2646, .pci_device = 0x2263 },
+          "kingston-any", false, BASE },
+        { "/config/resolve/missing-firmware-never-matches-glob",
+          { .name = "nvme0", .pci_vendor = 0x2646, .pci_device = 0x2263 },
+          "kingston-any", false, BASE },
+        { "/config/resolve/model-glob",
+          { .name = "nvme3", .model = "INTEL SSDPEKKW256G7", .pci_vendor = 0x8086, .pci_device = 0xf1a5 },
+          "by-model", true, P(KERNEL, 50000, 300, 2000, 15000, 100000, true) },
+        { "/config/resolve/name",
+          { .name = "nvme1", .model = "Other" },
+          "second-controller", true,
+          P(BUDGET, 50000, 300, 9000, 1, 2, false) },
+        { "/config/resolve/unknown-pci-never-matches",
+          { .name = "nvme5", .model = "Other" },
+          NULL, true, BASE },
+        { "/config/resolve/no-match-gets-apst",
+          { .name = "nvme9", .model = "WDC WDS500G2B0C", .firmware = "211070WD",
+            .pci_vendor = 0x15b7, .pci_device = 0x5009 },
+          NULL, true, BASE },
+        { "/config/resolve/all-null",
+          { },
+          NULL, true, BASE },
+};
+
+static void test_resolve(void) {
+        Config c = parse_ok("/config/resolve", resolve_text);
+
+        for (size_t i = 0; i < ELEMENTSOF(resolve_cases); i++) {
+                const ResolveCase *t = &resolve_cases[i];
+                const char *section = "sentinel";
+                ApstParams p;
+                bool enable;
+
+                enable = config_resolve(&c, &t->dev, &p, &section);
+                if (enable != t->enable || !apst_equal(&p, &t->params) ||
+                    (t->section ? !section || strcmp(section, t->section) != 0 : section != NULL)) {
+                        fprintf(stderr, "%s: got section %s enable %d max_latency %u\n", t->name,
+                                section ?: "(none)", enable, p.max_latency_us);
+                        assert(false);
+                }
+                printf("ok %s\n", t->name);
+        }
+        config_done(&c);
+
+        /* Defaults only: everything resolves to the defaults, NULL outputs allowed. */
+        {
+                Config d = parse_ok("/config/resolve/defaults", "");
+                DeviceIdent dev = { .name = "nvme0" };
+                ApstParams p, def = APST_PARAMS_DEFAULT;
+
+                assert(config_resolve(&d, &dev, &p, NULL));
+                assert(apst_equal(&p, &def));
+                assert(config_resolve(&d, &dev, NULL, NULL));
+                config_done(&d);
+                printf("ok /config/resolve/defaults\n");
+        }
+}
+
+/* ---- bad files ---- */
+
+typedef struct BadCase {
+        const char *name;
+        const char *text;
+        int error;
+        const char *message;    /* expected exactly, after "test.conf:" */
+} BadCase;
+
+static const BadCase bad_cases[] = {
+        /* sections */
+        { "/config/bad/section/unknown", "[apst]\n[foo]\n", -EINVAL,
+          "2: [foo]: unknown section (expected [apst], [cpu] or [device NAME])" },
+        { "/config/bad/section/unknown-empty-at-end", "[apst]\nforce = no\n[cpus]\n", -EINVAL,
+          "3: [cpus]: unknown section (expected [apst], [cpu] or [device NAME])" },
+        { "/config/bad/section/apst-twice", "[apst]\nforce = no\n[apst]\npolicy = kernel\n", -EINVAL,
+          "3: [apst]: section given twice" },
+        { "/config/bad/section/cpu-twice", "[cpu]\n[cpu]\n", -EINVAL, "2: [cpu]: section given twice" },
+        { "/config/bad/section/device-same-name",
+          "[device a]\nmatch_name = nvme0\n[device a]\nmatch_name = nvme1\n", -EINVAL,
+          "3: [device a]: device section name used twice" },
+        { "/config/bad/section/device-no-name", "[device]\nmatch_name = nvme0\n", -EINVAL,
+          "1: [device]: a device section needs a name: [device NAME]" },
+        { "/config/bad/section/device-bad-name", "[device a/b]\nmatch_name = nvme0\n", -EINVAL,
+          "1: [device a/b]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', '.' and ':'" },
+        { "/config/bad/section/device-two-words", "[device a b]\nmatch_name = nvme0\n", -EINVAL,
+          "1: [device a b]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', '.' and ':'" },
+        { "/config/bad/section/device-glued", "[devicea]\n", -EINVAL,
+          "1: [devicea]: unknown section (expected [apst], [cpu] or [device NAME])" },
+        { "/config/bad/section/device-without-match",
+          "[device everything]\nmax_latency_us = 0\n[apst]\n", -EINVAL,
+          "1: [device everything]: no match_ key (match_name, match_model, match_serial, match_pci or "
+          "match_firmware), so it would apply to every controller; put settings for all controllers in "
+          "[apst]" },
+        { "/config/bad/section/device-without-match-at-eof", "[device x]\nenable = no\n", -EINVAL,
+          "1: [device x]: no match_ key (match_name, match_model, match_serial, match_pci or "
+          "match_firmware), so it would apply to every controller; put settings for all controllers in "
+          "[apst]" },
+        { "/config/bad/section/name-too-long", "[device aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]\n",
+          -EINVAL,
+          "1: [device aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]: section name too long (at most 40 "
+          "characters)" },
+        { "/config/bad/section/no-bracket", "[apst\nforce = no\n", -EINVAL,
+          "1: [apst: section header without ']'" },
+        { "/config/bad/section/trailing-text", "[apst] x\n", -EINVAL,
+          "1: [apst] x: text after the section header" },
+        { "/config/bad/section/trailing-hash", "[apst] # comment\n", -EINVAL,
+          "1: [apst] # comment: text after the section header" },
+
+        /* keys */
+        { "/config/bad/key/outside-section", "policy = kernel\n[apst]\n", -EINVAL,
+          "1: policy = kernel: outside any section; put it under [apst], [cpu] or [device NAME]" },
+        { "/config/bad/key/unknown", "[apst]\nmax_latency = 5\n", -EINVAL,
+          "2: [apst] max_latency = 5: unknown key" },
+        { "/config/bad/key/cpu-key-in-apst", "[apst]\npin = busy\n", -EINVAL,
+          "2: [apst] pin = busy: unknown key in this section (it belongs in [cpu])" },
+        { "/config/bad/key/match-in-apst", "[apst]\nmatch_name = nvme0\n", -EINVAL,
+          "2: [apst] match_name = nvme0: unknown key in this section (it belongs in [device NAME])" },
+        { "/config/bad/key/apst-key-in-cpu", "[cpu]\nforce = yes\n", -EINVAL,
+          "2: [cpu] force = yes: unknown key in this section (it belongs in [apst] or [device NAME])" },
+        { "/config/bad/key/repeated", "[apst]\nforce = yes\n\nforce = no\n", -EINVAL,
+          "4: [apst] force = no: key given twice in this section (first on line 2)" },
+        { "/config/bad/key/repeated-in-device",
+          "[device a]\nmatch_name = nvme0\nmax_latency_us = 1\nmax_latency_us = 1\n", -EINVAL,
+          "4: [device a] max_latency_us = 1: key given twice in this section (first on line 3)" },
+        { "/config/bad/key/empty-name", "[apst]\n= 5\n", -EINVAL,
+          "2: [apst]  = 5: missing key name before '='" },
+        { "/config/bad/key/no-equals", "[apst]\nforce\n", -EINVAL,
+          "2: force: expected \"key = value\", \"[section]\" or a comment" },
+        { "/config/bad/key/indented-continuation", "[apst]\nforce = yes\n  policy = kernel\n", -EINVAL,
+          "3: policy = kernel: indented line; inih would read it as the continuation of the previous value; "
+          "remove the leading blanks" },
+        { "/config/bad/key/hash-comment-after-value", "[apst]\nmax_latency_us = 5000 # 5 ms\n", -EINVAL,
+          "2: [apst] max_latency_us = 5000 # 5 ms: '#' starts a comment only at the beginning of a line; use "
+          "';' after a value" },
+        { "/config/bad/key/control-character", "[device a]\nmatch_model = a\x1b[31mb\n", -EINVAL,
+          "2: [device a] match_model = a\\x1b[31mb: control character in the value" },
+        { "/config/bad/key/serial-not-shown", "[device a]\nmatch_serial = S4EWNX0R\nmatch_serial = S5\n",
+          -EINVAL, "3: [device a] match_serial = (not shown): key given twice in this section (first on line 2)" },
+        { "/config/bad/key/syntax-error-reported-first", "[apst]\nbogus line\nunknown = 1\n", -EINVAL,
+          "2: bogus line: expected \"key = value\", \"[section]\" or a comment" },
+
+        /* numbers */
+        { "/config/bad/number/empty", "[apst]\nmax_latency_us =\n", -EINVAL,
+          "2: [apst] max_latency_us = : empty value" },
+        { "/config/bad/number/trailing-garbage", "[apst]\nmax_latency_us = 10x\n", -EINVAL,
+          "2: [apst] max_latency_us = 10x: not a decimal number (digits only, no sign or unit)" },
+        { "/config/bad/number/unit", "[apst]\nprimary_timeout_ms = 100ms\n", -EINVAL,
+          "2: [apst] primary_timeout_ms = 100ms: not a decimal number (digits only, no sign or unit)" },
+        { "/config/bad/number/negative", "[apst]\nmax_latency_us = -1\n", -EINVAL,
+          "2: [apst] max_latency_us = -1: not a decimal number (digits only, no sign or unit)" },
+        { "/config/bad/number/plus", "[apst]\nmax_latency_us = +1\n", -EINVAL,
+          "2: [apst] max_latency_us = +1: not a decimal number (digits only, no sign or unit)" },
+        { "/config/bad/number/hex", "[apst]\nmax_latency_us = 0x10\n", -EINVAL,
+          "2: [apst] max_latency_us = 0x10: not a decimal number (digits only, no sign or unit)" },
+        { "/config/bad/number/inner-blank", "[apst]\nmax_latency_us = 1 000\n", -EINVAL,
+          "2: [apst] max_latency_us = 1 000: not a decimal number (digits only, no sign or unit)" },
+        { "/config/bad/number/overflow-32", "[apst]\nmax_latency_us = 4294967296\n", -EINVAL,
+          "2: [apst] max_latency_us = 4294967296: number too large (range 0..10000000)" },
+        { "/config/bad/number/overflow-long", "[apst]\nmax_latency_us = 99999999999999999999999\n", -EINVAL,
+          "2: [apst] max_latency_us = 99999999999999999999999: number too large (range 0..10000000)" },
+        { "/config/bad/range/max-latency", "[apst]\nmax_latency_us = 10000001\n", -EINVAL,
+          "2: [apst] max_latency_us = 10000001: out of range (0..10000000)" },
+        { "/config/bad/range/primary-timeout-itpt", "[apst]\nprimary_timeout_ms = 16777216\n", -EINVAL,
+          "2: [apst] primary_timeout_ms = 16777216: out of range (0..16777215)" },
+        { "/config/bad/range/secondary-timeout-itpt", "[apst]\nsecondary_timeout_ms = 4294967295\n", -EINVAL,
+          "2: [apst] secondary_timeout_ms = 4294967295: out of range (0..16777215)" },
+        { "/config/bad/range/primary-tol", "[apst]\nprimary_latency_tol_us = 10000001\n", -EINVAL,
+          "2: [apst] primary_latency_tol_us = 10000001: out of range (0..10000000)" },
+        { "/config/bad/range/secondary-tol", "[apst]\nsecondary_latency_tol_us = 20000000\n", -EINVAL,
+          "2: [apst] secondary_latency_tol_us = 20000000: out of range (0..10000000)" },
+        { "/config/bad/range/release-after", "[cpu]\nrelease_after_ms = 3600001\n", -EINVAL,
+          "2: [cpu] release_after_ms = 3600001: out of range (0..3600000)" },
+
+        /* enumerations and words */
+        { "/config/bad/value/policy", "[apst]\npolicy = Kernel\n", -EINVAL,
+          "2: [apst] policy = Kernel: unknown policy (budget or kernel)" },
+        { "/config/bad/value/bool", "[apst]\nforce = maybe\n", -EINVAL,
+          "2: [apst] force = maybe: not a boolean (yes/no, true/false, on/off, 1/0)" },
+        { "/config/bad/value/bool-y", "[device a]\nmatch_name = x\nenable = y\n", -EINVAL,
+          "3: [device a] enable = y: not a boolean (yes/no, true/false, on/off, 1/0)" },
+        { "/config/bad/value/pin", "[cpu]\npin = sometimes\n", -EINVAL,
+          "2: [cpu] pin = sometimes: unknown mode (off, always or busy)" },
+        { "/config/bad/value/governor-upper", "[cpu]\ngovernor = Performance\n", -EINVAL,
+          "2: [cpu] governor = Performance: not a name: only a-z, 0-9, '_' and '-' are allowed" },
+        { "/config/bad/value/governor-path", "[cpu]\ngovernor = ../../x\n", -EINVAL,
+          "2: [cpu] governor = ../../x: not a name: only a-z, 0-9, '_' and '-' are allowed" },
+        { "/config/bad/value/governor-long", "[cpu]\ngovernor = abcdefghijklmnop\n", -EINVAL,
+          "2: [cpu] governor = abcdefghijklmnop: name too long (at most 15 characters)" },
+        { "/config/bad/value/epp", "[cpu]\nenergy_performance_preference = balance performance\n", -EINVAL,
+          "2: [cpu] energy_performance_preference = balance performance: not a name: only a-z, 0-9, '_' and '-' "
+          "are allowed" },
+
+        /* frequencies */
+        { "/config/bad/freq/ghz", "[cpu]\nmin_freq = 1.5GHz\n", -EINVAL,
+          "2: [cpu] min_freq = 1.5GHz: not a frequency (kHz as a decimal number, \"N%\", \"min\" or \"max\")" },
+        { "/config/bad/freq/zero-khz", "[cpu]\nmin_freq = 0\n", -EINVAL,
+          "2: [cpu] min_freq = 0: frequency out of range (1..10000000 kHz)" },
+        { "/config/bad/freq/too-high", "[cpu]\nmax_freq = 10000001\n", -EINVAL,
+          "2: [cpu] max_freq = 10000001: frequency out of range (1..10000000 kHz)" },
+        { "/config/bad/freq/overflow", "[cpu]\nmax_freq = 4294967296\n", -EINVAL,
+          "2: [cpu] max_freq = 4294967296: frequency out of range (1..10000000 kHz)" },
+        { "/config/bad/freq/percent-over", "[cpu]\nmax_freq = 101%\n", -EINVAL,
+          "2: [cpu] max_freq = 101%: percentage out of range (0%..100%)" },
+        { "/config/bad/freq/percent-long", "[cpu]\nmax_freq = 0000000000100%\n", -EINVAL,
+          "2: [cpu] max_freq = 0000000000100%: percentage out of range (0%..100%)" },
+        { "/config/bad/freq/percent-negative", "[cpu]\nmax_freq = -5%\n", -EINVAL,
+          "2: [cpu] max_freq = -5%: not a percentage (\"N%\", N a decimal number)" },
+        { "/config/bad/freq/percent-alone", "[cpu]\nmax_freq = %\n", -EINVAL,
+          "2: [cpu] max_freq = %: not a percentage (\"N%\", N a decimal number)" },
+        { "/config/bad/freq/percent-blank", "[cpu]\nmax_freq = 50 %\n", -EINVAL,
+          "2: [cpu] max_freq = 50 %: not a percentage (\"N%\", N a decimal number)" },
+        { "/config/bad/freq/min-above-max-khz", "[cpu]\nmax_freq = 1000000\nmin_freq = 2000000\n", -EINVAL,
+          "3: [cpu] min_freq = 2000000: above max_freq = 1000000 (line 2)" },
+        { "/config/bad/freq/min-above-max-percent", "[cpu]\nmin_freq = 60%\nmax_freq = 40%\n", -EINVAL,
+          "2: [cpu] min_freq = 60%: above max_freq = 40% (line 3)" },
+        { "/config/bad/freq/max-below-min-keywords", "[cpu]\nmin_freq = max\nmax_freq = min\n", -EINVAL,
+          "2: [cpu] min_freq = max: above max_freq = min (line 3)" },
+        { "/config/bad/freq/percent-above-hw-min", "[cpu]\nmin_freq = 1%\nmax_freq = min\n", -EINVAL,
+          "2: [cpu] min_freq = 1%: above max_freq = min (line 3)" },
+
+        /* cpus */
+        { "/config/bad/cpus/garbage", "[cpu]\ncpus = 0-3,a\n", -EINVAL,
+          "2: [cpu] cpus = 0-3,a: not a CPU list: expected all, nvme-irq or a list such as 0-3,6 of CPUs below "
+          "1024" },
+        { "/config/bad/cpus/past-max", "[cpu]\ncpus = 1024\n", -EINVAL,
+          "2: [cpu] cpus = 1024: not a CPU list: expected all, nvme-irq or a list such as 0-3,6 of CPUs below "
+          "1024" },
+        { "/config/bad/cpus/reversed", "[cpu]\ncpus = 3-1\n", -EINVAL,
+          "2: [cpu] cpus = 3-1: not a CPU list: expected all, nvme-irq or a list such as 0-3,6 of CPUs below "
+          "1024" },
+        { "/config/bad/cpus/upper", "[cpu]\ncpus = ALL\n", -EINVAL,
+          "2: [cpu] cpus = ALL: not a CPU list: expected all, nvme-irq or a list such as 0-3,6 of CPUs below "
+          "1024" },
+
+        /* match_pci */
+        { "/config/bad/pci/no-device", "[device a]\nmatch_pci = 8086\n", -EINVAL,
+          "2: [device a] match_pci = 8086: not a PCI id glob: expected vendor:device as 4 hex digits each "
+          "(\"8086:f1a5\"), globs allowed (\"2646:*\", \"126f:[12]?[06][12]\")" },
+        { "/config/bad/pci/short", "[device a]\nmatch_pci = 8086:f1a\n", -EINVAL,
+          "2: [device a] match_pci = 8086:f1a: not a PCI id glob: expected vendor:device as 4 hex digits each "
+          "(\"8086:f1a5\"), globs allowed (\"2646:*\", \"126f:[12]?[06][12]\")" },
+        { "/config/bad/pci/long", "[device a]\nmatch_pci = 80861:f1a5\n", -EINVAL,
+          "2: [device a] match_pci = 80861:f1a5: not a PCI id glob: expected vendor:device as 4 hex digits "
+          "each (\"8086:f1a5\"), globs allowed (\"2646:*\", \"126f:[12]?[06][12]\")" },
+        { "/config/bad/pci/not-hex", "[device a]\nmatch_pci = 80g6:f1a5\n", -EINVAL,
+          "2: [device a] match_pci = 80g6:f1a5: not a PCI id glob: expected vendor:device as 4 hex digits "
+          "each (\"8086:f1a5\"), globs allowed (\"2646:*\", \"126f:[12]?[06][12]\")" },
+        { "/config/bad/pci/three-parts", "[device a]\nmatch_pci = 8086:f1a5:0\n", -EINVAL,
+          "2: [device a] match_pci = 8086:f1a5:0: not a PCI id glob: expected vendor:device as 4 hex digits "
+          "each (\"8086:f1a5\"), globs allowed (\"2646:*\", \"126f:[12]?[06][12]\")" },
+        { "/config/bad/pci/open-bracket", "[device a]\nmatch_pci = 8086:[f1a5\n", -EINVAL,
+          "2: [device a] match_pci = 8086:[f1a5: not a PCI id glob: expected vendor:device as 4 hex digits "
+          "each (\"8086:f1a5\"), globs allowed (\"2646:*\", \"126f:[12]?[06][12]\")" },
+        { "/config/bad/pci/too-many-atoms-with-star", "[device a]\nmatch_pci = 8086:f1a5*0\n", -EINVAL,
+          "2: [device a] match_pci = 8086:f1a5*0: not a PCI id glob: expected vendor:device as 4 hex digits "
+          "each (\"8086:f1a5\"), globs allowed (\"2646:*\", \"126f:[12]?[06][12]\")" },
+
+        /* lines */
+        { "/config/bad/line/too-long",
+          "[apst]\n# "
+          "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+          "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+          " force = yes\n",
+          -EINVAL, "2: line longer than 197 characters" },
+};
+
+static void test_bad(const BadCase *t) {
+        _cleanup_free_ char *error = NULL, *expected = NULL;
+        Config c, sentinel;
+        int r;
+
+        memset(&c, 0x5a, sizeof(c));
+        sentinel = c;
+        r = config_parse_string(t->text, FILENAME, &c, &error);
+        assert(asprintf(&expected, "%s:%s", FILENAME, t->message) > 0);
+        if (r != t->error || !error || strcmp(error, expected) != 0) {
+                fprintf(stderr, "%s: got %d \"%s\"\n%*s expected %d \"%s\"\n", t->name, r, strempty(error),
+                        (int) strlen(t->name), "", t->error, expected);
+                assert(false);
+        }
+        /* *ret untouched on failure */
+        assert(memcmp(&c, &sentinel, sizeof(c)) == 0);
+
+        /* ret_error may be NULL */
+        assert(config_parse_string(t->text, FILENAME, &c, NULL) == t->error);
+}
+
+/* Lines at and just below inih's limit: 197 characters plus "\r\n" fill its 200-byte buffer. */
+static void test_line_limit(void) {
+        char text[512];
+        _cleanup_free_ char *error = NULL;
+        Config c;
+        int r;
+
+        memset(text, 0, sizeof(text));
+        strcpy(text, "[apst]\n#");
+        memset(text + strlen(text), 'x', 196);
+        strcat(text, "\r\nforce = yes\n");
+        c = parse_ok("/config/line/197-with-crlf", text);
+        assert(c.apst.force);
+        config_done(&c);
+
+        memset(text, 0, sizeof(text));
+        strcpy(text, "[apst]\n#");
+        memset(text + strlen(text), 'x', 197);
+        strcat(text, "\r\nforce = yes\n");
+        r = config_parse_string(text, FILENAME, &c, &error);
+        assert(r == -EINVAL);
+        assert(strcmp(error, "test.conf:2: line longer than 197 characters") == 0);
+        printf("ok /config/line/limit\n");
+}
+
+static void test_many_devices(void) {
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        size_t n = 0, size = 300 * 64;
+        Config c;
+        int r;
+
+        text = malloc(size);
+        assert(text);
+        for (unsigned i = 0; i < 257; i++)
+                n += (size_t) snprintf(text + n, size - n, "[device d%u]\nmatch_name = nvme%u\n", i, i);
+        r = config_parse_string(text, "many.conf", &c, &error);
+        assert(r == -EINVAL);
+        assert(strcmp(error, "many.conf:513: [device d256]: too many device sections (at most 256)") == 0);
+
+        /* 256 is fine; the last one wins only for nvme255 */
+        text[strstr(text, "[device d256]") - text] = '\0';
+        c = parse_ok("/config/devices/256", text);
+        assert(c.n_devices == 256);
+        {
+                DeviceIdent dev = { .name = "nvme255" };
+                const char *section = NULL;
+
+                assert(config_resolve(&c, &dev, NULL, &section));
+                assert(strcmp(section, "d255") == 0);
+        }
+        config_done(&c);
+        printf("ok /config/devices/limit\n");
+}
+
+static void test_null_filename(void) {
+        _cleanup_free_ char *error = NULL;
+        Config c;
+
+        assert(config_parse_string("[x]\n", NULL, &c, &error) == -EINVAL);
+        assert(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu] or [device NAME])") == 0);
+        assert(config_parse_string("", NULL, &c, NULL) == 0);
+        assert(strcmp(c.path, "<string>") == 0);
+        config_done(&c);
+        printf("ok /config/null-filename\n");
+}
+
+/* ---- config_load() ---- */
+
+static char tmpdir[] = "/tmp/test-config-XXXXXX";
+
+static char *write_file(const char *name, const void *data, size_t size, mode_t mode) {
+        char *path;
+        int fd;
+
+        assert(asprintf(&path, "%s/%s", tmpdir, name) > 0);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert(fd >= 0);
+        assert(write(fd, data, size) == (ssize_t) size);
+        assert(fchmod(fd, mode) == 0);
+        assert(close(fd) == 0);
+        return path;
+}
+
+static void expect_load(const char *name, const char *path, int error, const char *message) {
+        _cleanup_free_ char *msg = NULL;
+        Config c;
+        int r;
+
+        r = config_load(path, &c, &msg);
+        if (r != error || (message && (!msg || strcmp(msg, message) != 0))) {
+                fprintf(stderr, "%s: got %d \"%s\", expected %d \"%s\"\n", name, r, strempty(msg), error,
+                        strempty(message));
+                assert(false);
+        }
+        if (r == 0)
+                config_done(&c);
+        printf("ok %s\n", name);
+}
+
+static void test_load(void) {
+        _cleanup_free_ char *good = NULL, *g664 = NULL, *o666 = NULL, *nul = NULL, *big = NULL, *rep = NULL,
+                            *dir = NULL, *missing = NULL, *notdir = NULL, *fifo = NULL, *exact = NULL,
+                            *foreign = NULL, *msg = NULL, *bigmsg = NULL;
+        static const char text[] = "[apst]\nmax_latency_us = 1234\n";
+        Config c;
+
+        assert(mkdtemp(tmpdir));
+
+        good = write_file("good.conf", text, strlen(text), 0644);
+        assert(config_load(good, &c, NULL) == 0);
+        assert(c.apst.max_latency_us == 1234);
+        assert(strcmp(c.path, good) == 0);
+        config_done(&c);
+        printf("ok /config/load/good\n");
+
+        g664 = write_file("g664.conf", text, strlen(text), 0664);
+        assert(asprintf(&msg, "%s: is writable by group (mode 0664); refusing to use it", g664) > 0);
+        expect_load("/config/load/group-writable", g664, -EPERM, msg);
+        free(msg);
+
+        o666 = write_file("o666.conf", text, strlen(text), 0666);
+        assert(asprintf(&msg, "%s: is writable by group and others (mode 0666); refusing to use it", o666) > 0);
+        expect_load("/config/load/world-writable", o666, -EPERM, msg);
+        free(msg);
+
+        if (geteuid() == 0) {
+                foreign = write_file("foreign.conf", text, strlen(text), 0644);
+                assert(chown(foreign, 65534, 65534) == 0);
+                assert(asprintf(&msg, "%s: is owned by uid 65534, not root; refusing to use it", foreign) > 0);
+                expect_load("/config/load/not-owned-by-root", foreign, -EPERM, msg);
+                free(msg);
+        } else
+                printf("skip /config/load/not-owned-by-root (not root)\n");
+
+        nul = write_file("nul.conf", "[apst]\0force = yes\n", 19, 0644);
+        assert(asprintf(&msg, "%s: contains a NUL byte at offset 6; not a text file", nul) > 0);
+        expect_load("/config/load/nul-byte", nul, -EINVAL, msg);
+        free(msg);
+
+        {
+                size_t size = CONFIG_MAX_SIZE + 1;
+                char *data = malloc(size);
+
+                assert(data);
+                /* Valid text of exactly CONFIG_MAX_SIZE bytes parses; one more byte is refused. */
+                memset(data, '\n', size);
+                data[0] = '#';
+                exact = write_file("exact.conf", data, CONFIG_MAX_SIZE, 0644);
+                expect_load("/config/load/max-size", exact, 0, NULL);
+
+                big = write_file("big.conf", data, size, 0644);
+                assert(asprintf(&bigmsg, "%s: is larger than %u bytes (%u); refusing to use it", big,
+                                CONFIG_MAX_SIZE, CONFIG_MAX_SIZE + 1) > 0);
+                expect_load("/config/load/oversized", big, -EFBIG, bigmsg);
+                free(data);
+        }
+
+        rep = write_file("rep.conf", "[cpu]\npin = busy\npin = always\n", 30, 0644);
+        assert(asprintf(&msg, "%s:3: [cpu] pin = always: key given twice in this section (first on line 2)", rep) >
+               0);
+        expect_load("/config/load/repeated-key", rep, -EINVAL, msg);
+        free(msg);
+
+        assert(asprintf(&dir, "%s/conf.d", tmpdir) > 0);
+        assert(mkdir(dir, 0755) == 0);
+        assert(asprintf(&msg, "%s: is a directory, not a configuration file", dir) > 0);
+        expect_load("/config/load/directory", dir, -EISDIR, msg);
+        free(msg);
+
+        assert(asprintf(&missing, "%s/missing.conf", tmpdir) > 0);
+        assert(asprintf(&msg, "%s: cannot open: No such file or directory", missing) > 0);
+        expect_load("/config/load/missing", missing, -ENOENT, msg);
+        free(msg);
+
+        assert(asprintf(&notdir, "%s/x", good) > 0);
+        assert(asprintf(&msg, "%s: cannot open: Not a directory", notdir) > 0);
+        expect_load("/config/load/not-a-directory", notdir, -ENOTDIR, msg);
+        free(msg);
+
+        /* A FIFO must be refused, not waited on. */
+        assert(asprintf(&fifo, "%s/fifo", tmpdir) > 0);
+        assert(mkfifo(fifo, 0600) == 0);
+        assert(asprintf(&msg, "%s: is not a regular file (mode 010600); refusing to use it", fifo) > 0);
+        expect_load("/config/load/fifo", fifo, -EINVAL, msg);
+        free(msg);
+        msg = NULL;
+
+        expect_load("/config/load/device", "/dev/null", -EINVAL,
+                    "/dev/null: is not a regular file (mode 020666); refusing to use it");
+
+        /* The error pointer may be NULL. */
+        assert(config_load(dir, &c, NULL) == -EISDIR);
+
+        (void) unlink(good);
+        (void) unlink(g664);
+        (void) unlink(o666);
+        if (foreign)
+                (void) unlink(foreign);
+        (void) unlink(nul);
+        (void) unlink(exact);
+        (void) unlink(big);
+        (void) unlink(rep);
+        (void) unlink(fifo);
+        (void) rmdir(dir);
+        assert(rmdir(tmpdir) == 0);
+}
+
+/* ---- the shipped file ---- */
+
+static void test_shipped(void) {
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        const char *path = TEST_DATA_DIR "/../../conf/nvme-apstd.conf";
+        Config c;
+        FILE *f;
+        long size;
+
+        f = fopen(path, "re");
+        assert(f);
+        assert(fseek(f, 0, SEEK_END) == 0);
+        size = ftell(f);
+        assert(size > 0 && (unsigned long) size <= CONFIG_MAX_SIZE);
+        rewind(f);
+        text = calloc(1, (size_t) size + 1);
+        assert(text);
+        assert(fread(text, 1, (size_t) size, f) == (size_t) size);
+        fclose(f);
+
+        if (config_parse_string(text, path, &c, &error) < 0) {
+                fprintf(stderr, "shipped file: %s\n", error);
+                assert(false);
+        }
+        /* Everything in it is commented out: exactly the defaults. */
+        assert_defaults(&c);
+        config_done(&c);
+
+        /* And its commented-out examples parse when enabled: drop "#" from every "#[" and "#key" line. */
+        {
+                _cleanup_free_ char *enabled = strdup(text);
+                char *w = enabled;
+                Config e;
+
+                assert(enabled);
+                for (const char *l = text; *l;) {
+                        const char *nl = strchr(l, '\n');
+                        size_t len = nl ? (size_t) (nl - l) + 1 : strlen(l);
+
+                        if (len >= 2 && l[0] == '#' && (l[1] == '[' || (l[1] >= 'a' && l[1] <= 'z'))) {
+                                memcpy(w, l + 1, len - 1);
+                                w += len - 1;
+                        } else {
+                                memcpy(w, l, len);
+                                w += len;
+                        }
+                        l += len;
+                }
+                *w = '\0';
+                free(error);
+                error = NULL;
+                if (config_parse_string(enabled, "enabled-examples", &e, &error) < 0) {
+                        fprintf(stderr, "shipped file with examples enabled: %s\n", error);
+                        assert(false);
+                }
+                assert(e.n_devices >= 2);
+                config_done(&e);
+        }
+        printf("ok /config/shipped\n");
+}
+
+static void test_safe_atou32(void) {
+        static const struct {
+                const char *s;
+                int r;
+                uint32_t v;
+        } cases[] = {
+                { "0", 0, 0 },          { "4294967295", 0, UINT32_MAX }, { "4294967296", -ERANGE, 0 },
+                { "00000000000000000001", 0, 1 },  { "", -EINVAL, 0 },    { " 1", -EINVAL, 0 },
+                { "1 ", -EINVAL, 0 },   { "-0", -EINVAL, 0 },             { "+1", -EINVAL, 0 },
+                { "1e3", -EINVAL, 0 },  { "42949672950", -ERANGE, 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                uint32_t v = 7;
+
+                assert(safe_atou32(cases[i].s, &v) == cases[i].r);
+                assert(v == (cases[i].r == 0 ? cases[i].v : 7));
+        }
+        assert(parse_boolean("YES") == 1 && parse_boolean("off") == 0 && parse_boolean("") == -EINVAL &&
+               parse_boolean("y") == -EINVAL && parse_boolean(NULL) == -EINVAL);
+        printf("ok /util/safe_atou32\n");
+}
+
+int main(void) {
+        test_safe_atou32();
+        for (size_t i = 0; i < ELEMENTSOF(good_cases); i++) {
+                test_good(&good_cases[i]);
+                printf("ok %s\n", good_cases[i].name);
+        }
+        test_resolve();
+        for (size_t i = 0; i < ELEMENTSOF(bad_cases); i++) {
+                test_bad(&bad_cases[i]);
+                printf("ok %s\n", bad_cases[i].name);
+        }
+        test_line_limit();
+        test_many_devices();
+        test_null_filename();
+        test_load();
+        test_shipped();
+        return 0;
+}

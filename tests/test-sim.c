@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The simulator against numbers worked out by hand (the arithmetic is in the
+ * comments; nothing here recomputes the model). Units in comments: ms, mW, mJ
+ * (1 mW x 1 ms = 1 µJ, so 0.2 W x 13.2 ms = 2.64 mJ).
+ */
+#undef NDEBUG
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "apst.h"
+#include "sim.h"
+
+static unsigned n_checks, n_failed;
+
+#define CHECK(cond)                                                                    \
+        do {                                                                           \
+                n_checks++;                                                            \
+                if (!(cond)) {                                                         \
+                        n_failed++;                                                    \
+                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,     \
+                                __LINE__, current, #cond);                             \
+                }                                                                      \
+        } while (0)
+
+/* Energy equal to the hand value within 1e-9 relative (double sums of µW·ns). */
+#define CHECK_J(got, want_mj)                                                          \
+        do {                                                                           \
+                double g_ = (got), w_ = (want_mj) / 1e3;                               \
+                n_checks++;                                                            \
+                if (fabs(g_ - w_) > 1e-9 * fabs(w_) + 1e-15) {                         \
+                        n_failed++;                                                    \
+                        fprintf(stderr, "%s:%d: %s: energy %.12g J, expected %.12g J\n", \
+                                __FILE__, __LINE__, current, g_, w_);                  \
+                }                                                                      \
+        } while (0)
+
+#define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))   /* ms (may be fractional) -> ns */
+
+static const char *current = "";
+
+/* Drive A, one step: ps0 idle 200 mW; ps1 non-operational, 10 mW, entry 1 ms, exit 2 ms. */
+static SimDrive drive_a(void) {
+        SimDrive d = { .npss = 1 };
+        d.ps[0] = (SimState) { .power_uw = 200000 };
+        d.ps[1] = (SimState) { .power_uw = 10000, .enlat_us = 1000, .exlat_us = 2000, .non_operational = true };
+        return d;
+}
+
+/* Drive B, two steps: ps0 200 mW; ps1 50 mW, entry 1 ms, exit 1 ms; ps2 5 mW, entry 5 ms, exit 20 ms. */
+static SimDrive drive_b(void) {
+        SimDrive d = { .npss = 2 };
+        d.ps[0] = (SimState) { .power_uw = 200000 };
+        d.ps[1] = (SimState) { .power_uw = 50000, .enlat_us = 1000, .exlat_us = 1000, .non_operational = true };
+        d.ps[2] = (SimState) { .power_uw = 5000, .enlat_us = 5000, .exlat_us = 20000, .non_operational = true };
+        return d;
+}
+
+/* ps0 -> ps1 after 10 ms (drive A and B) */
+static ApstTable table_a(void) {
+        ApstTable t = { .apste = true };
+        t.entry[0] = apst_entry_make(1, 10);
+        return t;
+}
+
+/* ps0 -> ps1 after 10 ms, ps1 -> ps2 after 50 ms (drive B) */
+static ApstTable table_b(void) {
+        ApstTable t = table_a();
+        t.entry[1] = apst_entry_make(2, 50);
+        return t;
+}
+
+static const SimParams params_100us = { .service_ns = 100000 };
+
+static int run_static(const SimDrive *d, const ApstTable *t, const uint64_t *times_ns, size_t n,
+                      const SimParams *p, SimResult *ret) {
+        TraceIo io[16] = {};
+        SimPolicy pol;
+
+        assert(n <= 16);
+        for (size_t i = 0; i < n; i++)
+                io[i] = (TraceIo) { .t_ns = times_ns[i], .bytes = 4096, .op = TRACE_OP_WRITE, .line = (uint32_t) i + 1 };
+        sim_policy_static(&pol, "test", t);
+        return sim_run(d, io, n, p, &pol, ret);
+}
+
+static void test_one_step_rest(void) {
+        SimDrive d = drive_a();
+        ApstTable t = table_a();
+        uint64_t times[] = { 0, MS(100) };
+        SimResult r;
+
+        current = "one-step/gap-100ms";
+        CHECK(run_static(&d, &t, times, 2, &params_100us, &r) == 0);
+        /* io0 served 0..0.1. Idle from 0.1: ps0 until 10.1, entering ps1 until 11.1, resting
+         * until 100. io1 waits exit 2 ms, served 102..102.1.
+         * P0 time: 0.1 + 10 + 1 + 2 + 0.1 = 13.2 ms x 200 mW = 2.64 mJ
+         * ps1 time: 100 - 11.1 = 88.9 ms x 10 mW = 0.889 mJ; total 3.529 mJ */
+        CHECK_J(r.energy_j, 3.529);
+        CHECK(r.duration_ns == MS(102.1));
+        CHECK(r.stall_ns == MS(2));
+        CHECK(r.wakeups[1] == 1 && r.wakeups_total == 1);
+        CHECK(r.resident_ns[1] == MS(88.9));
+        CHECK(r.resident_ns[0] == MS(10));
+        /* transitions: entry 1 + exit 2 */
+        CHECK(r.transition_ns == MS(3));
+        /* added: io0 0, io1 2 ms; mean 1 ms; p99 = rank ceil(2 x 0.99) = 2 -> 2 ms */
+        CHECK(r.added_mean_ns == 1e6);
+        CHECK(r.added_p99_ns == MS(2) && r.added_p999_ns == MS(2) && r.added_max_ns == MS(2));
+        CHECK(r.added_wall_ns == (int64_t) MS(2));
+        /* 3.529 mJ / 102.1 ms = 34.5642... mW */
+        CHECK(fabs(r.mean_power_w - 3.529e-3 / 0.1021) < 1e-12);
+        CHECK(r.n_reprograms == 1 && r.reprograms[0].t_ns == 0 && apst_table_equal(&r.reprograms[0].table, &t));
+        sim_result_done(&r);
+}
+
+static void test_one_step_during_entry(void) {
+        SimDrive d = drive_a();
+        ApstTable t = table_a();
+        uint64_t times[] = { 0, MS(10.6) };
+        SimResult r;
+
+        current = "one-step/arrival-during-entry";
+        CHECK(run_static(&d, &t, times, 2, &params_100us, &r) == 0);
+        /* Entering ps1 10.1..11.1; io1 at 10.6 waits the rest of the entry 0.5 + exit 2 = 2.5 ms,
+         * served 13.1..13.2. Everything at P0: 13.2 ms x 200 mW = 2.64 mJ. */
+        CHECK_J(r.energy_j, 2.64);
+        CHECK(r.stall_ns == MS(2.5));
+        CHECK(r.wakeups[1] == 1);
+        CHECK(r.duration_ns == MS(13.2));
+        CHECK(r.added_max_ns == MS(2.5));
+        sim_result_done(&r);
+}
+
+static void test_one_step_at_deadline(void) {
+        SimDrive d = drive_a();
+        ApstTable t = table_a();
+        uint64_t times[] = { 0, MS(10.1) };
+        SimResult r;
+
+        current = "one-step/arrival-at-itpt";
+        CHECK(run_static(&d, &t, times, 2, &params_100us, &r) == 0);
+        /* io1 arrives exactly when ITPT expires: the drive has not left ps0 yet.
+         * 10.2 ms x 200 mW = 2.04 mJ, no wake. */
+        CHECK_J(r.energy_j, 2.04);
+        CHECK(r.stall_ns == 0 && r.wakeups_total == 0);
+        sim_result_done(&r);
+}
+
+static void test_two_step(void) {
+        SimDrive d = drive_b();
+        ApstTable t = table_b();
+        SimResult r;
+
+        current = "two-step/gap-1s";
+        uint64_t t1[] = { 0, MS(1000) };
+        CHECK(run_static(&d, &t, t1, 2, &params_100us, &r) == 0);
+        /* ps0 0.1..10.1, entering ps1 ..11.1, ps1 ..61.1 (ITPT 50 counts in ps1),
+         * entering ps2 ..66.1, ps2 ..1000, exit 20 ms, served 1020..1020.1.
+         * P0: 0.1 + 10 + 1 + 5 + 20 + 0.1 = 36.2 ms x 200 = 7.24 mJ
+         * ps1: 50 ms x 50 mW = 2.5 mJ; ps2: 933.9 ms x 5 mW = 4.6695 mJ; total 14.4095 mJ */
+        CHECK_J(r.energy_j, 14.4095);
+        CHECK(r.stall_ns == MS(20));
+        CHECK(r.wakeups[2] == 1 && r.wakeups[1] == 0);
+        CHECK(r.resident_ns[1] == MS(50) && r.resident_ns[2] == MS(933.9));
+        CHECK(r.duration_ns == MS(1020.1));
+        sim_result_done(&r);
+
+        current = "two-step/arrival-during-second-entry";
+        uint64_t t2[] = { 0, MS(63.1) };
+        CHECK(run_static(&d, &t, t2, 2, &params_100us, &r) == 0);
+        /* Entering ps2 61.1..66.1; io1 at 63.1 waits 3 + 20 = 23 ms.
+         * P0: 0.1 + 10 + 1 + 2 + 23 + 0.1 = 36.2 ms = 7.24 mJ; ps1 50 ms = 2.5 mJ; total 9.74 mJ */
+        CHECK_J(r.energy_j, 9.74);
+        CHECK(r.stall_ns == MS(23));
+        CHECK(r.wakeups[2] == 1);
+        sim_result_done(&r);
+
+        current = "two-step/arrival-in-first-state";
+        uint64_t t3[] = { 0, MS(40) };
+        CHECK(run_static(&d, &t, t3, 2, &params_100us, &r) == 0);
+        /* Resting in ps1 since 11.1; io1 at 40 waits ps1's exit 1 ms.
+         * P0: 0.1 + 10 + 1 + 1 + 0.1 = 12.2 ms = 2.44 mJ; ps1: 28.9 ms x 50 = 1.445 mJ; total 3.885 mJ */
+        CHECK_J(r.energy_j, 3.885);
+        CHECK(r.stall_ns == MS(1) && r.wakeups[1] == 1);
+        sim_result_done(&r);
+}
+
+static void test_gap_optimum(void) {
+        SimDrive a = drive_a(), b = drive_b();
+        unsigned st = 99;
+
+        /* Drive A: break-even of ps1 = e + x = 3 ms. */
+        current = "optimum/a-below-break-even";
+        /* 2.9 ms in ps0: 0.58 mJ */
+        CHECK_J(sim_gap_optimum(&a, MS(2.9), &st), 0.58);
+        CHECK(st == 0);
+        current = "optimum/a-above-break-even";
+        /* 3.1 ms: ps1 = 3 ms x 200 + 0.1 ms x 10 = 0.6 + 0.001 = 0.601 mJ < 0.62 mJ in ps0 */
+        CHECK_J(sim_gap_optimum(&a, MS(3.1), &st), 0.601);
+        CHECK(st == 1);
+
+        /* Drive B: break-even ps1 = 2 ms, ps2 = 25 ms. */
+        current = "optimum/b-below-both";
+        CHECK_J(sim_gap_optimum(&b, MS(1), &st), 0.2);   /* 1 ms x 200 mW */
+        CHECK(st == 0);
+        current = "optimum/b-at-ps1-break-even";
+        /* 2 ms: ps0 0.4 mJ = ps1 2 x 200 + 0 -> a tie stays in ps0 (no wake for nothing) */
+        CHECK_J(sim_gap_optimum(&b, MS(2), &st), 0.4);
+        CHECK(st == 0);
+        current = "optimum/b-between";
+        /* 3 ms: ps1 = 0.4 + 1 x 50 = 0.45 mJ < 0.6 mJ; ps2 does not fit (25 ms) */
+        CHECK_J(sim_gap_optimum(&b, MS(3), &st), 0.45);
+        CHECK(st == 1);
+        current = "optimum/b-below-ps2";
+        /* 24 ms: ps1 = 0.4 + 22 x 50 = 1.5 mJ */
+        CHECK_J(sim_gap_optimum(&b, MS(24), &st), 1.5);
+        CHECK(st == 1);
+        current = "optimum/b-just-above-ps2";
+        /* 26 ms: ps2 = 25 x 200 + 1 x 5 = 5.005 mJ but ps1 = 0.4 + 24 x 50 = 1.6 mJ: ps1 */
+        CHECK_J(sim_gap_optimum(&b, MS(26), &st), 1.6);
+        CHECK(st == 1);
+        current = "optimum/b-long";
+        /* 1000 ms: ps2 = 5 + 975 x 5 = 9.875 mJ; ps1 = 0.4 + 998 x 50 = 50.3 mJ; ps0 200 mJ */
+        CHECK_J(sim_gap_optimum(&b, MS(1000), &st), 9.875);
+        CHECK(st == 2);
+        current = "optimum/b-ps2-beats-ps1";
+        /* ps2 beats ps1 when 5 + 0.005 (T - 25) < 0.4 + 0.05 (T - 2): 0.045 T > 4.575, T > 101.67 ms.
+         * 101 ms: ps1 = 0.4 + 99 x 50 = 5.35 mJ; ps2 = 5 + 76 x 5 = 5.38 mJ -> ps1
+         * 102 ms: ps1 = 0.4 + 100 x 50 = 5.4 mJ; ps2 = 5 + 77 x 5 = 5.385 mJ -> ps2 */
+        CHECK_J(sim_gap_optimum(&b, MS(101), &st), 5.35);
+        CHECK(st == 1);
+        CHECK_J(sim_gap_optimum(&b, MS(102), &st), 5.385);
+        CHECK(st == 2);
+
+        current = "optimum/a-trace";
+        TraceIo io[2] = { { .t_ns = 0, .op = TRACE_OP_READ }, { .t_ns = MS(100), .op = TRACE_OP_READ } };
+        SimResult r;
+        CHECK(sim_optimum(&a, io, 2, &params_100us, &r) == 0);
+        /* one gap 0.1..100 = 99.9 ms in ps1: 3 x 200 + 96.9 x 10 = 0.6 + 0.969 = 1.569 mJ;
+         * service 2 x 0.1 ms x 200 = 0.04 mJ; total 1.609 mJ, no stall, ends at 100.1 */
+        CHECK_J(r.energy_j, 1.609);
+        CHECK(r.duration_ns == MS(100.1) && r.stall_ns == 0 && r.added_max_ns == 0);
+        CHECK(r.wakeups[1] == 1);
+        sim_result_done(&r);
+}
+
+/* The seed drive, INTEL SSDPEKKW256G7 (FACTS §2, data/idctrl/00): ps3 70 mW 10000/300 µs,
+ * ps4 5 mW (MXPS: 50 x 0.0001 W) 2000/10000 µs. */
+static IdCtrl intel_600p(void) {
+        IdCtrl id = { .npss = 4, .apst_supported = true };
+        strcpy(id.model, "INTEL SSDPEKKW256G7");
+        id.psd[0] = (IdPsd) { .max_power_uw = 9000000, .enlat_us = 5, .exlat_us = 5 };
+        id.psd[1] = (IdPsd) { .max_power_uw = 4600000, .enlat_us = 30, .exlat_us = 30 };
+        id.psd[2] = (IdPsd) { .max_power_uw = 3800000, .enlat_us = 30, .exlat_us = 30 };
+        id.psd[3] = (IdPsd) { .max_power_uw = 70000, .non_operational = true, .enlat_us = 10000, .exlat_us = 300 };
+        id.psd[4] = (IdPsd) { .max_power_uw = 5000, .non_operational = true, .enlat_us = 2000, .exlat_us = 10000 };
+        return id;
+}
+
+static void test_none_and_kernel(void) {
+        IdCtrl id = intel_600p();
+        SimDrive d;
+        ApstTable none = {}, kernel = { .apste = true };
+        uint64_t times[] = { 0, MS(50), MS(300) };
+        SimResult r;
+
+        current = "tiny/drive";
+        CHECK(sim_drive_from_idctrl(&id, 200000, &d) == 0);
+        CHECK(d.ps[0].power_uw == 200000 && !d.p0_reported);     /* psd[0] reports no idle power */
+        CHECK(d.ps[4].power_uw == 5000 && d.ps[4].exlat_us == 10000);
+
+        /* The kernel's table for it (FACTS §2 worked example): walking from ps4 down, ps4's
+         * enlat + exlat = 12 ms <= 15 ms primary tolerance: ITPT 100 ms; ps3 is skipped (a
+         * primary exists); ps0..ps3 all point to ps4 after 100 ms. */
+        for (unsigned i = 0; i <= 3; i++)
+                kernel.entry[i] = apst_entry_make(4, 100);
+        ApstParams kp = APST_PARAMS_DEFAULT;
+        ApstPlan plan;
+        kp.policy = APST_POLICY_KERNEL;
+        CHECK(apst_build(&id, NULL, &kp, &plan) == 0);
+        CHECK(plan.outcome == APST_OUTCOME_PROGRAM && apst_table_equal(&plan.table, &kernel));
+
+        current = "tiny/none";
+        CHECK(run_static(&d, &none, times, 3, &params_100us, &r) == 0);
+        /* Always ps0: 300.1 ms x 200 mW = 60.02 mJ */
+        CHECK_J(r.energy_j, 60.02);
+        CHECK(r.duration_ns == MS(300.1) && r.stall_ns == 0 && r.wakeups_total == 0 && r.added_max_ns == 0);
+        CHECK(r.ios == 3);
+        sim_result_done(&r);
+
+        current = "tiny/kernel";
+        CHECK(run_static(&d, &kernel, times, 3, &params_100us, &r) == 0);
+        /* io0 0..0.1; io1 at 50 (49.9 ms idle < 100: no transition) 50..50.1;
+         * ps0 until 150.1, entering ps4 until 152.1, ps4 until 300, exit 10 ms, io2 310..310.1.
+         * P0: 0.1 + 49.9 + 0.1 + 100 + 2 + 10 + 0.1 = 162.2 ms x 200 = 32.44 mJ
+         * ps4: 147.9 ms x 5 mW = 0.7395 mJ; total 33.1795 mJ */
+        CHECK_J(r.energy_j, 33.1795);
+        CHECK(r.duration_ns == MS(310.1) && r.stall_ns == MS(10) && r.wakeups[4] == 1 && r.wakeups_total == 1);
+        /* added [0, 0, 10]: mean 3.333 ms, p99 = rank ceil(2.97) = 3 -> 10 ms */
+        CHECK(fabs(r.added_mean_ns - 1e7 / 3) < 1e-6);
+        CHECK(r.added_p99_ns == MS(10) && r.added_max_ns == MS(10));
+        sim_result_done(&r);
+
+        current = "tiny/optimum";
+        TraceIo io[3] = { { .t_ns = 0 }, { .t_ns = MS(50) }, { .t_ns = MS(300) } };
+        CHECK(sim_optimum(&d, io, 3, &params_100us, &r) == 0);
+        /* gaps 49.9 and 249.9 ms. ps3: break-even 10.3 ms, ps4: 12 ms.
+         * 49.9: ps3 = 10.3 x 200 + 39.6 x 70 = 2.06 + 2.772 = 4.832; ps4 = 12 x 200 + 37.9 x 5 = 2.5895 -> ps4
+         * 249.9: ps4 = 2.4 + 237.9 x 5 = 3.5895; service 3 x 0.1 x 200 = 0.06; total 6.239 mJ */
+        CHECK_J(r.energy_j, 6.239);
+        CHECK(r.wakeups[4] == 2 && r.duration_ns == MS(300.1));
+        sim_result_done(&r);
+}
+
+static void test_closed_loop(void) {
+        SimDrive d = drive_a();
+        ApstTable t = table_a();
+        uint64_t times[] = { 0, MS(100), MS(200) };
+        SimParams p = params_100us;
+        SimResult r;
+
+        current = "closed-loop/open";
+        CHECK(run_static(&d, &t, times, 3, &p, &r) == 0);
+        /* each of io1, io2 finds ps1 and waits 2 ms; io2 at 200 ends 202.1 vs 200.1 */
+        CHECK(r.added_wall_ns == (int64_t) MS(2) && r.stall_ns == MS(4));
+        sim_result_done(&r);
+
+        current = "closed-loop/closed";
+        p.closed_loop = true;
+        CHECK(run_static(&d, &t, times, 3, &p, &r) == 0);
+        /* io1 completes at 102.1 instead of 100.1 (2 ms late), so io2 is issued at 202:
+         * ps0 from 102.1, ps1 from 113.1, io2 waits 2 ms, ends 204.1 vs 200.1: +4 ms. */
+        CHECK(r.added_wall_ns == (int64_t) MS(4) && r.duration_ns == MS(204.1));
+        CHECK(r.added_max_ns == MS(2) && r.stall_ns == MS(4));
+        sim_result_done(&r);
+}
+
+/* A policy that records what it is given and reprograms once: the seam an adaptive policy uses. */
+typedef struct Probe {
+        ApstTable start, later;
+        uint64_t reprogram_at;
+        size_t n;
+        uint64_t when[16];
+        SimBlockStat st[16];
+} Probe;
+
+static int probe_start(void *userdata, ApstTable *ret_table) {
+        Probe *p = userdata;
+        *ret_table = p->start;
+        return 0;
+}
+
+static int probe_sample(void *userdata, uint64_t now_ns, const SimBlockStat *st, ApstTable *ret_table) {
+        Probe *p = userdata;
+        if (p->n < 16) {
+                p->when[p->n] = now_ns;
+                p->st[p->n] = *st;
+        }
+        p->n++;
+        if (now_ns == p->reprogram_at) {
+                *ret_table = p->later;
+                return 1;
+        }
+        return 0;
+}
+
+static void test_counters(void) {
+        SimDrive d = drive_a();
+        Probe probe = { .reprogram_at = UINT64_MAX };
+        SimPolicy pol = { .name = "probe", .sample_period_ns = MS(12), .start = probe_start,
+                          .sample = probe_sample, .userdata = &probe };
+        SimParams p = { .service_ns = MS(5) };
+        TraceIo io[] = {
+                { .t_ns = 0, .bytes = 4096, .op = TRACE_OP_READ },
+                { .t_ns = MS(10), .bytes = 8192, .op = TRACE_OP_WRITE },
+                { .t_ns = MS(20), .bytes = 0, .op = TRACE_OP_FLUSH },
+                { .t_ns = MS(40), .bytes = 512, .op = TRACE_OP_DISCARD },
+        };
+        SimResult r;
+
+        current = "counters";
+        CHECK(sim_run(&d, io, 4, &p, &pol, &r) == 0);
+        /* Served 0..5, 10..15, 20..25, 40..45 (APST off). Samples at 12, 24, 36 (before the 40
+         * arrival) and none at 48 (after the last completion, 45). */
+        CHECK(probe.n == 3);
+        CHECK(probe.when[0] == MS(12) && probe.when[1] == MS(24) && probe.when[2] == MS(36));
+        /* t=12: the read done (8 sectors, 5 ms), the write in flight since 10:
+         * io_ticks 5 + 2 = 7, time_in_queue 5 + 2 = 7 */
+        CHECK(probe.st[0].read_ios == 1 && probe.st[0].read_sectors == 8 && probe.st[0].read_ticks == 5);
+        CHECK(probe.st[0].write_ios == 0 && probe.st[0].in_flight == 1);
+        CHECK(probe.st[0].io_ticks == 7 && probe.st[0].time_in_queue == 7);
+        /* t=24: write done (16 sectors, 5 ms), flush in flight since 20: io_ticks 5 + 5 + 4 = 14 */
+        CHECK(probe.st[1].write_ios == 1 && probe.st[1].write_sectors == 16 && probe.st[1].write_ticks == 5);
+        CHECK(probe.st[1].flush_ios == 0 && probe.st[1].in_flight == 1 && probe.st[1].io_ticks == 14);
+        CHECK(probe.st[1].time_in_queue == 14);
+        /* t=36: all three done: io_ticks 15, time_in_queue 15, flush 1 (5 ms), nothing discarded yet */
+        CHECK(probe.st[2].flush_ios == 1 && probe.st[2].flush_ticks == 5 && probe.st[2].in_flight == 0);
+        CHECK(probe.st[2].io_ticks == 15 && probe.st[2].time_in_queue == 15 && probe.st[2].discard_ios == 0);
+        CHECK(probe.st[2].read_merges == 0 && probe.st[2].write_merges == 0);
+        CHECK(r.n_reprograms == 1);
+        sim_result_done(&r);
+}
+
+static void test_reprogram(void) {
+        SimDrive d = drive_a();
+        Probe probe = { .later = table_a(), .reprogram_at = MS(20) };
+        SimPolicy pol = { .name = "probe", .sample_period_ns = MS(20), .start = probe_start,
+                          .sample = probe_sample, .userdata = &probe };
+        TraceIo io[] = { { .t_ns = 0 }, { .t_ns = MS(100) } };
+        SimResult r;
+
+        current = "reprogram";
+        CHECK(sim_run(&d, io, 2, &params_100us, &pol, &r) == 0);
+        /* APST off until the sample at 20 programs ps0 -> ps1 after 10 ms. The drive rests in
+         * ps0 since 0.1; the Set Features restarts its idle timer: ps1 entry 30..31, rest until
+         * 100, exit 2 ms, served 102..102.1.
+         * P0: 0.1 + 29.9 + 1 + 2 + 0.1 = 33.1 ms x 200 = 6.62 mJ; ps1 69 ms x 10 = 0.69 mJ; 7.31 mJ */
+        CHECK_J(r.energy_j, 7.31);
+        CHECK(r.stall_ns == MS(2));
+        /* samples at 20, 40, 60, 80 and 100 (the arrival at 100 goes first; 100 < 102.1) */
+        CHECK(probe.n == 5);
+        CHECK(r.n_reprograms == 2);
+        CHECK(r.reprograms[0].t_ns == 0 && !r.reprograms[0].table.apste);
+        CHECK(r.reprograms[1].t_ns == MS(20) && apst_table_equal(&r.reprograms[1].table, &probe.later));
+        sim_result_done(&r);
+}
+
+static void test_table_check(void) {
+        SimDrive b = drive_b();
+        ApstTable t;
+
+        current = "table-check";
+        t = table_b();
+        CHECK(sim_table_check(&b, &t) == 0);
+        t.entry[2] = apst_entry_make(1, 5);       /* ps1 -> ps2 -> ps1: a cycle */
+        CHECK(sim_table_check(&b, &t) == -ELOOP);
+        t = table_b();
+        t.entry[1] = apst_entry_make(0, 5);       /* ps0 is operational */
+        CHECK(sim_table_check(&b, &t) == -EINVAL);
+        t = table_b();
+        t.entry[3] = apst_entry_make(2, 5);       /* beyond npss */
+        CHECK(sim_table_check(&b, &t) == -EINVAL);
+        t = table_b();
+        t.entry[0] |= UINT64_C(1) << 40;          /* reserved bit */
+        CHECK(sim_table_check(&b, &t) == -EINVAL);
+        t.apste = false;                           /* APST off: nothing is followed */
+        CHECK(sim_table_check(&b, &t) == 0);
+
+        /* A policy that hands out a bad table makes the run fail, not follow it. */
+        SimPolicy pol;
+        TraceIo io[1] = {};
+        SimResult r;
+        t = table_b();
+        t.entry[2] = apst_entry_make(1, 5);
+        sim_policy_static(&pol, "bad", &t);
+        CHECK(sim_run(&b, io, 1, &params_100us, &pol, &r) == -ELOOP);
+
+        /* Unsorted trace, zero service time */
+        TraceIo un[2] = { { .t_ns = 5 }, { .t_ns = 4 } };
+        t = table_b();
+        sim_policy_static(&pol, "ok", &t);
+        CHECK(sim_run(&b, un, 2, &params_100us, &pol, &r) == -EINVAL);
+        SimParams zero = { .service_ns = 0 };
+        CHECK(sim_run(&b, io, 1, &zero, &pol, &r) == -EINVAL);
+
+        /* Empty trace: nothing spent */
+        current = "empty";
+        CHECK(sim_run(&b, NULL, 0, &params_100us, &pol, &r) == 0);
+        CHECK(r.energy_j == 0 && r.duration_ns == 0 && r.ios == 0 && r.mean_power_w == 0);
+        sim_result_done(&r);
+}
+
+int main(void) {
+        test_one_step_rest();
+        test_one_step_during_entry();
+        test_one_step_at_deadline();
+        test_two_step();
+        test_gap_optimum();
+        test_none_and_kernel();
+        test_closed_loop();
+        test_counters();
+        test_reprogram();
+        test_table_check();
+
+        printf("%u checks, %u failed\n", n_checks, n_failed);
+        return n_failed ? 1 : 0;
+}
