@@ -271,7 +271,8 @@ static int cmd_forbidden(const char *name, const char *kind)
 typedef struct Wait {
         const char *sysname, *action, *prop, *value;
         bool seen;
-        unsigned count; /* matching events: the kernel sends exactly one */
+        unsigned count;     /* matching events: the kernel sends exactly one */
+        unsigned connected; /* change events with NVME_EVENT=connected on sysname, whatever awaited */
 } Wait;
 
 static int on_uevent(sd_device_monitor *m, sd_device *d, void *userdata)
@@ -288,6 +289,10 @@ static int on_uevent(sd_device_monitor *m, sd_device *d, void *userdata)
                 if (a >= 0 && (size_t) a < sizeof(names) / sizeof(names[0]))
                         snprintf(astr, sizeof(astr), "%s", names[a]);
         }
+        if (sysname && !strcmp(sysname, w->sysname) && !strcmp(astr, "change") &&
+            sd_device_get_property_value(d, "NVME_EVENT", &value) >= 0 && !strcmp(value, "connected"))
+                w->connected++;
+        value = NULL;
         if (w->prop)
                 (void) sd_device_get_property_value(d, w->prop, &value);
         printf("uevent: %s %s %s=%s\n", astr, sysname ? sysname : "?", w->prop ? w->prop : "-", value ? value : "-");
@@ -308,7 +313,7 @@ static bool ctl_and_wait(sd_event *e, const char *ctl_args, Wait *w)
         int r;
 
         w->seen = false;
-        w->count = 0;
+        w->count = w->connected = 0;
         snprintf(cmd, sizeof(cmd), "\"$FAKE_NVME_CTL_PROG\" %s", ctl_args);
         r = system(cmd);
         CHECK(r == 0, "fake-nvme-ctl %s", ctl_args);
@@ -401,7 +406,7 @@ static int cmd_add_remove(const char *name)
         _cleanup_(sd_event_unrefp) sd_event *e = new_event();
         _cleanup_(sd_device_monitor_unrefp) sd_device_monitor *mon = new_monitor(e, &w);
         struct nvme_id_ctrl id;
-        char args[128], path[64];
+        char args[128], path[128];
         int before = count_nvme(), fd, r;
 
         CHECK(mon != NULL, "monitor");
@@ -409,6 +414,11 @@ static int cmd_add_remove(const char *name)
                 return 1;
         snprintf(args, sizeof(args), "add %s,model=hotplugged", name);
         ctl_and_wait(e, args, &w);
+        /* the kernel announces a new controller in state "new", then a change with NVME_EVENT=connected
+         * once it is live: a daemon must wait for that before sending admin commands */
+        CHECK(w.connected == 1, "%s: change NVME_EVENT=connected after the add (%u)", name, w.connected);
+        snprintf(path, sizeof(path), "/sys/class/nvme/%s/state", name);
+        CHECK(!strcmp(read_text(path) ? read_text(path) : "", "live\n"), "%s: state live", name);
         CHECK(count_nvme() == before + 1, "enumerator: %d -> %d controllers", before, count_nvme());
         fd = open_ctrl(name);
         CHECK(fd >= 0, "%s: open new node", name);
