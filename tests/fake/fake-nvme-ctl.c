@@ -51,7 +51,8 @@ int main(int argc, char **argv)
                         "  add nvmeN[,opts as --ctrl] remove nvmeN\n"
                         "  fault nvmeN WHAT=RESULT[:WHEN]   clear nvmeN\n"
                         "  set-attr nvmeN ATTR VALUE   stat nvmeN DISK \"11|15|17 numbers\"\n"
-                        "  table nvmeN   report nvmeN   uevent nvmeN ACTION [KEY=VALUE...]\n");
+                        "  table nvmeN   report nvmeN   uevent nvmeN ACTION [KEY=VALUE...]\n"
+                        "  wait nvmeN admin|identify|get-apst|set-apst|errors|violations N [TIMEOUT_MS]\n");
                 return 2;
         }
         if (!path || !*path) {

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,6 +81,7 @@ struct Harness {
         GPtrArray *ctrls;      /* Ctrl* */
         GPtrArray *violations; /* char* */
         GPtrArray *handlers;   /* FakeNvme* */
+        GPtrArray *waiters;    /* Waiter*: "wait" requests not answered yet */
         GMainLoop *loop;
         GSocketService *ctl;
         char *ctl_path;
@@ -518,9 +520,10 @@ static Ctrl *ctrl_parse(Harness *h, const char *spec, GError **error)
 
         c->h = h;
         if (!g_str_has_prefix(parts[0], "nvme") || !g_ascii_isdigit(parts[0][4]) ||
-            (c->index = (unsigned) strtoul(parts[0] + 4, &end, 10), *end) || c->index > 255) {
-                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "controller name '%s' is not nvmeN",
-                            parts[0]);
+            (c->index = (unsigned) strtoul(parts[0] + 4, &end, 10), *end) || c->index > 27) {
+                /* N <= 27: the PCI parent is 0000:00:<4+N>.0 and a PCI device number has 5 bits */
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "controller name '%s' is not nvmeN with N in 0..27", parts[0]);
                 return NULL;
         }
         c->name = g_strdup(parts[0]);
@@ -851,7 +854,7 @@ static bool ctl_execute(Harness *h, char **argv, GString *out, GError **error)
 
         if (argc < 2)
                 FAIL("usage: COMMAND NAME [ARGS]; commands: reset add remove fault clear set-attr stat table "
-                     "report uevent");
+                     "report uevent wait");
         if (strcmp(argv[0], "add")) {
                 c = ctrl_find(h, argv[1]);
                 if (!c || (c->removed && strcmp(argv[0], "table") && strcmp(argv[0], "report")))
@@ -982,17 +985,126 @@ static bool ctl_execute(Harness *h, char **argv, GString *out, GError **error)
 #undef FAIL
 }
 
+static void ctl_reply(Harness *h, GSocketConnection *conn, const char *what, bool ok, const char *text)
+{
+        GOutputStream *o = g_io_stream_get_output_stream(G_IO_STREAM(conn));
+        g_autoptr(GString) reply = g_string_new(ok ? "ok\n" : "error: ");
+        g_autoptr(GError) err = NULL;
+
+        g_string_append(reply, text);
+        if (h->verbose)
+                fprintf(stderr, "fake: ctl %s -> %s", what, reply->str);
+        if (!g_output_stream_write_all(o, reply->str, reply->len, NULL, NULL, &err))
+                g_warning("control reply: %s", err->message);
+        (void) g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
+}
+
+/* "wait nvmeN COUNTER N [TIMEOUT_MS]": answered once the counter reaches N, so a test script can
+ * wait for the daemon to act without sleeping. Checked every 10 ms from the main loop. */
+typedef struct Waiter {
+        GSocketConnection *conn;
+        Ctrl *ctrl;
+        char *counter;
+        unsigned target;
+        gint64 deadline;
+} Waiter;
+
+static void waiter_free(Waiter *w)
+{
+        g_object_unref(w->conn);
+        g_free(w->counter);
+        g_free(w);
+}
+
+static const char *const wait_counters[] = { "admin", "identify", "get-apst", "set-apst", "errors", "violations",
+                                             NULL };
+
+static unsigned counter_locked(const Ctrl *c, const char *name)
+{
+        const FakeCtrl *m = &c->model;
+
+        if (!strcmp(name, "admin"))
+                return m->n_admin;
+        if (!strcmp(name, "identify"))
+                return m->n_identify;
+        if (!strcmp(name, "get-apst"))
+                return m->n_get_apst;
+        if (!strcmp(name, "set-apst"))
+                return m->n_set_apst;
+        if (!strcmp(name, "errors"))
+                return m->n_errors;
+        return m->n_violations;
+}
+
+static gboolean on_wait_tick(gpointer userdata)
+{
+        Harness *h = userdata;
+        gint64 now = g_get_monotonic_time();
+
+        for (guint i = 0; i < h->waiters->len;) {
+                Waiter *w = h->waiters->pdata[i];
+                unsigned v;
+
+                g_mutex_lock(&h->lock);
+                v = counter_locked(w->ctrl, w->counter);
+                g_mutex_unlock(&h->lock);
+                if (v >= w->target || now >= w->deadline) {
+                        g_autofree char *text = g_strdup_printf("%s %s=%u%s\n", w->ctrl->name, w->counter, v,
+                                                                v >= w->target ? "" : " (timed out)");
+                        ctl_reply(h, w->conn, "wait", v >= w->target, text);
+                        g_ptr_array_remove_index(h->waiters, i); /* frees w */
+                } else
+                        i++;
+        }
+        return G_SOURCE_CONTINUE;
+}
+
+static bool ctl_wait(Harness *h, GSocketConnection *conn, char **argv, GError **error)
+{
+        guint argc = g_strv_length(argv);
+        unsigned long target, timeout_ms = 10000;
+        Waiter *w;
+        Ctrl *c;
+        char *end;
+
+        if (argc < 4 || argc > 5 || !g_strv_contains(wait_counters, argv[2])) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "usage: wait nvmeN admin|identify|get-apst|set-apst|errors|violations N [TIMEOUT_MS]");
+                return false;
+        }
+        c = ctrl_find(h, argv[1]);
+        if (!c) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "no controller %s", argv[1]);
+                return false;
+        }
+        target = strtoul(argv[3], &end, 10);
+        if (!g_ascii_isdigit(argv[3][0]) || *end || target > UINT32_MAX ||
+            (argc == 5 && (!g_ascii_isdigit(argv[4][0]) || (timeout_ms = strtoul(argv[4], &end, 10), *end) ||
+                           timeout_ms > 3600000))) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "wait: bad number");
+                return false;
+        }
+        w = g_new0(Waiter, 1);
+        w->conn = g_object_ref(conn);
+        w->ctrl = c;
+        w->counter = g_strdup(argv[2]);
+        w->target = (unsigned) target;
+        w->deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+        g_ptr_array_add(h->waiters, w);
+        on_wait_tick(h); /* answer at once if already there */
+        return true;
+}
+
 /* One request per connection: NUL-separated arguments until EOF; the reply is "ok\n" or
  * "error: MESSAGE\n", then the command's output. Sent only after the command is done. */
 static gboolean on_ctl_incoming(GSocketService *service, GSocketConnection *conn, GObject *source, gpointer userdata)
 {
         Harness *h = userdata;
         GInputStream *in = g_io_stream_get_input_stream(G_IO_STREAM(conn));
-        GOutputStream *o = g_io_stream_get_output_stream(G_IO_STREAM(conn));
         g_autoptr(GByteArray) req = g_byte_array_new();
         g_autoptr(GPtrArray) args = g_ptr_array_new();
         g_autoptr(GError) err = NULL;
-        g_autoptr(GString) out = g_string_new(NULL), reply = NULL;
+        g_autoptr(GString) out = g_string_new(NULL);
         guint8 buf[4096];
         gssize n;
 
@@ -1012,17 +1124,20 @@ static gboolean on_ctl_incoming(GSocketService *service, GSocketConnection *conn
                 g_ptr_array_add(args, req->data + off);
         g_ptr_array_add(args, NULL);
 
+        if (args->len > 1 && !strcmp(args->pdata[0], "wait")) {
+                /* answered later, by on_wait_tick() */
+                if (!ctl_wait(h, conn, (char **) args->pdata, &err)) {
+                        g_autofree char *text = g_strconcat(err->message, "\n", NULL);
+                        ctl_reply(h, conn, "wait", false, text);
+                }
+                return TRUE;
+        }
         if (ctl_execute(h, (char **) args->pdata, out, &err))
-                reply = g_string_new("ok\n");
-        else
-                reply = g_string_new(NULL), g_string_printf(reply, "error: %s\n", err->message);
-        g_string_append(reply, out->str);
-        if (h->verbose)
-                fprintf(stderr, "fake: ctl %s -> %s", args->len > 1 ? (char *) args->pdata[0] : "?", reply->str);
-        g_clear_error(&err);
-        if (!g_output_stream_write_all(o, reply->str, reply->len, NULL, NULL, &err))
-                g_warning("control reply: %s", err->message);
-        (void) g_io_stream_close(G_IO_STREAM(conn), NULL, NULL);
+                ctl_reply(h, conn, args->len > 1 ? args->pdata[0] : "?", true, out->str);
+        else {
+                g_autofree char *text = g_strconcat(err->message, "\n", out->str, NULL);
+                ctl_reply(h, conn, args->len > 1 ? args->pdata[0] : "?", false, text);
+        }
         return TRUE;
 }
 
@@ -1036,6 +1151,13 @@ static void on_child_exit(GPid pid, gint status, gpointer userdata)
         h->child_done = true;
         g_spawn_close_pid(pid);
         g_main_loop_quit(h->loop);
+}
+
+static void child_setup(gpointer userdata)
+{
+        /* if the harness dies (umockdev's uevent sender aborts it when a listener's queue is full),
+         * COMMAND must not outlive it holding meson's output pipe until the timeout */
+        (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
 
 static gboolean on_term(gpointer userdata)
@@ -1205,28 +1327,31 @@ int main(int argc, char **argv)
         }
 
         h.tb = umockdev_testbed_new();
-        /* add_device() checks parents through the redirected /sys, so the harness itself must run under
-         * the preload; in_mock_environment() caches its answer: ask only after Testbed.new() */
-        if (!umockdev_in_mock_environment()) {
-                fprintf(stderr, "fake: run me under umockdev-wrapper\n");
-                g_object_unref(h.tb);
-                return EXIT_SETUP;
-        }
         h.sys = umockdev_testbed_get_sys_dir(h.tb);
         g_mutex_init(&h.lock);
         h.ctrls = g_ptr_array_new_with_free_func((GDestroyNotify) ctrl_free);
         h.violations = g_ptr_array_new_with_free_func(g_free);
         h.handlers = g_ptr_array_new_with_free_func(g_object_unref);
+        h.waiters = g_ptr_array_new_with_free_func((GDestroyNotify) waiter_free);
+        /* add_device() checks parents through the redirected /sys, so the harness itself must run under
+         * the preload; in_mock_environment() caches its answer: ask only after Testbed.new() */
+        if (!umockdev_in_mock_environment()) {
+                fprintf(stderr, "fake: run me under umockdev-wrapper\n");
+                rc = EXIT_SETUP;
+                goto out;
+        }
         if (h.state_dir) {
                 if (g_mkdir_with_parents(h.state_dir, 0755) < 0) {
                         fprintf(stderr, "fake: %s: %m\n", h.state_dir);
-                        return EXIT_SETUP;
+                        rc = EXIT_SETUP;
+                        goto out;
                 }
         } else {
                 h.state_dir = g_dir_make_tmp("fake-nvme-XXXXXX", &err);
                 if (!h.state_dir) {
                         fprintf(stderr, "fake: %s\n", err->message);
-                        return EXIT_SETUP;
+                        rc = EXIT_SETUP;
+                        goto out;
                 }
                 h.state_dir_is_temp = true;
         }
@@ -1236,16 +1361,20 @@ int main(int argc, char **argv)
                 Ctrl *c = ctrl_parse(&h, ctrl_specs->pdata[i], &err);
                 if (!c) {
                         fprintf(stderr, "fake: --ctrl %s: %s\n", (char *) ctrl_specs->pdata[i], err->message);
-                        return EXIT_USAGE;
+                        rc = EXIT_USAGE;
+                        goto out;
                 }
                 if (ctrl_find(&h, c->name)) {
                         fprintf(stderr, "fake: --ctrl %s given twice\n", c->name);
-                        return EXIT_USAGE;
+                        ctrl_free(c);
+                        rc = EXIT_USAGE;
+                        goto out;
                 }
                 g_ptr_array_add(h.ctrls, c);
                 if (!ctrl_add(&h, c, &err)) {
                         fprintf(stderr, "fake: %s: %s\n", c->name, err->message);
-                        return EXIT_SETUP;
+                        rc = EXIT_SETUP;
+                        goto out;
                 }
         }
         for (guint i = 0; i < faults->len; i++) {
@@ -1255,7 +1384,8 @@ int main(int argc, char **argv)
                 FakeFault f;
                 if (!c || fake_fault_parse(colon + 1, &f) < 0 || fake_ctrl_add_fault(&c->model, &f) < 0) {
                         fprintf(stderr, "fake: --fault %s: expected nvmeN:WHAT=RESULT[:WHEN] for a --ctrl\n", spec);
-                        return EXIT_USAGE;
+                        rc = EXIT_USAGE;
+                        goto out;
                 }
         }
         if (board) {
@@ -1291,7 +1421,8 @@ int main(int argc, char **argv)
                 if (!g_socket_listener_add_address(G_SOCKET_LISTENER(h.ctl), addr, G_SOCKET_TYPE_STREAM,
                                                    G_SOCKET_PROTOCOL_DEFAULT, NULL, NULL, &err)) {
                         fprintf(stderr, "fake: control socket %s: %s\n", h.ctl_path, err->message);
-                        return EXIT_SETUP;
+                        rc = EXIT_SETUP;
+                        goto out;
                 }
                 g_signal_connect(h.ctl, "incoming", G_CALLBACK(on_ctl_incoming), &h);
                 g_socket_service_start(h.ctl);
@@ -1311,14 +1442,16 @@ int main(int argc, char **argv)
         h.loop = g_main_loop_new(NULL, FALSE);
         if (!g_spawn_async(NULL, argv + optind, env,
                            G_SPAWN_SEARCH_PATH_FROM_ENVP | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_CHILD_INHERITS_STDIN,
-                           NULL, NULL, &h.child, &err)) {
+                           child_setup, NULL, &h.child, &err)) {
                 fprintf(stderr, "fake: cannot run %s: %s\n", argv[optind], err->message);
                 rc = EXIT_SETUP;
                 goto out;
         }
         g_child_watch_add(h.child, on_child_exit, &h);
+        guint wait_tick = g_timeout_add(10, on_wait_tick, &h);
         guint sig_term = g_unix_signal_add(SIGTERM, on_term, &h), sig_int = g_unix_signal_add(SIGINT, on_term, &h);
         g_main_loop_run(h.loop);
+        g_source_remove(wait_tick);
         g_source_remove(sig_term);
         g_source_remove(sig_int);
 
@@ -1349,12 +1482,19 @@ int main(int argc, char **argv)
         fflush(stdout);
 
 out:
+        while (h.waiters->len > 0) { /* COMMAND is gone; a grandchild may still wait */
+                Waiter *w = h.waiters->pdata[0];
+                ctl_reply(&h, w->conn, "wait", false, "harness exiting\n");
+                g_ptr_array_remove_index(h.waiters, 0);
+        }
+        g_ptr_array_free(h.waiters, TRUE);
         if (h.ctl) {
                 g_socket_service_stop(h.ctl);
                 g_socket_listener_close(G_SOCKET_LISTENER(h.ctl));
                 g_object_unref(h.ctl);
         }
-        (void) unlink(h.ctl_path);
+        if (h.ctl_path)
+                (void) unlink(h.ctl_path);
         for (guint i = 0; i < h.ctrls->len; i++) {
                 Ctrl *c = h.ctrls->pdata[i];
                 g_autofree char *devnode = g_strdup_printf("/dev/%s", c->name);
@@ -1366,7 +1506,7 @@ out:
         g_ptr_array_free(h.violations, TRUE);
         g_clear_pointer(&h.loop, g_main_loop_unref);
         g_object_unref(h.tb);
-        if (h.state_dir_is_temp)
+        if (h.state_dir && h.state_dir_is_temp)
                 (void) rm_rf(h.state_dir);
         g_free(h.state_dir);
         g_free(h.ctl_path);

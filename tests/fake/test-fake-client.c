@@ -10,6 +10,7 @@
  *                                              nodata (0x0C with no table), log (Get Log Page)
  *   test-fake-client reset NAME                sd-device monitor sees the reset uevent; table restored
  *   test-fake-client add-remove NAME           add and remove uevents; ioctls on the old fd get ENODEV
+ *   test-fake-client stall NAME N              never read the monitor while N uevents are sent
  *
  * Uses only libnvme's generic nvme_{identify,set_features,get_features}() (libnvme 1.3's typed APST
  * helpers are broken, FACTS §3), open() on /dev and sd_device_enumerator_allow_uninitialized(), as
@@ -270,7 +271,8 @@ static int cmd_forbidden(const char *name, const char *kind)
 typedef struct Wait {
         const char *sysname, *action, *prop, *value;
         bool seen;
-        unsigned count; /* matching events: the kernel sends exactly one */
+        unsigned count;     /* matching events: the kernel sends exactly one */
+        unsigned connected; /* change events with NVME_EVENT=connected on sysname, whatever awaited */
 } Wait;
 
 static int on_uevent(sd_device_monitor *m, sd_device *d, void *userdata)
@@ -287,6 +289,10 @@ static int on_uevent(sd_device_monitor *m, sd_device *d, void *userdata)
                 if (a >= 0 && (size_t) a < sizeof(names) / sizeof(names[0]))
                         snprintf(astr, sizeof(astr), "%s", names[a]);
         }
+        if (sysname && !strcmp(sysname, w->sysname) && !strcmp(astr, "change") &&
+            sd_device_get_property_value(d, "NVME_EVENT", &value) >= 0 && !strcmp(value, "connected"))
+                w->connected++;
+        value = NULL;
         if (w->prop)
                 (void) sd_device_get_property_value(d, w->prop, &value);
         printf("uevent: %s %s %s=%s\n", astr, sysname ? sysname : "?", w->prop ? w->prop : "-", value ? value : "-");
@@ -307,7 +313,7 @@ static bool ctl_and_wait(sd_event *e, const char *ctl_args, Wait *w)
         int r;
 
         w->seen = false;
-        w->count = 0;
+        w->count = w->connected = 0;
         snprintf(cmd, sizeof(cmd), "\"$FAKE_NVME_CTL_PROG\" %s", ctl_args);
         r = system(cmd);
         CHECK(r == 0, "fake-nvme-ctl %s", ctl_args);
@@ -400,7 +406,7 @@ static int cmd_add_remove(const char *name)
         _cleanup_(sd_event_unrefp) sd_event *e = new_event();
         _cleanup_(sd_device_monitor_unrefp) sd_device_monitor *mon = new_monitor(e, &w);
         struct nvme_id_ctrl id;
-        char args[128], path[64];
+        char args[128], path[128];
         int before = count_nvme(), fd, r;
 
         CHECK(mon != NULL, "monitor");
@@ -408,6 +414,11 @@ static int cmd_add_remove(const char *name)
                 return 1;
         snprintf(args, sizeof(args), "add %s,model=hotplugged", name);
         ctl_and_wait(e, args, &w);
+        /* the kernel announces a new controller in state "new", then a change with NVME_EVENT=connected
+         * once it is live: a daemon must wait for that before sending admin commands */
+        CHECK(w.connected == 1, "%s: change NVME_EVENT=connected after the add (%u)", name, w.connected);
+        snprintf(path, sizeof(path), "/sys/class/nvme/%s/state", name);
+        CHECK(!strcmp(read_text(path) ? read_text(path) : "", "live\n"), "%s: state live", name);
         CHECK(count_nvme() == before + 1, "enumerator: %d -> %d controllers", before, count_nvme());
         fd = open_ctrl(name);
         CHECK(fd >= 0, "%s: open new node", name);
@@ -429,6 +440,25 @@ static int cmd_add_remove(const char *name)
         return 0;
 }
 
+/* A daemon bug on purpose: a monitor that is never read while uevents keep coming. */
+static int cmd_stall(const char *name, int n)
+{
+        Wait w = { .sysname = name, .action = "change" };
+        _cleanup_(sd_event_unrefp) sd_event *e = new_event();
+        _cleanup_(sd_device_monitor_unrefp) sd_device_monitor *mon = new_monitor(e, &w);
+        char cmd[256];
+        int r = 0;
+
+        if (!mon)
+                return 1;
+        snprintf(cmd, sizeof(cmd), "\"$FAKE_NVME_CTL_PROG\" uevent %s change", name);
+        for (int i = 0; i < n && r == 0; i++) {
+                r = system(cmd);
+                printf("uevent %d sent: %d\n", i + 1, r);
+        }
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         int r = 2;
@@ -444,6 +474,8 @@ int main(int argc, char **argv)
                 r = cmd_forbidden(argv[2], argv[3]);
         else if (argc == 3 && !strcmp(argv[1], "reset"))
                 r = cmd_reset(argv[2]);
+        else if (argc == 4 && !strcmp(argv[1], "stall"))
+                r = cmd_stall(argv[2], atoi(argv[3]));
         else if (argc == 3 && !strcmp(argv[1], "add-remove"))
                 r = cmd_add_remove(argv[2]);
         else
