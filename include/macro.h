@@ -62,5 +62,6 @@ static inline const char *strempty(const char *s) {
 }
 
 static inline int negative_errno(void) {
-        return errno > 0 ? -errno : -EIO;
+        int e = errno; /* read once: a compiler or analyser may not assume errno is stable */
+        return e > 0 ? -e : -EIO;
 }

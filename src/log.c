@@ -138,9 +138,9 @@ oom:
         return -ENOMEM;
 }
 
-static int log_dispatch(int level, int error, const char *file, int line, const char *func,
-                        const char *message_id, const LogField *fields, size_t n,
-                        const char *format, va_list ap) {
+_printf_(9, 0) static int log_dispatch(int level, int error, const char *file, int line, const char *func,
+                                       const char *message_id, const LogField *fields, size_t n,
+                                       const char *format, va_list ap) {
         char message[2048];
         int saved = errno;
 
