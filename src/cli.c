@@ -47,8 +47,10 @@ void json_string(FILE *f, const char *s) {
         for (const unsigned char *p = (const unsigned char *) s; p && *p; p++) {
                 if (*p == '"' || *p == '\\')
                         fprintf(f, "\\%c", *p);
-                else if (*p < 0x20 || *p >= 0x7f)
+                else if (*p < 0x20 || *p == 0x7f)
                         fprintf(f, "\\u%04x", *p);
+                /* bytes >= 0x80 are passed through: JSON text is UTF-8, and only our own
+                 * messages ("–", "→") contain any; strings from drives are sanitised to ASCII */
                 else
                         fputc(*p, f);
         }

@@ -106,6 +106,8 @@ elif scenario == "plan-live":
     check(len(c) == 2 and c[0]["name"] == "nvme0" and c[1]["name"] == "nvme1", "both live controllers listed")
     check([int(x, 16) for x in c[0]["table"]] == SAMSUNG_KERNEL, "nvme0's planned table is the kernel's")
     check(c[0]["pci"] == "144d:a808", "PCI ids read from sysfs")
+    check(c[0]["description"] == "ps0\u2013ps3 \u2192 ps4 after 100 ms; worst wake 10.0 ms",
+          "the description survives JSON as UTF-8 text")
     check(c[1]["model"].startswith("WDC WDS500G2B0C"), "nvme1's model from Identify")
     check("no-deepest-ps" in c[1]["quirks"], "SN550 (15b7:5009) gets the kernel's NO_DEEPEST_PS quirk")
     for n in ("nvme0", "nvme1"):
