@@ -143,6 +143,9 @@ void cpufreq_select_cpus(const CpuConfig *cfg, const CpuSet *online, const CpuSe
  */
 int cpufreq_resolve_freq(const FreqSpec *spec, uint32_t hw_min, uint32_t hw_max, uint32_t *ret);
 
+/* Same policy (cpu, cpus) and same values; padding and bytes after the strings' NUL do not count. */
+bool cpufreq_settings_equal(const CpufreqSettings *a, const CpufreqSettings *b);
+
 /* The settings of @state as found (what goes into the record). */
 void cpufreq_settings_from_state(const CpufreqPolicyState *state, CpufreqSettings *ret);
 
@@ -162,6 +165,10 @@ void cpufreq_settings_from_state(const CpufreqPolicyState *state, CpufreqSetting
  */
 int cpufreq_plan_policy(const CpuConfig *cfg, const CpufreqPolicyState *state, const CpufreqSettings *saved,
                         CpufreqSettings *ret, char *error, size_t error_size);
+
+/* Bit (1u << CpufreqAttr) for each attribute @cfg sets on @state's policy (epp only where it exists). */
+#define CPUFREQ_ATTRS_ALL ((1u << _CPUFREQ_ATTR_MAX) - 1)
+unsigned cpufreq_config_attrs(const CpuConfig *cfg, const CpufreqPolicyState *state);
 
 /* Whether writing @a matters: @want has a value for it that @cur does not. */
 bool cpufreq_attr_differs(const CpufreqSettings *cur, const CpufreqSettings *want, CpufreqAttr a);

@@ -143,6 +143,12 @@ int cpufreq_resolve_freq(const FreqSpec *spec, uint32_t hw_min, uint32_t hw_max,
         return 1;
 }
 
+bool cpufreq_settings_equal(const CpufreqSettings *a, const CpufreqSettings *b) {
+        return a->cpu == b->cpu && memcmp(&a->cpus, &b->cpus, sizeof a->cpus) == 0 &&
+               strcmp(a->governor, b->governor) == 0 && a->min_khz == b->min_khz && a->max_khz == b->max_khz &&
+               strcmp(a->epp, b->epp) == 0;
+}
+
 void cpufreq_settings_from_state(const CpufreqPolicyState *state, CpufreqSettings *ret) {
         CpufreqSettings s = {
                 .cpu = state->cpu,
@@ -151,12 +157,11 @@ void cpufreq_settings_from_state(const CpufreqPolicyState *state, CpufreqSetting
                 .max_khz = state->max_khz,
         };
 
-        memcpy(s.governor, state->governor, sizeof s.governor);
-        s.governor[sizeof s.governor - 1] = '\0';
-        if (state->has_epp) {
-                memcpy(s.epp, state->epp, sizeof s.epp);
-                s.epp[sizeof s.epp - 1] = '\0';
-        }
+        /* strnlen + memcpy: only the string, so settings compare and print the same however the
+         * state's buffers were filled. */
+        memcpy(s.governor, state->governor, strnlen(state->governor, sizeof s.governor - 1));
+        if (state->has_epp)
+                memcpy(s.epp, state->epp, strnlen(state->epp, sizeof s.epp - 1));
         *ret = s;
 }
 
@@ -263,6 +268,20 @@ int cpufreq_plan_policy(const CpuConfig *cfg, const CpufreqPolicyState *state, c
 
         *ret = want;
         return 0;
+}
+
+unsigned cpufreq_config_attrs(const CpuConfig *cfg, const CpufreqPolicyState *state) {
+        unsigned m = 0;
+
+        if (cfg->governor)
+                m |= 1u << CPUFREQ_ATTR_GOVERNOR;
+        if (cfg->min_freq.kind != FREQ_UNSET)
+                m |= 1u << CPUFREQ_ATTR_MIN;
+        if (cfg->max_freq.kind != FREQ_UNSET)
+                m |= 1u << CPUFREQ_ATTR_MAX;
+        if (cfg->epp && state->has_epp)
+                m |= 1u << CPUFREQ_ATTR_EPP;
+        return m;
 }
 
 bool cpufreq_attr_differs(const CpufreqSettings *cur, const CpufreqSettings *want, CpufreqAttr a) {
