@@ -42,8 +42,8 @@ typedef struct CpuPin CpuPin;
  * cpupin_new() - create the pinning state
  * @ops: backend; must outlive the object (&cpufreq_sysfs_ops for the daemon)
  * @runtime_dir: where the record lives; NULL = the first entry of
- *      $RUNTIME_DIRECTORY, else CPUPIN_RUNTIME_DIR_DEFAULT. Created (0755) when
- *      missing at the time of the first record write.
+ *      $RUNTIME_DIRECTORY, else CPUPIN_RUNTIME_DIR_DEFAULT. Created (0700, as the
+ *      unit's RuntimeDirectoryMode=) when missing at the first record write.
  *
  * Nothing is read or written here. Return: 0 or -ENOMEM.
  */

@@ -152,7 +152,7 @@ static int record_store(CpuPin *p, const CpufreqSettings *v, size_t n) {
         if (r < 0)
                 return r;
 
-        if (mkdir(p->runtime_dir, 0755) < 0 && errno != EEXIST)
+        if (mkdir(p->runtime_dir, 0700) < 0 && errno != EEXIST)
                 return -errno;
 
         fd = open(p->record_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

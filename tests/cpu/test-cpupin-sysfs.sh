@@ -187,6 +187,17 @@ check "all policies back as found" all_pristine
 check "record removed" [ ! -e "$RUN/cpufreq-saved" ]
 check "released with the reason" grep -q 'CPUFREQ_REASON=reload' "$T/err"
 
+# --- max_freq as a percentage of the hardware range (scaling_max_freq written)
+begin max-percent
+C=$(conf half pin=always max_freq=50%)
+check "pin max_freq=50%" run "apply:$C"
+check "policy0 max 2200000" [ "$(val 0 scaling_max_freq)" = 2200000 ]
+check "policy3 max 1800000" [ "$(val 3 scaling_max_freq)" = 1800000 ]
+check "policy0 governor as found" [ "$(val 0 scaling_governor)" = powersave ]
+check "policy0 min as found" [ "$(val 0 scaling_min_freq)" = 800000 ]
+check "restore" run recover
+check "all policies back as found" all_pristine
+
 # --- cpus = LIST, one CPU of a shared policy
 begin list
 C=$(conf one "${PERF[@]}" cpus=1)
