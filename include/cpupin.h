@@ -94,7 +94,7 @@ int cpupin_release(CpuPin *p, const char *reason);
  * @busy: any watched drive had I/O since the last call
  * @now_usec: CLOCK_MONOTONIC
  * @ret_deadline_usec: when to call again at the latest, even without news
- *      (the release time), or UINT64_MAX; may be NULL
+ *      (the release time), or UINT64_MAX; may be NULL; set on success only
  *
  * Does nothing unless the last cpupin_apply() had CPU_PIN_BUSY. busy pins at
  * once; release happens on the first call at least release_after_ms after the

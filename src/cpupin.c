@@ -767,8 +767,9 @@ int cpupin_busy_hook(CpuPin *p, bool busy, uint64_t now_usec, uint64_t *ret_dead
         if (busy) {
                 p->last_busy_usec = now_usec;
                 if (!p->busy_active) {
-                        p->busy_active = true;
                         r = pin(p, &p->cfg, "I/O on a watched drive");
+                        /* Could not even record: try again on the next busy report. */
+                        p->busy_active = r >= 0;
                 }
                 deadline = now_usec + hold;
         } else if (p->busy_active) {
@@ -781,9 +782,11 @@ int cpupin_busy_hook(CpuPin *p, bool busy, uint64_t now_usec, uint64_t *ret_dead
                         deadline = p->last_busy_usec + hold;
         }
 
+        if (r < 0)
+                return r;
         if (ret_deadline_usec)
                 *ret_deadline_usec = deadline;
-        return r;
+        return 0;
 }
 
 /* --- plan ------------------------------------------------------------------------------------- */

@@ -577,6 +577,22 @@ static void test_record_unwritable(void) {
         assert(cpupin_apply(p, &perf, NULL, "start") < 0);
         (void) capture_end();
         assert(f.n_writes == 0 && fake_all_original(&f) && !cpupin_is_pinned(p));
+
+        /* busy mode: a failed pin is tried again on the next busy report */
+        CpuConfig busy = perf;
+        uint64_t deadline = 42;
+        unsigned reads;
+
+        busy.pin = CPU_PIN_BUSY;
+        assert(cpupin_apply(p, &busy, NULL, "reload") == 0);
+        capture_begin();
+        reads = f.n_reads;
+        assert(cpupin_busy_hook(p, true, 1000, &deadline) < 0 && deadline == 42);
+        assert(f.n_reads > reads);
+        reads = f.n_reads;
+        assert(cpupin_busy_hook(p, true, 2000, &deadline) < 0 && f.n_reads > reads);
+        (void) capture_end();
+        assert(f.n_writes == 0 && fake_all_original(&f) && !cpupin_is_pinned(p));
         assert(unlink(dir) == 0);
 }
 
