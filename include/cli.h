@@ -25,6 +25,7 @@ void json_string(FILE *f, const char *s);
 /* Where the daemon and apply look for sysfs and device nodes (overridable for tests). */
 extern const char *arg_sysfs_root;
 extern const char *arg_dev_dir;
+extern const char *arg_proc_root;
 
 int verb_plan(int argc, char *argv[]);
 int verb_apply(int argc, char *argv[]);

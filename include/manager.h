@@ -21,6 +21,8 @@
 
 #include "apply.h"
 #include "config.h"
+#include "cpupin.h"
+#include "cpuset.h"
 #include "ctrl.h"
 #include "device.h"
 #include "sysfs.h"
@@ -29,6 +31,10 @@
  * a Get Features is only sent to a controller that did I/O since the last look
  * (it was awake anyway). 30 s keeps the idle daemon far below 0.2 wake-ups/s. */
 #define MANAGER_VERIFY_INTERVAL_USEC (30ULL * 1000000ULL)
+
+/* With `pin = busy`: how often the I/O counters are sampled to tell busy from idle.
+ * Only armed in that mode, which the user chose knowing it costs one wake-up per period. */
+#define MANAGER_IOWATCH_INTERVAL_USEC (1ULL * 1000000ULL)
 
 /* A controller that is not `live` (resetting, connecting) is looked at again after this. */
 #define MANAGER_NOT_LIVE_RETRY_USEC (2ULL * 1000000ULL)
@@ -66,6 +72,11 @@ struct Manager {
         uint64_t verify_interval_usec;  /* MANAGER_VERIFY_INTERVAL_USEC unless a test shortens it */
         Controller **ctrls;
         size_t n_ctrls;
+        CpuPin *cpupin;
+        CpuSet irq_cpus;           /* CPUs servicing the controllers' interrupts (cpus = nvme-irq) */
+        sd_event_source *iowatch_timer;  /* pin = busy only */
+        uint64_t iowatch_total;
+        bool iowatch_known;
 };
 
 int manager_new(const char *config_path, Manager **ret);

@@ -10,6 +10,7 @@
 
 const char *arg_sysfs_root = "/sys";
 const char *arg_dev_dir = "/dev";
+const char *arg_proc_root = "/proc";
 
 const char *cli_default_config_path(char *buf, size_t n) {
         const char *d = getenv("CONFIGURATION_DIRECTORY");

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "config-build.h"
+#include "cpupin.h"
 #include "ctrl.h"
 #include "device.h"
 #include "log.h"
@@ -178,6 +179,45 @@ static void print_json_entry(const PlanEntry *e) {
         printf("]}");
 }
 
+
+static const char *pin_mode_name(CpuPinMode p) {
+        switch (p) {
+        case CPU_PIN_OFF:
+                return "off";
+        case CPU_PIN_ALWAYS:
+                return "always";
+        case CPU_PIN_BUSY:
+                return "busy";
+        case _CPU_PIN_MAX:
+        case _CPU_PIN_INVALID:
+                break;
+        }
+        return "invalid";
+}
+
+/* What [cpu] would do on this machine (reads cpufreq, writes nothing). NULL on failure. */
+static char *describe_cpu(const Config *cfg, const PlanEntry *entries, size_t n, bool live) {
+        _cleanup_(cpupin_freep) CpuPin *pin = NULL;
+        CpuSet irq = {};
+        bool have_irq = false;
+        char *text = NULL;
+
+        if (cfg->cpu.select == CPU_SELECT_NVME_IRQ && live && n > 0) {
+                char paths[n][64];
+                const char *devs[n];
+                for (size_t i = 0; i < n; i++) {
+                        (void) snprintf(paths[i], sizeof paths[i], "class/nvme/%s/device", entries[i].name);
+                        devs[i] = paths[i];
+                }
+                have_irq = cpufreq_sysfs_irq_cpus(arg_sysfs_root, arg_proc_root, devs, n, &irq) >= 0;
+        }
+        if (cpupin_new(&cpufreq_sysfs_ops, "/nonexistent", &pin) < 0)
+                return NULL;
+        if (cpupin_describe(pin, &cfg->cpu, have_irq ? &irq : NULL, &text) < 0)
+                return NULL;
+        return text;
+}
+
 static void help(void) {
         printf("Usage: nvme-apstd plan [OPTIONS] [nvmeX...]\n\n"
                "Show the APST table the daemon would program, without writing anything.\n\n"
@@ -225,6 +265,7 @@ int verb_plan(int argc, char *argv[]) {
                 {},
         };
         _cleanup_free_ PlanEntry *entries = NULL;
+        char *cpu_text = NULL;
         const char *config_path = NULL;
         size_t n = 0, n_files = 0;
         bool json = false;
@@ -367,13 +408,25 @@ int verb_plan(int argc, char *argv[]) {
                 }
         }
 
+        cpu_text = describe_cpu(&cfg, entries, n, n_files == 0);
         if (json) {
                 printf("{\"controllers\": [");
                 for (size_t i = 0; i < n; i++) {
                         printf(i ? ", " : "");
                         print_json_entry(&entries[i]);
                 }
-                printf("]}\n");
+                printf("], \"cpu\": {\"pin\": \"%s\", \"plan\": [", pin_mode_name(cfg.cpu.pin));
+                for (char *line = cpu_text, *nl; line && *line; line = nl + 1) {
+                        nl = strchrnul(line, '\n');
+                        char save = *nl;
+                        *nl = '\0';
+                        printf("%s", line != cpu_text ? ", " : "");
+                        json_string(stdout, line);
+                        *nl = save;
+                        if (!save)
+                                break;
+                }
+                printf("]}}\n");
         } else {
                 if (n == 0)
                         printf("No NVMe controllers found.\n");
@@ -382,7 +435,17 @@ int verb_plan(int argc, char *argv[]) {
                                 printf("\n");
                         print_human(&entries[i]);
                 }
+                printf("\nCPU frequency policy (pin = %s):\n", pin_mode_name(cfg.cpu.pin));
+                for (char *line = cpu_text, *nl; line && *line; line = nl + 1) {
+                        nl = strchrnul(line, '\n');
+                        printf("  %.*s\n", (int) (nl - line), line);
+                        if (!*nl)
+                                break;
+                }
+                if (!cpu_text)
+                        printf("  (could not be described)\n");
         }
+        free(cpu_text);
         config_done(&cfg);
         return failed ? 1 : 0;
 }

@@ -430,6 +430,99 @@ static void manager_remove_controller(Manager *m, const char *name) {
         }
 }
 
+/* ---- CPU frequency pinning ---- */
+
+/* The CPUs servicing the controllers' interrupt vectors, for cpus = nvme-irq. */
+static void manager_irq_cpus(Manager *m, CpuSet *ret) {
+        char paths[m->n_ctrls + 1][64];
+        const char *devs[m->n_ctrls + 1];
+        size_t n = 0;
+        CpuSet set = {};
+
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                if (strcmp(m->ctrls[i]->sys.transport, "pcie") != 0)
+                        continue;
+                (void) snprintf(paths[n], sizeof paths[n], "class/nvme/%s/device", m->ctrls[i]->name);
+                devs[n] = paths[n];
+                n++;
+        }
+        if (n > 0 && cpufreq_sysfs_irq_cpus(arg_sysfs_root, arg_proc_root, devs, n, &set) < 0)
+                set = (CpuSet) {};
+        *ret = set;
+}
+
+static int on_iowatch_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* pin = busy needs the I/O watcher; every other mode leaves it off (no wake-ups). */
+static void manager_iowatch_update(Manager *m) {
+        bool want = m->config.cpu.pin == CPU_PIN_BUSY;
+        int r;
+
+        if (!want) {
+                if (m->iowatch_timer)
+                        (void) sd_event_source_set_enabled(m->iowatch_timer, SD_EVENT_OFF);
+                m->iowatch_known = false;
+                return;
+        }
+        if (!m->iowatch_timer) {
+                r = sd_event_add_time_relative(m->event, &m->iowatch_timer, CLOCK_MONOTONIC,
+                                               MANAGER_IOWATCH_INTERVAL_USEC, MANAGER_IOWATCH_INTERVAL_USEC / 20,
+                                               on_iowatch_timer, m);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot watch I/O for pin = busy: %m");
+                        return;
+                }
+                (void) sd_event_source_set_description(m->iowatch_timer, "iowatch");
+        }
+        (void) sd_event_source_set_time_relative(m->iowatch_timer, MANAGER_IOWATCH_INTERVAL_USEC);
+        (void) sd_event_source_set_enabled(m->iowatch_timer, SD_EVENT_ON);
+}
+
+static int on_iowatch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        uint64_t total = 0, deadline = UINT64_MAX;
+        bool any = false, busy;
+
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                uint64_t n;
+                if (sysfs_ctrl_io_count(arg_sysfs_root, m->ctrls[i]->name, &n) >= 0) {
+                        total += n;
+                        any = true;
+                }
+        }
+        busy = any && m->iowatch_known && total != m->iowatch_total;
+        m->iowatch_total = total;
+        m->iowatch_known = any;
+        (void) cpupin_busy_hook(m->cpupin, busy, usec, &deadline);
+        (void) sd_event_source_set_time_relative(s, MANAGER_IOWATCH_INTERVAL_USEC);
+        return 0;
+}
+
+/* Make [cpu] true: pin, re-pin with other CPUs, or release (pin = off). */
+static void manager_apply_cpu(Manager *m, const char *reason) {
+        bool irq = m->config.cpu.select == CPU_SELECT_NVME_IRQ;
+
+        if (!m->cpupin)
+                return;
+        if (irq)
+                manager_irq_cpus(m, &m->irq_cpus);
+        (void) cpupin_apply(m->cpupin, &m->config.cpu, irq ? &m->irq_cpus : NULL, reason);
+        manager_iowatch_update(m);
+}
+
+/* Controllers came or went: only cpus = nvme-irq depends on them. */
+static void manager_controllers_changed(Manager *m, const char *reason) {
+        CpuSet now;
+
+        if (!m->cpupin || m->config.cpu.select != CPU_SELECT_NVME_IRQ || m->config.cpu.pin == CPU_PIN_OFF)
+                return;
+        manager_irq_cpus(m, &now);
+        if (memcmp(&now, &m->irq_cpus, sizeof now) == 0)
+                return;
+        m->irq_cpus = now;
+        (void) cpupin_apply(m->cpupin, &m->config.cpu, &m->irq_cpus, reason);
+}
+
 /* ---- events ---- */
 
 static int on_uevent(sd_device_monitor *mon, sd_device *dev, void *userdata) {
@@ -446,9 +539,11 @@ static int on_uevent(sd_device_monitor *mon, sd_device *dev, void *userdata) {
         case SD_DEVICE_ADD:
                 log_info("%s: controller added.", name);
                 (void) manager_add_controller(m, name, "hot-plug");
+                manager_controllers_changed(m, "controller added");
                 break;
         case SD_DEVICE_REMOVE:
                 manager_remove_controller(m, name);
+                manager_controllers_changed(m, "controller removed");
                 break;
         case SD_DEVICE_CHANGE:
                 (void) sd_device_get_property_value(dev, "NVME_EVENT", &ev);
@@ -554,6 +649,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                         }
                 }
         }
+        manager_apply_cpu(m, "reload");
         {
                 char nchanged[16];
                 (void) snprintf(nchanged, sizeof nchanged, "%zu", changed);
@@ -600,6 +696,8 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_ctrls; i++)
                 controller_free(m->ctrls[i]);
         free(m->ctrls);
+        cpupin_free(m->cpupin);
+        sd_event_source_disable_unref(m->iowatch_timer);
         sd_event_source_disable_unref(m->verify_timer);
         sd_bus_slot_unref(m->sleep_slot);
         sd_bus_flush_close_unref(m->bus);
@@ -674,12 +772,19 @@ int manager_start(Manager *m) {
         (void) sd_event_source_set_enabled(m->verify_timer, SD_EVENT_ON);
         (void) sd_event_source_set_description(m->verify_timer, "verify");
 
+        r = cpupin_new(&cpufreq_sysfs_ops, m->runtime_dir, &m->cpupin);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up CPU pinning: %m");
+        /* a predecessor that crashed or was killed may have left CPUs pinned */
+        (void) cpupin_recover(m->cpupin);
+
         sysfs_read_platform(arg_sysfs_root, &m->platform);
         r = sysfs_list_controllers(arg_sysfs_root, &list, &n);
         if (r < 0)
                 log_error_errno(r, "Cannot list %s/class/nvme: %m", arg_sysfs_root);
         for (size_t i = 0; i < n; i++)
                 (void) manager_add_controller(m, list[i].name, "start");
+        manager_apply_cpu(m, "start");
 
         log_event(LOG_INFO, 0, MSGID_DAEMON_STARTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
                   "nvme-apstd %s started; managing %zu controller%s.", PACKAGE_VERSION, m->n_ctrls,
@@ -704,6 +809,8 @@ void manager_stop(Manager *m) {
                         restored++;
                 }
         }
+        if (m->cpupin)
+                (void) cpupin_release(m->cpupin, "stop");
         log_event(LOG_INFO, 0, MSGID_DAEMON_STOPPED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
                   "nvme-apstd stopped; restored %zu controller table%s.", restored, restored == 1 ? "" : "s");
 }
@@ -720,13 +827,14 @@ static void help(void) {
 }
 
 int verb_run(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_SYSFS_ROOT, ARG_DEV_DIR, ARG_VERIFY_INTERVAL };
+        enum { ARG_VERSION = 0x100, ARG_SYSFS_ROOT, ARG_DEV_DIR, ARG_PROC_ROOT, ARG_VERIFY_INTERVAL };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
                 { "dev-dir", required_argument, NULL, ARG_DEV_DIR },
+                { "proc-root", required_argument, NULL, ARG_PROC_ROOT },
                 /* hidden, for tests: how often to look at the I/O counters */
                 { "verify-interval-ms", required_argument, NULL, ARG_VERIFY_INTERVAL },
                 {},
@@ -753,6 +861,9 @@ int verb_run(int argc, char *argv[]) {
                         break;
                 case ARG_DEV_DIR:
                         arg_dev_dir = optarg;
+                        break;
+                case ARG_PROC_ROOT:
+                        arg_proc_root = optarg;
                         break;
                 case ARG_VERIFY_INTERVAL:
                         if (safe_atou32(optarg, &verify_ms) < 0 || verify_ms == 0) {

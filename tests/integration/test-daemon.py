@@ -198,6 +198,66 @@ elif scenario == "verify-on-io":
             d.stop()
         d.dump()
 
+elif scenario == "cpu-pin":
+    CPU = "/sys/devices/system/cpu/cpu%d/cpufreq/%s"
+
+    def cpufile(cpu, name):
+        with open(CPU % (cpu, name)) as f:
+            return f.read().strip()
+
+    def snapshot():
+        return {(c, n): cpufile(c, n) for c in (0, 1, 2, 3)
+                for n in ("scaling_governor", "scaling_min_freq", "scaling_max_freq", "energy_performance_preference")}
+
+    orig = snapshot()
+    check(orig[(0, "scaling_governor")] == "powersave", "the fake starts in powersave (intel_pstate)")
+    pin_text = BUDGET_TEXT + "[cpu]\npin = always\ngovernor = performance\nmin_freq = max\ncpus = 0-1\n"
+    write_config(pin_text, CONF)
+    p = run("plan", "--config", CONF)
+    check(p.returncode == 0 and re.search(r"cpu0: governor performance", p.stdout) is not None,
+          "plan shows what the CPU policy would become")
+    check(snapshot() == orig, "plan wrote nothing")
+    rdir = tempfile.mkdtemp(prefix="apstd-run-")
+    d = Daemon(CONF, runtime_dir=rdir)
+    check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+    check(cpufile(0, "scaling_governor") == "performance" and cpufile(1, "scaling_governor") == "performance",
+          "cpu0 and cpu1 pinned to performance")
+    check(cpufile(0, "scaling_min_freq") == "3600000", "min_freq = max means cpuinfo_max_freq")
+    check(cpufile(2, "scaling_governor") == "powersave" and cpufile(3, "scaling_min_freq") == orig[(3, "scaling_min_freq")],
+          "cpu2 and cpu3 (not in cpus = 0-1) untouched")
+    check(re.search(r"MESSAGE_ID=\w{32}, CPUFREQ_CPUS=0(-1)?.*CPUFREQ_GOVERNOR=performance", d.log()) is not None,
+          "pin logged with CPUFREQ_* fields")
+    check(os.path.exists(os.path.join(rdir, "cpufreq-saved")), "the found policy is recorded in the runtime directory")
+
+    # reload with pinning off: restored at once
+    write_config(BUDGET_TEXT, CONF)
+    n = len(d.notifications)
+    d.signal(signal.SIGHUP)
+    check(d.wait_notify(r"^READY=1$", n) is not None, "reload done")
+    check(snapshot() == orig, "pin = off on reload restores every CPU exactly")
+
+    # pin again, then SIGKILL: the next start restores before doing anything else
+    write_config(pin_text, CONF)
+    n = len(d.notifications)
+    d.signal(signal.SIGHUP)
+    check(d.wait_notify(r"^READY=1$", n) is not None and cpufile(0, "scaling_governor") == "performance",
+          "pinned again after another reload")
+    d.proc.kill()
+    d.proc.wait()
+    d.dump()
+    check(cpufile(0, "scaling_governor") == "performance", "after SIGKILL the CPUs are still pinned")
+    write_config(BUDGET_TEXT, CONF)
+    d2 = Daemon(CONF, runtime_dir=rdir)
+    try:
+        check(d2.wait_notify(r"^READY=1$") is not None, "restarted")
+        check(snapshot() == orig, "the restarted daemon (pin = off) restored the recorded policy")
+        check(not os.path.exists(os.path.join(rdir, "cpufreq-saved")), "and removed the record")
+        check(d2.stop() == 0, "exit 0")
+    finally:
+        if d2.proc.poll() is None:
+            d2.stop()
+        d2.dump()
+
 elif scenario == "crash-restart":
     orig = read_table("nvme0")
     want0 = plan_table(CONF, SAMSUNG, "144d:a808")
