@@ -70,7 +70,10 @@ if [ -z "$dir" ]; then
 fi
 [ -n "$bin" ] || { echo "run.sh: give the nvme-apstd binary with -b or \$NVME_APSTD" >&2; usage; }
 [ -x "$bin" ] || { echo "run.sh: $bin is not executable" >&2; exit 1; }
-[ -n "$dir" ] && [ -d "$dir" ] || { echo "run.sh: no Identify Controller directory (use -D)" >&2; exit 1; }
+if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+        echo "run.sh: no Identify Controller directory (use -D)" >&2
+        exit 1
+fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
