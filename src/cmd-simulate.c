@@ -192,6 +192,11 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         o->config = optarg;
                         break;
                 case 'p':
+                        if (strcmp(optarg, "none") != 0 && apst_policy_from_string(optarg) < 0) {
+                                fprintf(stderr, "%s: --policy: expected budget, kernel or none, got \"%s\"\n",
+                                        prog, optarg);
+                                return -EINVAL;
+                        }
                         o->policy = optarg;
                         break;
                 case 'w': {
