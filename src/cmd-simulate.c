@@ -300,7 +300,10 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                 if (sect)
                         (void) snprintf(section, section_size, "%s", sect);
                 config_done(&c);
-                /* enable = no: the daemon leaves the drive alone, so the kernel's table stays. */
+                /* enable = no: the daemon leaves the drive alone, so the kernel's table, built
+                 * with nvme_core's own defaults, is what runs. */
+                if (!manage)
+                        params = APST_PARAMS_DEFAULT;
                 kind = manage ? (int) params.policy : APST_POLICY_KERNEL;
         }
         if (o->policy) {
@@ -316,8 +319,6 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                         kind = k;
                 }
         }
-        if (kind == APST_POLICY_KERNEL && !o->config)
-                params = APST_PARAMS_DEFAULT;
         if (kind != POLICY_NONE)
                 params.policy = (ApstPolicyKind) kind;
         *ret_params = params;
