@@ -41,11 +41,10 @@
 #include "trace.h"
 
 /* PS0 idle power when the drive does not report it (the PSD's idle-power
- * field is 0 on every sample drive): FACTS §5 gives ~0.06–0.7 W measured.
- * 0.3 W is inside that range and is what the budget policy assumes when
- * planning (APST_P0_DEFAULT_UW on branch core), so policy and judge agree;
- * the CLI overrides it with --idle-power-w. */
-#define SIM_P0_DEFAULT_UW 300000u
+ * field is 0 on every sample drive): the value the budget policy assumes when
+ * it plans (0.3 W, inside FACTS §5's measured ~0.06–0.7 W), so policy and
+ * judge agree unless the user says otherwise with --idle-power-w. */
+#define SIM_P0_DEFAULT_UW APST_P0_DEFAULT_UW
 /* Time to serve one I/O: 100 µs, about a 4 KiB read on a consumer NVMe drive
  * (writes land in its cache faster, large transfers take longer). */
 #define SIM_SERVICE_DEFAULT_NS 100000u

@@ -44,6 +44,7 @@ typedef struct Options {
         const char *id_ctrl, *trace, *config, *policy, *device;
         char event;
         uint32_t p0_uw;
+        ApstPlatform platform;       /* PCI ids from --pci; DMI unknown */
         uint64_t service_ns;
         bool closed_loop, json;
 } Options;
@@ -66,6 +67,8 @@ static void help(void) {
                "  -s --service-us US    time to serve one I/O (default %u)\n"
                "  -l --closed-loop      each I/O waits for the previous one (one synchronous job):\n"
                "                        lateness shifts every later I/O\n"
+               "  -P --pci VVVV:DDDD    the drive's PCI vendor:device, for the kernel's quirks and\n"
+               "                        match_pci (default: unknown, no PCI quirk applies)\n"
                "  -d --device MAJ,MIN   blkparse: the device to keep (default: the only one)\n"
                "  -e --event D|Q        blkparse: issue or queue events (default: D if present)\n"
                "  -j --json             print one JSON object\n"
@@ -129,6 +132,33 @@ static int read_file(const char *path, uint64_t max, char **ret, size_t *ret_len
         return 0;
 }
 
+static int hex4(const char *s, uint16_t *ret) {
+        unsigned v = 0;
+
+        for (unsigned i = 0; i < 4; i++) {
+                const char *digits = "0123456789abcdef", *q;
+                char c = s[i];
+                if (c >= 'A' && c <= 'F')
+                        c = (char) (c - 'A' + 'a');
+                if (c == 0 || !(q = strchr(digits, c)))
+                        return -EINVAL;
+                v = v * 16 + (unsigned) (q - digits);
+        }
+        *ret = (uint16_t) v;
+        return 0;
+}
+
+/* "8086:f1a5" */
+static int parse_pci(const char *s, ApstPlatform *ret) {
+        uint16_t v, d;
+
+        if (strlen(s) != 9 || s[4] != ':' || hex4(s, &v) < 0 || hex4(s + 5, &d) < 0)
+                return -EINVAL;
+        ret->pci_vendor = v;
+        ret->pci_device = d;
+        return 0;
+}
+
 static int parse_options(int argc, char *argv[], Options *o) {
         enum { ARG_VERSION = 0x100 };
         static const struct option options[] = {
@@ -140,6 +170,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 { "service-us", required_argument, NULL, 's' },
                 { "closed-loop", no_argument, NULL, 'l' },
                 { "device", required_argument, NULL, 'd' },
+                { "pci", required_argument, NULL, 'P' },
                 { "event", required_argument, NULL, 'e' },
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
@@ -149,7 +180,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
         int c;
 
         optind = 0;   /* a full reset: main.c may have run getopt already */
-        while ((c = getopt_long(argc, argv, "i:t:c:p:w:s:ld:e:jh", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "i:t:c:p:w:s:ld:P:e:jh", options, NULL)) >= 0)
                 switch (c) {
                 case 'i':
                         o->id_ctrl = optarg;
@@ -161,6 +192,11 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         o->config = optarg;
                         break;
                 case 'p':
+                        if (strcmp(optarg, "none") != 0 && apst_policy_from_string(optarg) < 0) {
+                                fprintf(stderr, "%s: --policy: expected budget, kernel or none, got \"%s\"\n",
+                                        prog, optarg);
+                                return -EINVAL;
+                        }
                         o->policy = optarg;
                         break;
                 case 'w': {
@@ -196,6 +232,12 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         break;
                 case 'd':
                         o->device = optarg;
+                        break;
+                case 'P':
+                        if (parse_pci(optarg, &o->platform) < 0) {
+                                fprintf(stderr, "%s: --pci: expected VVVV:DDDD in hex, got \"%s\"\n", prog, optarg);
+                                return -EINVAL;
+                        }
                         break;
                 case 'e':
                         if ((optarg[0] != 'D' && optarg[0] != 'Q') || optarg[1] != 0) {
@@ -243,6 +285,7 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                 const char *sect = NULL;
                 DeviceIdent ident = {
                         .name = "sim0", .model = id->model, .serial = id->serial, .firmware = id->firmware,
+                        .pci_vendor = o->platform.pci_vendor, .pci_device = o->platform.pci_device,
                 };
 
                 r = config_load(o->config, &c, &error);
@@ -257,7 +300,10 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                 if (sect)
                         (void) snprintf(section, section_size, "%s", sect);
                 config_done(&c);
-                /* enable = no: the daemon leaves the drive alone, so the kernel's table stays. */
+                /* enable = no: the daemon leaves the drive alone, so the kernel's table, built
+                 * with nvme_core's own defaults, is what runs. */
+                if (!manage)
+                        params = APST_PARAMS_DEFAULT;
                 kind = manage ? (int) params.policy : APST_POLICY_KERNEL;
         }
         if (o->policy) {
@@ -273,8 +319,6 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                         kind = k;
                 }
         }
-        if (kind == APST_POLICY_KERNEL && !o->config)
-                params = APST_PARAMS_DEFAULT;
         if (kind != POLICY_NONE)
                 params.policy = (ApstPolicyKind) kind;
         *ret_params = params;
@@ -287,7 +331,8 @@ static const char *kind_name(int kind) {
 }
 
 /* The table the daemon would program; APST off for apsta = 0 (nothing is sent then). */
-static int build_table(const IdCtrl *id, const ApstParams *params, int kind, ApstTable *ret) {
+static int build_table(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, int kind,
+                       ApstTable *ret) {
         ApstPlan plan;
         int r;
 
@@ -295,7 +340,7 @@ static int build_table(const IdCtrl *id, const ApstParams *params, int kind, Aps
                 *ret = (ApstTable) {};
                 return 0;
         }
-        r = apst_build(id, NULL, params, &plan);
+        r = apst_build(id, plat, params, &plan);
         if (r < 0)
                 return r;
         *ret = plan.outcome == APST_OUTCOME_PROGRAM ? plan.table : (ApstTable) {};
@@ -331,8 +376,15 @@ static void print_json(const Options *o, const IdCtrl *id, const SimDrive *d, co
         json_string(f, id->model);
         fprintf(f, ",\"firmware\":");
         json_string(f, id->firmware);
-        fprintf(f, ",\"npss\":%u,\"apsta\":%s,\"p0_idle_w\":%.6f,\"p0_reported\":%s},\n", d->npss,
+        if (o->platform.pci_vendor || o->platform.pci_device)
+                fprintf(f, ",\"pci\":\"%04x:%04x\"", o->platform.pci_vendor, o->platform.pci_device);
+        fprintf(f, ",\"npss\":%u,\"apsta\":%s,\"p0_idle_w\":%.6f,\"p0_reported\":%s,\"states\":[", d->npss,
                 id->apst_supported ? "true" : "false", d->ps[0].power_uw / 1e6, d->p0_reported ? "true" : "false");
+        for (unsigned s = 0; s <= d->npss; s++)
+                fprintf(f, "%s{\"ps\":%u,\"power_w\":%.6f,\"enlat_us\":%" PRIu32 ",\"exlat_us\":%" PRIu32
+                        ",\"non_operational\":%s}", s ? "," : "", s, d->ps[s].power_uw / 1e6, d->ps[s].enlat_us,
+                        d->ps[s].exlat_us, d->ps[s].non_operational ? "true" : "false");
+        fputs("]},\n", f);
         fputs("\"trace\":{\"file\":", f);
         json_string(f, o->trace);
         fprintf(f, ",\"format\":\"%s\",\"ios\":%zu", trace_format_to_string(t->format), t->n);
@@ -349,10 +401,15 @@ static void print_json(const Options *o, const IdCtrl *id, const SimDrive *d, co
         for (size_t i = 0; i <= n_rows; i++) {
                 const Row *row = i < n_rows ? &rows[i] : opt;
                 const SimResult *r = &row->res;
+                double vs = ratio(r->energy_j, opt->res.energy_j);
                 fprintf(f, "{\"name\":\"%s\",\"energy_j\":%.9g,\"mean_power_w\":%.9g,\"duration_s\":%.9f,"
-                        "\"ios\":%" PRIu64 ",\"energy_vs_optimum\":%.6f,\"wakeups\":{",
-                        row->name, r->energy_j, r->mean_power_w, (double) r->duration_ns * 1e-9, r->ios,
-                        ratio(r->energy_j, opt->res.energy_j));
+                        "\"ios\":%" PRIu64 ",\"energy_vs_optimum\":",
+                        row->name, r->energy_j, r->mean_power_w, (double) r->duration_ns * 1e-9, r->ios);
+                if (isfinite(vs))   /* JSON has no infinity */
+                        fprintf(f, "%.6f", vs);
+                else
+                        fputs("null", f);
+                fputs(",\"wakeups\":{", f);
                 bool first = true;
                 for (unsigned s = 1; s <= d->npss; s++)
                         if (d->ps[s].non_operational) {
@@ -468,11 +525,11 @@ static int run(const Options *o) {
         ApstParams kernel_params = APST_PARAMS_DEFAULT;
         kernel_params.policy = APST_POLICY_KERNEL;
         const char *names[3] = { kind_name(kind), "none", "kernel" };
-        r = build_table(&id, &params, kind, &tables[0]);
+        r = build_table(&id, &o->platform, &params, kind, &tables[0]);
         if (r >= 0)
-                r = build_table(&id, NULL, POLICY_NONE, &tables[1]);
+                r = build_table(&id, &o->platform, NULL, POLICY_NONE, &tables[1]);
         if (r >= 0)
-                r = build_table(&id, &kernel_params, APST_POLICY_KERNEL, &tables[2]);
+                r = build_table(&id, &o->platform, &kernel_params, APST_POLICY_KERNEL, &tables[2]);
         if (r < 0) {
                 fprintf(stderr, "%s: cannot build the APST table: %s\n", prog, strerror(-r));
                 goto finish;

@@ -29,7 +29,6 @@ typedef enum Phase {
 
 typedef struct Sim {
         const SimDrive *d;
-        uint64_t service_ns;
         ApstTable table;
 
         /* idle chain, meaningful from the last completion on */
@@ -185,6 +184,8 @@ static int check_input(const SimDrive *d, const TraceIo *io, size_t n, const Sim
         for (size_t k = 0; k < n; k++) {
                 if (io[k].t_ns > (uint64_t) TRACE_TIME_MAX_S * UINT64_C(1000000000))
                         return -EINVAL;
+                if (io[k].op < 0 || io[k].op >= _TRACE_OP_MAX)   /* indexes the counters */
+                        return -EINVAL;
                 if (k > 0 && io[k].t_ns < io[k - 1].t_ns)
                         return -EINVAL;
         }
@@ -277,7 +278,7 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
             SimResult *ret) {
         _cleanup_free_ uint64_t *arr = NULL, *comp = NULL, *added = NULL;
         SimResult res = {};
-        Sim s = { .d = d, .service_ns = p->service_ns, .phase = PHASE_RESTING };
+        Sim s = { .d = d, .phase = PHASE_RESTING };
         Counters cnt = {};
         size_t allocated = 0;
         uint64_t next_sample = pol->sample_period_ns, n_samples = 0;

@@ -466,6 +466,8 @@ static void test_table_check(void) {
         CHECK(sim_run(&b, un, 2, &params_100us, &pol, &r) == -EINVAL);
         SimParams zero = { .service_ns = 0 };
         CHECK(sim_run(&b, io, 1, &zero, &pol, &r) == -EINVAL);
+        TraceIo badop[1] = { { .t_ns = 1, .op = _TRACE_OP_MAX } };
+        CHECK(sim_run(&b, badop, 1, &params_100us, &pol, &r) == -EINVAL);
 
         /* Empty trace: nothing spent */
         current = "empty";

@@ -1,0 +1,125 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# `nvme-apstd simulate` end to end: real Identify files in both formats, both
+# trace formats, the numbers worked out by hand (same tiny trace as test-sim.c's
+# "tiny/*" cases: writes at 0, 50 and 300 ms on the INTEL SSDPEKKW256G7, PS0 idle
+# 0.2 W, 100 µs per I/O), and the exit codes of the error paths.
+#
+#   test-simulate.sh NVME_APSTD IDCTRL_DIR
+
+set -u
+
+bin=$1
+dir=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+checks=0
+
+fail() {
+        echo "FAIL: $*" >&2
+        failed=$((failed + 1))
+}
+
+# field JSON POLICY KEY: the number KEY in POLICY's line of a simulate JSON
+field() {
+        awk -v pol="$2" -v key="$3" '
+                index($0, "{\"name\":\"" pol "\"") == 1 {
+                        if (match($0, "\"" key "\":-?[0-9.eE+-]+")) { m = substr($0, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); print m }
+                }' "$1"
+}
+
+# expect JSON POLICY KEY VALUE [TOLERANCE]: equal within TOLERANCE (default 1e-9) relative
+expect() {
+        checks=$((checks + 1))
+        got=$(field "$1" "$2" "$3")
+        if ! awk -v g="$got" -v w="$4" -v tol="${5:-1e-9}" \
+                'BEGIN { d = g - w; if (d < 0) d = -d; exit !(g != "" && d <= tol * (w < 0 ? -w : w) + 1e-12) }'; then
+                fail "$1: $2 $3 = '$got', expected $4"
+        fi
+}
+
+intel_bin=$dir/00-intel-ssdpekkw256g7.bin
+intel_json=$dir/00-intel-ssdpekkw256g7.json
+printf '# tiny\n0 W 4096\n0.05 W 4096\n0.3 W 4096\n' >"$tmp/tiny.txt"
+cat >"$tmp/tiny.blk" <<'EOF'
+259,0    1        1     0.000000000  1234  Q  WS 2048 + 8 [fio]
+259,0    1        2     0.000000000  1234  D  WS 2048 + 8 [fio]
+259,0    0        1     0.000100000     0  C  WS 2048 + 8 [0]
+259,0    1        3     0.050000000  1234  Q  WS 4096 + 8 [fio]
+259,0    1        4     0.050000000  1234  D  WS 4096 + 8 [fio]
+259,0    1        5     0.300000000  1234  Q  WS 8192 + 8 [fio]
+259,0    1        6     0.300000000  1234  D  WS 8192 + 8 [fio]
+CPU0 (259,0):
+ Reads Queued:           0,        0KiB  Writes Queued:           3,       12KiB
+EOF
+
+for id in "$intel_bin" "$intel_json"; do
+        for tr in "$tmp/tiny.txt" "$tmp/tiny.blk"; do
+                out=$tmp/out.json
+                checks=$((checks + 1))
+                if ! "$bin" simulate --id-ctrl "$id" --trace "$tr" --idle-power-w 0.2 --json >"$out"; then
+                        fail "simulate $id $tr exited $?"
+                        continue
+                fi
+                # none: 300.1 ms x 200 mW = 60.02 mJ
+                expect "$out" none energy_j 0.06002
+                expect "$out" none stall_s 0
+                # kernel (ps0..ps3 -> ps4 after 100 ms): P0 162.2 ms = 32.44 mJ + ps4 147.9 ms x 5 mW
+                # = 0.7395 mJ -> 33.1795 mJ; io2 waits ps4's 10 ms exit
+                expect "$out" kernel energy_j 0.0331795
+                expect "$out" kernel stall_s 0.01
+                expect "$out" kernel wakeups_total 1
+                expect "$out" kernel max 0.01
+                # optimum: gaps 49.9 and 249.9 ms in ps4 (2.5895 + 3.5895 mJ) + service 0.06 mJ
+                expect "$out" optimum energy_j 0.006239
+                # kernel / optimum = 33.1795 / 6.239 = 5.31808, printed with 6 decimals
+                expect "$out" kernel energy_vs_optimum 5.318080 1e-6
+        done
+done
+
+# With the 600p's PCI id the kernel's NO_DEEPEST_PS quirk leaves ps0..ps2 -> ps3 after 100 ms:
+# ps0 until 150.1, entering ps3 (10 ms) until 160.1, ps3 until 300 (139.9 ms x 70 mW = 9.793 mJ),
+# exit 0.3 ms. P0: 0.1 + 49.9 + 0.1 + 100 + 10 + 0.3 + 0.1 = 160.5 ms x 200 mW = 32.1 mJ.
+out=$tmp/quirk.json
+checks=$((checks + 1))
+if "$bin" simulate --id-ctrl "$intel_bin" --trace "$tmp/tiny.txt" --idle-power-w 0.2 --pci 8086:f1a5 \
+        --policy kernel --json >"$out"; then
+        expect "$out" kernel energy_j 0.041893
+        expect "$out" kernel stall_s 0.0003
+else
+        fail "simulate --pci exited $?"
+fi
+
+# The trace from standard input, and the human table
+checks=$((checks + 1))
+if ! "$bin" simulate -i "$intel_bin" -t - <"$tmp/tiny.txt" | grep -q '^kernel '; then
+        fail "simulate from stdin: no kernel row"
+fi
+
+# Errors: a bad trace line names the line (exit 1); bad usage exits 2.
+printf '0 W\n0.1 X\n' >"$tmp/bad.txt"
+checks=$((checks + 1))
+"$bin" simulate -i "$intel_bin" -t "$tmp/bad.txt" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "bad.txt:2: bad operation" "$tmp/err"; then
+        fail "bad trace: rc $rc, $(cat "$tmp/err")"
+fi
+checks=$((checks + 1))
+"$bin" simulate -i "$intel_bin" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "missing --trace: rc $rc"
+checks=$((checks + 1))
+"$bin" simulate -i "$intel_bin" -t "$tmp/tiny.txt" --policy fastest >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "bad --policy: rc $rc"
+checks=$((checks + 1))
+"$bin" simulate -i "$tmp/tiny.txt" -t "$tmp/tiny.txt" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "a trace as Identify data: rc $rc"
+checks=$((checks + 1))
+"$bin" simulate --help | grep -q -- '--id-ctrl' || fail "--help"
+
+echo "$checks checks, $failed failed"
+[ $failed -eq 0 ]
