@@ -10,7 +10,7 @@ build=(gcc pkg-config meson ninja-build libnvme-dev libjson-c-dev libssl-dev lib
 # memcheck of the integration tests (ASan misses buffers umockdev fills);
 # clang: libFuzzer and the second compiler; cppcheck/clang-tidy: static analysis.
 test=(umockdev libumockdev-dev gir1.2-umockdev-1.0 nvme-cli valgrind clang clang-tidy cppcheck
-      libclang-rt-14-dev python3 util-linux procps)
+      libclang-rt-14-dev python3 python3-gi dbus util-linux procps)
 # the QEMU system test (suite e2e)
 e2e=(qemu-system-x86 busybox-static cpio kmod mmdebstrap e2fsprogs xz-utils zstd)
 

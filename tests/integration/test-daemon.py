@@ -5,7 +5,9 @@ kernel overwrite, hot-plug, failures, stop; with its own NOTIFY_SOCKET and
 RUNTIME_DIRECTORY. Run as the harness's COMMAND: test-daemon.py SCENARIO."""
 
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -257,6 +259,56 @@ elif scenario == "cpu-pin":
         if d2.proc.poll() is None:
             d2.stop()
         d2.dump()
+
+elif scenario == "resume":
+    # A private bus stands in for the system bus; the test owns org.freedesktop.login1
+    # and announces a resume the way logind does.
+    try:
+        import gi
+        gi.require_version("Gio", "2.0")
+        from gi.repository import Gio, GLib
+    except (ImportError, ValueError) as e:
+        skip(f"python3-gi (Gio) not available: {e}")
+    dbus_daemon = shutil.which("dbus-daemon")
+    if not dbus_daemon:
+        skip("dbus-daemon not installed")
+    bdir = tempfile.mkdtemp(prefix="apstd-bus-")
+    addr = f"unix:path={bdir}/bus"
+    bus = subprocess.Popen([dbus_daemon, "--session", "--nofork", f"--address={addr}", "--print-address=1"],
+                           stdout=subprocess.PIPE, text=True)
+    bus.stdout.readline()
+    conn = Gio.DBusConnection.new_for_address_sync(
+        addr, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
+        None, None)
+    reply = conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+                           GLib.Variant("(su)", ("org.freedesktop.login1", 0)), None, Gio.DBusCallFlags.NONE, -1, None)
+    check(reply.unpack()[0] == 1, "the test owns org.freedesktop.login1 on the private bus")
+    d = Daemon(CONF, extra_env={"DBUS_SYSTEM_BUS_ADDRESS": addr})
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        check("System bus unavailable" not in d.log(), "the daemon is on the bus")
+        want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+        gets, sets0 = count_cmds("nvme0", GET), count_cmds("nvme0", SET)
+        conn.emit_signal(None, "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "PrepareForSleep",
+                         GLib.Variant("(b)", (True,)))
+        conn.flush_sync(None)
+        time.sleep(0.3)
+        check(count_cmds("nvme0", GET) == gets, "PrepareForSleep(true), going to sleep: nothing sent")
+        conn.emit_signal(None, "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "PrepareForSleep",
+                         GLib.Variant("(b)", (False,)))
+        conn.flush_sync(None)
+        check(d.wait_log(r"Resumed from sleep; re-checking every controller") is not None, "resume logged")
+        check(wait_for(lambda: count_cmds("nvme0", GET) > gets, 5, "a re-check") is not None,
+              "PrepareForSleep(false): the table is re-checked (Get Features)")
+        check(count_cmds("nvme0", SET) == sets0 and read_table("nvme0") == want0,
+              "the table was still in place: nothing rewritten")
+        check(d.stop() == 0, "exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+        bus.terminate()
+        bus.wait()
 
 elif scenario == "crash-restart":
     orig = read_table("nvme0")
