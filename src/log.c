@@ -11,6 +11,10 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
+/* We send CODE_FILE/CODE_LINE/CODE_FUNC of our caller ourselves; without this,
+ * sd-journal.h's sd_journal_sendv() macro adds its own (log.c's) and every
+ * entry carries each field twice. */
+#define SD_JOURNAL_SUPPRESS_LOCATION 1
 #include <systemd/sd-journal.h>
 
 #include "log.h"

@@ -353,8 +353,11 @@ static int controller_sync(Controller *c, const char *reason) {
                                   "%s: %s does not support APST (apsta = 0); nothing to program.", c->name,
                                   c->id.model);
                 else
-                        log_info("%s: re-checked after %s: the controller still does not support APST.", c->name,
-                                 reason);
+                        log_event(LOG_INFO, 0, MSGID_APST_UNSUPPORTED,
+                                  LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
+                                             { "NVME_FIRMWARE", c->id.firmware }, { "APST_REASON", reason }),
+                                  "%s: re-checked after %s: the controller still does not support APST.", c->name,
+                                  reason);
                 c->failed = false;
                 return 0;
         case DEVICE_DISABLED:
@@ -554,7 +557,12 @@ static int on_uevent(sd_device_monitor *mon, sd_device *dev, void *userdata) {
                 }
                 if (!ev || strcmp(ev, "connected") != 0)
                         break;
-                log_info("%s: controller (re)connected (reset or resume); re-checking its APST table.", name);
+                log_event(LOG_INFO, 0, NULL,
+                          LOG_FIELDS({ "NVME_CTRL", name },
+                                     { "NVME_MODEL", c->identified ? c->id.model : c->sys.model },
+                                     { "NVME_FIRMWARE", c->identified ? c->id.firmware : c->sys.firmware },
+                                     { "APST_REASON", "reset" }),
+                          "%s: controller (re)connected (reset or resume); re-checking its APST table.", name);
                 (void) controller_sync(c, "reset");
                 break;
         default:
