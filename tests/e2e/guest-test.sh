@@ -15,7 +15,7 @@ export SYSTEMD_COLORS=0 SYSTEMD_PAGER='' SYSTEMD_LESS='' # plain text on the ser
 
 UNIT=nvme-apstd.service
 CONF=/etc/nvme-apstd.conf
-n=0 fails=0
+n=0 fails=0 NODAEMON=0
 T0=$(date +%s.%N)
 
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
@@ -53,6 +53,8 @@ unit_json() {
 # when it is repeated, and as a byte array when it is not UTF-8.
 have() {
 	local end=$((SECONDS + $1)) cur=$2 filter=$3
+	# No daemon, nothing more to wait for: look once (keeps a broken run short).
+	[ "$NODAEMON" = 0 ] || end=$SECONDS
 	while :; do
 		if unit_json "$cur" | jq -e "[.[] | select(($filter))] | length > 0" >/dev/null 2>&1; then
 			return 0
@@ -116,6 +118,11 @@ check "systemctl start $UNIT succeeds (Type=notify: READY=1 received)" t 90 syst
 check "is-active = active" is_active active
 PID=$(prop MainPID)
 note "MainPID=$PID"
+if ! is_active active; then
+	NODAEMON=1
+	note "the daemon is not running: later journal checks look once instead of waiting"
+	t 30 systemctl status --no-pager -l "$UNIT" 2>&1 | sed 's/^/#   /'
+fi
 check "journal: daemon started entry" \
 	have 20 "$c0" "$DAEMON and $(kind MSGID_DAEMON_STARTED started)"
 check "journal: controller found, as an entry with MESSAGE_ID, NVME_CTRL=nvme0, NVME_MODEL, NVME_FIRMWARE (journalctl -o json)" \

@@ -93,9 +93,16 @@ log "source $SRC, scratch $WORK, cache $CACHE"
 # ------------------------------------------------------------------ kernel
 # Debian's own kernel, fetched with apt-get download and unpacked (never
 # installed: that would run initramfs and bootloader hooks on the host).
-pkg=${KERNEL_PKG:-$(apt-cache depends linux-image-amd64 2>/dev/null |
-	awk '/Depends: linux-image-[0-9]/{print $2; exit}')}
-[ -n "$pkg" ] || skip "cannot resolve linux-image-amd64 to a kernel package (apt-get update?)"
+kpkg() {
+	apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}'
+}
+pkg=${KERNEL_PKG:-$(kpkg)}
+if [ -z "$pkg" ]; then # a fresh machine may have no package lists yet
+	log "apt-get update (no package lists to resolve linux-image-amd64)"
+	t 600 apt-get update -q >&2 || true
+	pkg=$(kpkg)
+fi
+[ -n "$pkg" ] || skip "cannot resolve linux-image-amd64 to a kernel package: the kernel image cannot be had"
 KDIR=$CACHE/kernel-$pkg
 if [ ! -f "$KDIR/.done" ]; then
 	log "fetching $pkg with apt-get download"
@@ -311,6 +318,8 @@ if [ -z "$res" ]; then
 	fail "the guest reported no result (qemu rc=$qrc)"
 fi
 read -r ntests nfailed <<<"$res"
+exposure=$(tr -d '\r' <"$OUT" | sed -n 's/^E2E_EXPOSURE=//p' | tail -n 1)
+log "systemd-analyze security nvme-apstd.service: ${exposure:-not reported}"
 log "total $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$T_START}")s"
 [ "$ntests" -gt 0 ] || fail "the guest ran no check"
 [ "$nfailed" = 0 ] || fail "$nfailed of $ntests guest checks failed (the guest's journal is printed above)"
