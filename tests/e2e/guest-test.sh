@@ -127,7 +127,9 @@ check "journal: daemon started entry" \
 	have 20 "$c0" "$DAEMON and $(kind MSGID_DAEMON_STARTED started)"
 check "journal: controller found, as an entry with MESSAGE_ID, NVME_CTRL=nvme0, NVME_MODEL, NVME_FIRMWARE (journalctl -o json)" \
 	have 20 "$c0" "$DAEMON and $(kind MSGID_CTRL_ADDED found) and $CTRL_ENTRY"
-check "journal: the controller's power states are logged (ps0)" \
+# The power states come from Identify Controller, an admin command on
+# /dev/nvme0: this entry proves the unit's sandbox let the daemon open it.
+check "journal: the controller's power states are logged (ps0, read through /dev/nvme0 inside the sandbox)" \
 	have 20 "$c0" "$DAEMON and (.NVME_CTRL == \"nvme0\") and ([.NVME_POWER_STATES, .MESSAGE] | map(tostring) | any(test(\"ps ?0\")))"
 check "journal: APST not supported (QEMU apsta=0), with the controller fields, not as an error" \
 	have 20 "$c0" "$DAEMON and $(kind MSGID_APST_UNSUPPORTED 'not support|unsupported') and $CTRL_ENTRY and ((.PRIORITY | tonumber) > 3)"
@@ -232,8 +234,8 @@ logged_ids=$(unit_json "$c0" | jq -r ".[] | select($DAEMON) | .MESSAGE_ID | sele
 missing=$(for i in $logged_ids; do grep -qi "^$i" /tmp/catalog.txt || echo "$i"; done | tr '\n' ' ')
 check "journal catalog explains every MESSAGE_ID the daemon logged ($(echo "$logged_ids" | grep -c .) ids; missing: ${missing:-none})" \
 	[ -z "$missing" -a -n "$logged_ids" ]
-check "journal: no sandbox denial (EPERM/EACCES) from the daemon in the whole run" \
-	none "$c0" "$DAEMON and (.MESSAGE | tostring | test(\"Permission denied|Operation not permitted|EACCES|EPERM\"))"
+check "journal: no sandbox denial (EPERM/EACCES, cannot open /dev/nvme*) from the daemon in the whole run" \
+	none "$c0" "$DAEMON and (.MESSAGE | tostring | test(\"Permission denied|Operation not permitted|EACCES|EPERM|cannot open /dev/nvme\"))"
 
 # ------------------------------------------------------ 6. security exposure
 step "6. systemd-analyze security"

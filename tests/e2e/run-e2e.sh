@@ -106,7 +106,7 @@ fi
 KDIR=$CACHE/kernel-$pkg
 if [ ! -f "$KDIR/.done" ]; then
 	log "fetching $pkg with apt-get download"
-	rm -rf "$KDIR" "$CACHE/dl"
+	rm -rf "$CACHE"/kernel-* "$CACHE/dl" # an older ABI's kernel is not needed any more
 	mkdir -p "$CACHE/dl" "$KDIR"
 	(cd "$CACHE/dl" && t 600 apt-get download -o APT::Sandbox::User=root "$pkg" >&2) ||
 		skip "apt-get download $pkg failed: the kernel image cannot be had"
@@ -196,7 +196,8 @@ cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
 [ ${#SRCS[@]} -gt 0 ] || fail "no Debian bookworm entry in /etc/apt/sources.list(.d)"
 KEY=$( (echo "$ALL" && cat "${SRCS[@]}" && echo v1) | sha256sum | cut -c1-16)
 BASE=$CACHE/rootfs-$KEY.tar
-if [ ! -s "$BASE" ] || [ "${E2E_REBUILD:-0}" = 1 ]; then
+# Rebuilt after a week too, so the guest follows the archive's updates.
+if [ ! -s "$BASE" ] || [ "${E2E_REBUILD:-0}" = 1 ] || [ -n "$(find "$BASE" -mtime +7)" ]; then
 	log "mmdebstrap bookworm minbase -> $BASE (not cached yet)"
 	rm -f "$CACHE"/rootfs-*.tar "$BASE.tmp"
 	t 1200 mmdebstrap --variant=minbase --mode=root --format=tar --include="$ALL" \
