@@ -237,6 +237,11 @@ check "journal catalog explains every MESSAGE_ID the daemon logged ($(echo "$log
 check "journal: no sandbox denial (EPERM/EACCES, cannot open /dev/nvme*) from the daemon in the whole run" \
 	none "$c0" "$DAEMON and (.MESSAGE | tostring | test(\"Permission denied|Operation not permitted|EACCES|EPERM|cannot open /dev/nvme\"))"
 
+# The [Install] section works: what a package's postinst would do.
+check "systemctl enable/disable $UNIT (its [Install] section)" \
+	bash -c "timeout 60 systemctl enable $UNIT 2>/dev/null && [ \"\$(systemctl is-enabled $UNIT)\" = enabled ] &&
+		timeout 60 systemctl disable $UNIT 2>/dev/null && [ \"\$(systemctl is-enabled $UNIT)\" = disabled ]"
+
 # ------------------------------------------------------ 6. security exposure
 step "6. systemd-analyze security"
 t 120 systemd-analyze security --no-pager "$UNIT" >/tmp/security.txt 2>&1
