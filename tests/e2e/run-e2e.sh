@@ -27,7 +27,10 @@
 # Exit: 0 all checks passed; 1 a check or a step failed (the guest's journal
 # is printed); 77 skipped, only when QEMU or the kernel image cannot be had.
 # Needs root (mmdebstrap, file ownership in the image) and Debian's archive.
-set -euo pipefail
+set -Eeuo pipefail
+# Anything that fails unexpectedly is a FAIL (exit 1), never some other status
+# meson could read as a skip (77).
+trap 'echo "E2E FAIL: line $LINENO: $BASH_COMMAND (status $?)" >&2; exit 1' ERR
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -72,7 +75,7 @@ done
 if ! [ -x /bin/busybox ] || ! /bin/busybox --list | grep -qx switch_root; then
 	fail "need a static busybox at /bin/busybox (apt-get install busybox-static)"
 fi
-case $(ldd /bin/busybox 2>&1) in
+case $(ldd /bin/busybox 2>&1 || true) in
 *"not a dynamic"*) ;;
 *) fail "/bin/busybox is not static (apt-get install busybox-static)" ;;
 esac
@@ -94,7 +97,8 @@ log "source $SRC, scratch $WORK, cache $CACHE"
 # Debian's own kernel, fetched with apt-get download and unpacked (never
 # installed: that would run initramfs and bootloader hooks on the host).
 kpkg() {
-	apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}'
+	{ apt-cache depends linux-image-amd64 2>/dev/null || true; } |
+		awk '/Depends: linux-image-[0-9]/{print $2; exit}'
 }
 pkg=${KERNEL_PKG:-$(kpkg)}
 if [ -z "$pkg" ]; then # a fresh machine may have no package lists yet
@@ -158,7 +162,7 @@ rm -rf "$WORK/stage"
 t 300 meson install -C "$BUILD" --destdir "$WORK/stage" --no-rebuild >"$WORK/meson-install.log" 2>&1 ||
 	{ tail -n 40 "$WORK/meson-install.log" >&2; fail "meson install failed"; }
 sed 's/^/    /' "$WORK/meson-install.log" | grep -E 'Installing' >&2 || true
-DAEMON=$(find "$WORK/stage" -type f -name nvme-apstd -perm -u+x | head -n 1)
+DAEMON=$(find "$WORK/stage" -type f -name nvme-apstd -perm -u+x -print -quit)
 [ -n "$DAEMON" ] || fail "meson install put no nvme-apstd executable in $WORK/stage"
 [ -n "$(find "$WORK/stage" -name nvme-apstd.service)" ] || fail "meson install put no nvme-apstd.service"
 
