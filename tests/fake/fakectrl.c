@@ -249,10 +249,16 @@ int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
         else if (cmd->opcode == nvme_admin_set_features && (cmd->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST)
                 c->n_set_apst++;
         f = fault_fire(c, cmd);
-        if (f) {
+        if (f && f->action == FAKE_ACTION_FAIL) {
                 c->n_faults++;
                 c->n_errors++;
                 return f->err > 0 ? -f->err : f->nvme_status;
+        }
+        if (f && f->action == FAKE_ACTION_IGNORE && cmd->opcode == nvme_admin_set_features &&
+            (cmd->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST) {
+                /* a controller that acknowledges the table and keeps its old one */
+                c->n_faults++;
+                return 0;
         }
         switch (cmd->opcode) {
         case nvme_admin_identify:
@@ -274,6 +280,13 @@ int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
         }
         if (st)
                 c->n_errors++;
+        else if (f && f->action == FAKE_ACTION_GARBLE && cmd->opcode == nvme_admin_get_features &&
+                 (cmd->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST && ((cmd->cdw10 >> 8) & 0x7) != 3 && cmd->data &&
+                 cmd->data_len >= FAKE_APST_BYTES) {
+                /* entry[0] is little-endian: byte 1 bit 0 is ITPT bit 0 */
+                ((uint8_t *) cmd->data)[1] ^= 0x01;
+                c->n_faults++;
+        }
         return st;
 }
 
@@ -347,7 +360,11 @@ int fake_fault_parse(const char *s, FakeFault *ret)
                 return -EINVAL;
         f.match = (FakeMatch) i;
 
-        if (result[0] == 'E') {
+        if (!strcmp(result, "garble"))
+                f.action = FAKE_ACTION_GARBLE;
+        else if (!strcmp(result, "ignore"))
+                f.action = FAKE_ACTION_IGNORE;
+        else if (result[0] == 'E') {
                 for (i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
                         if (!strcmp(result, errnos[i].name))
                                 f.err = errnos[i].err;

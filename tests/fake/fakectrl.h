@@ -33,8 +33,17 @@ typedef enum FakeWhen {
         FAKE_WHEN_AFTER, /* the first n matching commands succeed, every later one fails */
 } FakeWhen;
 
+/* What a fault does to a matching command. */
+typedef enum FakeAction {
+        FAKE_ACTION_FAIL,   /* answer nvme_status or fail the ioctl with err; the model is not reached */
+        FAKE_ACTION_GARBLE, /* Get Features 0x0C: run it, then answer a table other than the stored one
+                             * (entry[0] XOR 0x100, i.e. ITPT bit 0 flipped); other commands run normally */
+        FAKE_ACTION_IGNORE, /* Set Features 0x0C: answer success but store nothing; other commands run normally */
+} FakeAction;
+
 typedef struct FakeFault {
         FakeMatch match;
+        FakeAction action;
         FakeWhen when;
         unsigned n;      /* for FAKE_WHEN_AFTER */
         unsigned seen;   /* matching commands seen so far */
@@ -80,7 +89,9 @@ const char *fake_cmd_allowed(const FakeCmd *cmd);
 
 /** fake_fault_parse() - parse "WHAT=RESULT[:WHEN]", WHAT identify|get-apst|set-apst|any, RESULT an
  * NVMe status (0x4002, decimal or hex, 1..0xffff) or an errno name (EIO, ENODEV, EINTR, ETIMEDOUT,
- * EBUSY, EAGAIN, ENOTTY, EPERM, EACCES, EFAULT, EINVAL) or number, WHEN always|once|after=N.
+ * EBUSY, EAGAIN, ENOTTY, EPERM, EACCES, EFAULT, EINVAL) or number, or `garble` (a Get Features 0x0C
+ * answers another table than the stored one) or `ignore` (a Set Features 0x0C succeeds and stores
+ * nothing), WHEN always|once|after=N.
  * Return: 0 or -EINVAL. */
 int fake_fault_parse(const char *s, FakeFault *ret);
 int fake_ctrl_add_fault(FakeCtrl *c, const FakeFault *f);

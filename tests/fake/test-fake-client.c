@@ -11,6 +11,8 @@
  *   test-fake-client reset NAME                sd-device monitor sees the reset uevent; table restored
  *   test-fake-client add-remove NAME           add and remove uevents; ioctls on the old fd get ENODEV
  *   test-fake-client stall NAME N              never read the monitor while N uevents are sent
+ *   test-fake-client lying NAME                arms get-apst=garble:once and set-apst=ignore:once at run
+ *                                              time and checks what each answers
  *
  * Uses only libnvme's generic nvme_{identify,set_features,get_features}() (libnvme 1.3's typed APST
  * helpers are broken, FACTS §3), open() on /dev and sd_device_enumerator_allow_uninitialized(), as
@@ -241,6 +243,43 @@ static int cmd_expect(int argc, char **argv)
                         CHECK(r == status, "%s: %s -> %s (got %d = 0x%x, errno %s)", name, argv[i], argv[i + 1], r,
                               r, strerror(errno));
         }
+        close(fd);
+        return 0;
+}
+
+/* The `garble` and `ignore` fault results, armed here with fake-nvme-ctl at run time:
+ * get-apst=garble:once makes one Get Features answer another table, set-apst=ignore:once makes one
+ * Set Features succeed without storing anything. */
+static int cmd_lying(const char *name)
+{
+        uint64_t t1[32] = { (3ULL << 3) | (100ULL << 8), (4ULL << 3) | (2000ULL << 8) }, t2[32] = { (4ULL << 3) | (50ULL << 8) };
+        uint64_t got[32];
+        uint32_t apste;
+        char cmd[256];
+        int fd = open_ctrl(name), r;
+
+        CHECK(fd >= 0, "%s: open", name);
+        if (fd < 0)
+                return 1;
+        r = do_set(fd, 1, t1, false, NVME_FEAT_FID_AUTO_PST, 256);
+        CHECK(r == 0, "%s: set table 1 (%d)", name, r);
+        snprintf(cmd, sizeof(cmd), "\"$FAKE_NVME_CTL_PROG\" fault %s get-apst=garble:once", name);
+        CHECK(system(cmd) == 0, "%s", cmd);
+        r = do_get(fd, &apste, got);
+        CHECK(r == 0 && apste == 1 && got[0] == (t1[0] ^ 0x100) && !memcmp(got + 1, t1 + 1, sizeof(got) - 8),
+              "%s: garbled get: entry[0] 0x%llx = table 1's with ITPT bit 0 flipped, the rest intact", name,
+              (unsigned long long) got[0]);
+        r = do_get(fd, &apste, got);
+        CHECK(r == 0 && !memcmp(got, t1, sizeof(got)), "%s: next get answers table 1 again", name);
+        snprintf(cmd, sizeof(cmd), "\"$FAKE_NVME_CTL_PROG\" fault %s set-apst=ignore:once", name);
+        CHECK(system(cmd) == 0, "%s", cmd);
+        r = do_set(fd, 1, t2, false, NVME_FEAT_FID_AUTO_PST, 256);
+        CHECK(r == 0, "%s: ignored set answers success (%d)", name, r);
+        r = do_get(fd, &apste, got);
+        CHECK(r == 0 && !memcmp(got, t1, sizeof(got)), "%s: ignored set stored nothing", name);
+        r = do_set(fd, 1, t2, false, NVME_FEAT_FID_AUTO_PST, 256);
+        r |= do_get(fd, &apste, got);
+        CHECK(r == 0 && !memcmp(got, t2, sizeof(got)), "%s: the next set is stored", name);
         close(fd);
         return 0;
 }
@@ -476,6 +515,8 @@ int main(int argc, char **argv)
                 r = cmd_reset(argv[2]);
         else if (argc == 4 && !strcmp(argv[1], "stall"))
                 r = cmd_stall(argv[2], atoi(argv[3]));
+        else if (argc == 3 && !strcmp(argv[1], "lying"))
+                r = cmd_lying(argv[2]);
         else if (argc == 3 && !strcmp(argv[1], "add-remove"))
                 r = cmd_add_remove(argv[2]);
         else
