@@ -22,6 +22,7 @@ typedef enum ApplyStep {
         APPLY_STEP_SET,
         APPLY_STEP_VERIFY,
         APPLY_STEP_RESTORE,
+        APPLY_STEP_VERIFY_RESTORE,
         _APPLY_STEP_MAX,
         _APPLY_STEP_INVALID = -22,
 } ApplyStep;
@@ -50,6 +51,9 @@ typedef struct ApplyResult {
         int error;                 /* negative errno of the failed step; -EREMOTEIO = NVMe status */
         uint16_t nvme_status;      /* when error == -EREMOTEIO */
         bool unchanged;            /* the table was already in place: nothing written */
+        bool put_back;             /* after a failed verification, the controller accepted @before again */
+        bool dirty;                /* ... but it could not be read back (or not even written back): the
+                                    * controller may hold a table other than @before */
 } ApplyResult;
 
 /**
@@ -64,7 +68,8 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
 
 /**
  * apply_restore() - write back @orig (the table found before we first wrote)
- * and verify it. Logs MSGID_TABLE_RESTORED or _FAILED.
+ * and verify it. Logs MSGID_TABLE_RESTORED or _FAILED; a failure says whether
+ * the Set Features itself failed (nothing changed) or only its verification.
  */
 int apply_restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig);
 

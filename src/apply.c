@@ -20,6 +20,8 @@ const char *apply_step_to_string(ApplyStep s) {
                 return "Get Features (verify the table)";
         case APPLY_STEP_RESTORE:
                 return "Set Features (restore the previous table)";
+        case APPLY_STEP_VERIFY_RESTORE:
+                return "Get Features (verify the restored table)";
         case _APPLY_STEP_MAX:
         case _APPLY_STEP_INVALID:
                 break;
@@ -41,17 +43,21 @@ static void log_failure(const ApplyTarget *t, ApplyStep step, int error, uint16_
         apst_table_to_hex(want, hex, sizeof hex);
         if (error == -EREMOTEIO)
                 (void) snprintf(st, sizeof st, "0x%04x", status);
+        if (error == -EBADMSG && (step == APPLY_STEP_VERIFY || step == APPLY_STEP_VERIFY_RESTORE))
+                /* write_and_verify()'s own code: the read-back differs */
+                (void) snprintf(why, sizeof why, "the controller reads back a different table");
+        else
+                (void) apply_error_to_string(error, status, why, sizeof why);
         log_event(LOG_ERR, error, MSGID_TABLE_FAILED,
                   LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model }, { "NVME_FIRMWARE", t->firmware },
                              { "APST_POLICY", t->policy }, { "APST_TABLE", hex }, { "NVME_STATUS", st[0] ? st : NULL },
                              { "APST_STEP", apply_step_to_string(step) }, { "APST_REASON", t->reason }),
-                  "%s: %s failed: %s.", t->name, apply_step_to_string(step),
-                  apply_error_to_string(error, status, why, sizeof why));
+                  "%s: %s failed: %s.", t->name, apply_step_to_string(step), why);
 }
 
 /* Write @tbl, read back and compare. On failure fills in the step and status and returns -errno. */
-static int write_and_verify(Ctrl *c, const ApstTable *tbl, ApplyStep set_step, ApplyStep *ret_step,
-                            uint16_t *ret_status, ApstTable *ret_readback) {
+static int write_and_verify(Ctrl *c, const ApstTable *tbl, ApplyStep set_step, ApplyStep verify_step,
+                            ApplyStep *ret_step, uint16_t *ret_status, ApstTable *ret_readback) {
         ApstTable back;
         int r;
 
@@ -62,14 +68,36 @@ static int write_and_verify(Ctrl *c, const ApstTable *tbl, ApplyStep set_step, A
         }
         r = ctrl_get_apst(c, &back, ret_status);
         if (r < 0) {
-                *ret_step = APPLY_STEP_VERIFY;
+                *ret_step = verify_step;
                 return r;
         }
         *ret_readback = back;
         if (!apst_table_equal(&back, tbl)) {
-                *ret_step = APPLY_STEP_VERIFY;
+                *ret_step = verify_step;
                 return -EBADMSG;
         }
+        return 0;
+}
+
+/* Write back @orig and verify it; *ret_step is the step that failed (APPLY_STEP_NONE on success). */
+static int restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig, ApplyStep *ret_step) {
+        char hex[32 * 19 + 1], desc[512];
+        uint16_t status = 0;
+        ApstTable back;
+        int r;
+
+        apst_table_to_hex(orig, hex, sizeof hex);
+        apst_summary(orig, desc, sizeof desc);
+        r = write_and_verify(c, orig, APPLY_STEP_RESTORE, APPLY_STEP_VERIFY_RESTORE, ret_step, &status, &back);
+        if (r < 0) {
+                log_failure(t, *ret_step, r, status, orig);
+                return r;
+        }
+        *ret_step = APPLY_STEP_NONE;
+        log_event(LOG_INFO, 0, MSGID_TABLE_RESTORED,
+                  LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model }, { "NVME_FIRMWARE", t->firmware },
+                             { "APST_POLICY", t->policy }, { "APST_TABLE", hex }, { "APST_REASON", t->reason }),
+                  "%s: restored the APST table it had before (%s).", t->name, desc);
         return 0;
 }
 
@@ -124,7 +152,7 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
                 return 0;
         }
 
-        r = write_and_verify(c, want, APPLY_STEP_SET, &res.failed_step, &res.nvme_status, &back);
+        r = write_and_verify(c, want, APPLY_STEP_SET, APPLY_STEP_VERIFY, &res.failed_step, &res.nvme_status, &back);
         if (r < 0) {
                 res.error = r;
                 if (r == -EBADMSG) {
@@ -140,9 +168,25 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
                 } else
                         log_failure(t, res.failed_step, r, res.nvme_status, want);
 
-                /* A failed Set changed nothing; a failed verification puts back what was there. */
-                if (res.failed_step == APPLY_STEP_VERIFY)
-                        (void) apply_restore(c, t, &res.before);
+                /* A failed Set changed nothing; a failed verification puts back what was there. If that
+                 * fails too, the controller may hold what we just wrote: say so, the caller must know. */
+                if (res.failed_step == APPLY_STEP_VERIFY) {
+                        ApplyStep step = APPLY_STEP_NONE;
+
+                        res.dirty = restore(c, t, &res.before, &step) < 0;
+                        res.put_back = step != APPLY_STEP_RESTORE;
+                        if (res.dirty)
+                                log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
+                                          LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
+                                                     { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
+                                                     { "APST_TABLE", hex }, { "APST_REASON", t->reason }),
+                                          res.put_back ? "%s: wrote back the previous APST table but could not "
+                                                         "verify it; the controller may still hold the one just "
+                                                         "written (%s)."
+                                                       : "%s: could not put back the previous APST table; the "
+                                                         "controller may still hold the one just written (%s).",
+                                          t->name, desc);
+                }
                 *ret = res;
                 return r;
         }
@@ -158,22 +202,7 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
 }
 
 int apply_restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig) {
-        char hex[32 * 19 + 1], desc[512];
         ApplyStep step = APPLY_STEP_NONE;
-        uint16_t status = 0;
-        ApstTable back;
-        int r;
 
-        apst_table_to_hex(orig, hex, sizeof hex);
-        apst_summary(orig, desc, sizeof desc);
-        r = write_and_verify(c, orig, APPLY_STEP_RESTORE, &step, &status, &back);
-        if (r < 0) {
-                log_failure(t, step, r, status, orig);
-                return r;
-        }
-        log_event(LOG_INFO, 0, MSGID_TABLE_RESTORED,
-                  LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model }, { "NVME_FIRMWARE", t->firmware },
-                             { "APST_POLICY", t->policy }, { "APST_TABLE", hex }, { "APST_REASON", t->reason }),
-                  "%s: restored the APST table it had before (%s).", t->name, desc);
-        return 0;
+        return restore(c, t, orig, &step);
 }

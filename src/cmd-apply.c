@@ -100,7 +100,10 @@ static int apply_one(const Config *cfg, const SysPlatform *plat, const SysCtrl *
                 apply_error_to_string(r == -EBADMSG ? -EBADMSG : res.error, res.nvme_status, why, sizeof why);
                 printf("%s: FAILED (%s: %s)%s\n", sys->name, apply_step_to_string(res.failed_step),
                        r == -EBADMSG ? "read-back differs from what was written" : why,
-                       res.failed_step == APPLY_STEP_VERIFY ? "; previous table put back" : "; table unchanged");
+                       res.failed_step != APPLY_STEP_VERIFY ? "; table unchanged"
+                       : !res.put_back                      ? "; could NOT put back the previous table"
+                       : res.dirty                          ? "; previous table written back, but not verified"
+                                                            : "; previous table put back");
                 return r;
         }
         apst_describe(&dp.plan.table, &id, desc, sizeof desc);
