@@ -30,7 +30,11 @@ const char *apply_step_to_string(ApplyStep s) {
 }
 
 const char *apply_error_to_string(int error, uint16_t nvme_status, char *buf, size_t n) {
-        if (error == -EREMOTEIO)
+        if (error == -ERANGE)
+                /* no admin ioctl fails with ERANGE: it is idctrl_parse_binary() refusing the answer */
+                (void) snprintf(buf, n, "the controller's Identify data is invalid (npss > 31: more than 32 "
+                                        "power states); leaving its APST alone");
+        else if (error == -EREMOTEIO)
                 (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", nvme_status, ctrl_status_to_string(nvme_status));
         else
                 (void) snprintf(buf, n, "%s", strerror(-error));
