@@ -51,10 +51,14 @@ static int apply_one(const Config *cfg, const SysPlatform *plat, const SysCtrl *
         }
         r = ctrl_identify(ctrl, &id, NULL, &status);
         if (r < 0) {
+                char st[16];
+
                 apply_error_to_string(r, status, why, sizeof why);
+                (void) snprintf(st, sizeof st, "0x%04x", status);
                 log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
                           LOG_FIELDS({ "NVME_CTRL", sys->name }, { "NVME_MODEL", sys->model },
-                                     { "NVME_FIRMWARE", sys->firmware }),
+                                     { "NVME_FIRMWARE", sys->firmware },
+                                     { "NVME_STATUS", r == -EREMOTEIO ? st : NULL }),
                           "%s: Identify Controller failed: %s.", sys->name, why);
                 printf("%s: FAILED (Identify Controller: %s)\n", sys->name, why);
                 return r;
