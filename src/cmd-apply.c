@@ -43,6 +43,12 @@ static int apply_one(const Config *cfg, const SysPlatform *plat, const SysCtrl *
                 printf("%s: skipped (transport %s is not PCIe)\n", sys->name, sys->transport);
                 return 0;
         }
+        if (strcmp(sys->state, "live") != 0) {
+                /* as the daemon does: a resetting or dead controller gets no admin command */
+                log_error("%s: controller is %s, not live; not programmed.", sys->name, sys->state);
+                printf("%s: FAILED (controller is %s, not live)\n", sys->name, sys->state);
+                return -EAGAIN;
+        }
         r = ctrl_open(arg_dev_dir, sys->name, &ctrl);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot open %s/%s: %m", sys->name, arg_dev_dir, sys->name);

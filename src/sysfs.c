@@ -67,7 +67,7 @@ static uint16_t read_hex16(const char *dir, const char *attr) {
 }
 
 int sysfs_read_controller(const char *sysroot, const char *name, SysCtrl *ret) {
-        char dir[256], dev[300], probe[320];
+        char dir[256], dev[300], probe[320], raw[sizeof(((SysCtrl *) NULL)->state)];
         SysCtrl c = {};
 
         if (!sysfs_is_ctrl_name(name))
@@ -76,8 +76,10 @@ int sysfs_read_controller(const char *sysroot, const char *name, SysCtrl *ret) {
                 return -ENAMETOOLONG;
         /* the controller is gone if its state cannot be read */
         (void) snprintf(probe, sizeof probe, "%s/state", dir);
-        if (sysfs_read_attr(probe, c.state, sizeof c.state) < 0)
+        if (sysfs_read_attr(probe, raw, sizeof raw) < 0)
                 return -ENOENT;
+        /* it ends up in log lines and STATUS=: printable ASCII only, like every other string */
+        idctrl_copy_string(c.state, raw, MIN(strlen(raw), sizeof c.state - 1));
         (void) snprintf(c.name, sizeof c.name, "%s", name);
         read_string(dir, "transport", c.transport, sizeof c.transport);
         read_string(dir, "model", c.model, sizeof c.model);
