@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 /* We send CODE_FILE/CODE_LINE/CODE_FUNC of our caller ourselves; without this,
  * sd-journal.h's sd_journal_sendv() macro adds its own (log.c's) and every
@@ -117,6 +118,11 @@ static int journal_write(int level, int error, const char *file, int line, const
                 iov[k] = (struct iovec) { strs[k], strlen(strs[k]) };            \
                 k++;                                                             \
         } while (0)
+
+        /* sd_journal_sendv() drops the entry and returns 0 when the socket does not exist (no
+         * journald at all, e.g. in a container): send it to stderr instead of losing it. */
+        if (access("/run/systemd/journal/socket", F_OK) < 0)
+                return -errno;
 
         ADD("MESSAGE=%s", message);
         ADD("PRIORITY=%d", level);
