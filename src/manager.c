@@ -809,8 +809,18 @@ void manager_stop(Manager *m) {
                 Controller *c = m->ctrls[i];
                 ApplyTarget t;
 
-                if (!c->have_original || !c->have_written || !c->ctrl)
+                if (!c->have_original || !c->ctrl)
                         continue;
+                if (!c->have_written) {
+                        /* Never written and verified by us, yet recorded: a write failed half-way, or a
+                         * predecessor's table is still there. Put back the original unless it is in
+                         * place; either way the record goes only once the drive holds it. */
+                        ApstTable now;
+                        if (ctrl_get_apst(c->ctrl, &now, NULL) >= 0 && apst_table_equal(&now, &c->original)) {
+                                original_remove(m, c);
+                                continue;
+                        }
+                }
                 t = controller_target(c, "stop");
                 if (apply_restore(c->ctrl, &t, &c->original) >= 0) {
                         original_remove(m, c);
