@@ -395,6 +395,18 @@ def scenario_untrusted_identify():
     for n in hostile:
         check(not [d for d in read_log(n) if d.get("opc") == SET and d.get("status") not in ("0x0000", None)],
               f"apply: every table written to {n} was valid for it")
+    # plan --json over all of them: valid JSON, sanitised strings, our own UTF-8 intact
+    import json
+    q = run("plan", "--json", "--config", CONF)
+    try:
+        js = json.loads(q.stdout)
+        ctrls = {c["name"]: c for c in js["controllers"]}
+        check(clean(ctrls["nvme6"]["model"]) and ctrls["nvme6"]["model"].startswith("Evil?"),
+              "plan --json: the hostile model is sanitised")
+        check("\u2192" in ctrls["nvme0"]["description"] and "\u00e2" not in ctrls["nvme0"]["description"],
+              "plan --json: the description's arrows survive as UTF-8, not byte by byte")
+    except (ValueError, KeyError) as e:
+        check(False, f"plan --json parses and lists the controllers ({e!r})")
     fresh()
     for n in hostile:
         ctl("reset", n)
