@@ -129,6 +129,17 @@ static void mut_huge_entry(IdCtrl *id) {
         id->psd[1] = (IdPsd) { .max_power_uw = 110000, .non_operational = true, .enlat_us = UINT32_MAX };
         id->psd[2] = (IdPsd) { .max_power_uw = 100000, .non_operational = true, .enlat_us = UINT32_MAX };
 }
+/* Untrusted Identify data (issue 6): the 970 EVO Plus with ps3 reporting latencies 0 ("not
+ * reported") and ps4 reporting 2^32−1 for both. */
+static void mut_evo_zero_and_max_latency(IdCtrl *id) {
+        id->psd[3].enlat_us = id->psd[3].exlat_us = 0;
+        id->psd[4].enlat_us = id->psd[4].exlat_us = UINT32_MAX;
+}
+/* Untrusted Identify data: apsta = 1, npss = 4, and every power state descriptor all zero. */
+static void mut_all_zero_psds(IdCtrl *id) {
+        for (unsigned i = 0; i < IDCTRL_MAX_PS; i++)
+                id->psd[i] = (IdPsd) {};
+}
 /* The seed with PS0 idle power reported: IDLP 5000 at 0.0001 W = 0.5 W. */
 static void mut_seed_p0(IdCtrl *id) {
         id->psd[0].idle_power_uw = 500000;
@@ -467,6 +478,21 @@ static const Case table_cases[] = {
             [27] = ENT(28, 5600 * 296 / 1000 + 1), [28] = ENT(29, 5800 * 297 / 1000 + 1),
             [29] = ENT(30, 6000 * 298 / 1000), [30] = ENT(31, 1854) },
           0, false, 6200, NULL, NULL },
+
+        /* ---------------- untrusted Identify data ---------------- */
+
+        /* ps4 (exit 2^32−1) is beyond any budget; ps3 claims 0/0 µs. Kernel: ps3 total 0 <= 15000 ->
+         * primary at 100 ms, as Linux would program it. Budget: break-even 0 -> the 1 ms minimum. Both
+         * worst wakes are 0 because the drive says so; nothing overflows or wraps. */
+        { "/apst/kernel/untrusted/zero-and-max-latency", EVO, mut_evo_zero_and_max_latency, {}, PARAMS(K, 100000),
+          APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 100) }, 0, false, 0, NULL, "ps3@100ms" },
+        { "/apst/budget/untrusted/zero-and-max-latency", EVO, mut_evo_zero_and_max_latency, {}, PARAMS(B, 100000),
+          APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 1) }, 0, false, 0, NULL, "ps3@1ms" },
+        /* All-zero descriptors: every state is operational, so nothing is a target (APSTE=1, empty). */
+        { "/apst/kernel/untrusted/all-zero-psds", EVO, mut_all_zero_psds, {}, PARAMS(K, 100000), APST_OUTCOME_PROGRAM,
+          true, {}, 0, false, 0, "no idle transitions", "none" },
+        { "/apst/budget/untrusted/all-zero-psds", EVO, mut_all_zero_psds, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM,
+          true, {}, 0, false, 0, "no idle transitions", "none" },
 
         /* ---------------- huge latencies ---------------- */
 
