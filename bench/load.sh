@@ -1,0 +1,141 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# bench/load.sh: load and overhead of the nvme-apstd daemon (issue 6), against the fake
+# controller harness (tests/fake). Prints `key: value` lines and writes them to
+# $OUT/load-report.txt. See bench/README.md ("Load and overhead") for what each figure means.
+#
+#   bench/load.sh [BUILD_DIR]          default BUILD_DIR: build (configured with meson; the fake
+#                                      harness must have been built, i.e. umockdev-dev installed)
+# Environment:
+#   CTRLS=48 RELOADS=1000 IDLE_S=60 IDLE_CTRLS=4 READY_RUNS=20    the sizes. 48, not 64: umockdev
+#               0.17's preload keeps emulated fds in a 50-entry table and abort()s the process
+#               ("fd_map_add(): overflow") past it; the daemon keeps one fd per controller open,
+#               plus its uevent socket. RSS_STEPS gives the per-controller cost to extrapolate.
+#   RSS_STEPS="1 8 16 32 48"   controller counts at which READY time and RSS are also taken
+#   TUNED=1     also run tuned (Debian's, default = recommended profile) for the idle window
+#               beside the daemon; needs `apt-get install tuned dbus`. It gets a private system
+#               bus (tuned cannot start without one); the daemon gets the same bus.
+#   OUT=DIR     where logs and the report go (default BUILD_DIR/bench-load)
+set -euo pipefail
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$SRC/build}" && pwd)
+OUT=${OUT:-$BUILD/bench-load}
+CTRLS=${CTRLS:-48}
+RSS_STEPS=${RSS_STEPS:-1 8 16 32}
+RELOADS=${RELOADS:-1000}
+IDLE_S=${IDLE_S:-60}
+IDLE_CTRLS=${IDLE_CTRLS:-4}
+READY_RUNS=${READY_RUNS:-20}
+TUNED=${TUNED:-0}
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+REPORT=$OUT/load-report.txt
+export NVME_APSTD=$BUILD/src/nvme-apstd OUT
+export RSS_FLOOR=$OUT/rss-floor
+TB=$BUILD/tests/fake/fake-nvme-tb
+IDCTRL=$SRC/tests/data/idctrl/05-samsung-ssd-970-evo-plus-2tb.bin
+for f in "$NVME_APSTD" "$TB"; do
+    [ -x "$f" ] || { echo "load.sh: $f not built (meson compile -C $BUILD)" >&2; exit 1; }
+done
+command -v umockdev-wrapper >/dev/null || { echo "load.sh: umockdev-wrapper missing" >&2; exit 1; }
+
+# The RSS floor: nvme-apstd's libraries and one sd-event loop, nothing else (bench/rss-floor.c).
+# --no-as-needed: keep libcpupower mapped even if a linker would drop it, as FACTS §3 measured.
+cc -O2 -o "$RSS_FLOOR" "$SRC/bench/rss-floor.c" -Wl,--no-as-needed \
+    $(pkg-config --cflags --libs libnvme libsystemd) -lcpupower
+
+ctrls() { # N: --ctrl arguments for N Samsung 970 EVO Plus controllers holding the kernel's table
+    local i
+    for ((i = 0; i < $1; i++)); do
+        printf -- '--ctrl\nnvme%d,initial-table=kernel,idctrl=%s,pci=144d:a808\n' "$i" "$IDCTRL"
+    done
+}
+harness() { # N COMMAND...: run COMMAND in a harness with N controllers; keep only our `key: value` lines
+    local n=$1
+    shift
+    mapfile -t args < <(ctrls "$n")
+    umockdev-wrapper "$TB" "${args[@]}" -- "$@" 2>>"$OUT/harness.log" | grep -v '^fake: ' | tee -a "$REPORT"
+}
+
+{
+    echo "# nvme-apstd load benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$SRC" describe --always --dirty 2>/dev/null)"
+    echo "# $(nproc) CPUs, $(uname -r), $(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo) RAM; buildtype: $(meson introspect --buildoptions "$BUILD" 2>/dev/null | python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="buildtype"))' 2>/dev/null || echo '?')"
+} | tee "$REPORT"
+
+# 1. Time to READY=1 for one controller, and for none (no harness: the plain machine)
+harness 1 python3 "$SRC/bench/load.py" ready "$READY_RUNS"
+python3 "$SRC/bench/load.py" ready "$READY_RUNS" | sed 's/^/no harness, /' | tee -a "$REPORT"
+
+# 2. Many controllers: READY, RSS, a reload that changes every table, RSS over RELOADS reloads;
+#    first READY and RSS at smaller counts, for the cost per controller
+for n in $RSS_STEPS; do
+    harness "$n" python3 "$SRC/bench/load.py" many 0
+done
+harness "$CTRLS" python3 "$SRC/bench/load.py" many "$RELOADS"
+
+# 3. Idle: the daemon with IDLE_CTRLS controllers beside the RSS floor program (and tuned)
+TUNED_PID=
+BUS_PID=
+sysctls() { # every sysctl but the counters that move by themselves
+    sysctl -a 2>/dev/null | grep -Ev '^(fs\.(dentry-state|file-nr|inode-nr|inode-state)|kernel\.(ns_last_pid|pty\.nr|random\.))'
+}
+cleanup() {
+    [ -n "$TUNED_PID" ] && kill "$TUNED_PID" 2>/dev/null && wait "$TUNED_PID" 2>/dev/null
+    [ -n "$BUS_PID" ] && kill "$BUS_PID" 2>/dev/null
+    true
+}
+trap cleanup EXIT
+if [ "$TUNED" = 1 ]; then
+    if command -v tuned >/dev/null && command -v dbus-daemon >/dev/null; then
+        # tuned exits at once without a system bus; give it (and the daemon) a private one, so
+        # neither touches the machine's real bus and both pay for a bus connection
+        mkdir -p "$OUT/bus"
+        cat >"$OUT/bus/bus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$OUT/bus/socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/> <allow own="*"/> <allow send_destination="*"/> <allow receive_sender="*"/>
+  </policy>
+</busconfig>
+EOF
+        dbus-daemon --config-file="$OUT/bus/bus.conf" --nofork --nopidfile >"$OUT/bus/log" 2>&1 &
+        BUS_PID=$!
+        export BENCH_BUS=unix:path=$OUT/bus/socket
+        for _ in $(seq 50); do [ -S "$OUT/bus/socket" ] && break; sleep 0.1; done
+        sysctls | sort >"$OUT/sysctl-before-tuned.txt" || true
+        DBUS_SYSTEM_BUS_ADDRESS=$BENCH_BUS tuned -l "$OUT/tuned.log" >"$OUT/tuned.out" 2>&1 &
+        TUNED_PID=$!
+        # wait until its profile is applied: from then on it is in its steady state
+        for _ in $(seq 300); do grep -q "static tuning from profile .* applied" "$OUT/tuned.log" 2>/dev/null && break; sleep 0.1; done
+        if kill -0 "$TUNED_PID" 2>/dev/null; then
+            echo "tuned: $(tuned --version 2>&1), profile $(grep -o "Using '[^']*' profile" "$OUT/tuned.log" | head -1)" | tee -a "$REPORT"
+            export TUNED_PID
+        else
+            echo "tuned: could not run here: $(tail -1 "$OUT/tuned.out" "$OUT/tuned.log" 2>/dev/null | tail -1)" | tee -a "$REPORT"
+            TUNED_PID=
+        fi
+    else
+        echo "tuned: not installed (apt-get install tuned dbus)" | tee -a "$REPORT"
+    fi
+fi
+harness "$IDLE_CTRLS" python3 "$SRC/bench/load.py" idle "$IDLE_S"
+if [ -n "$TUNED_PID" ]; then
+    kill "$TUNED_PID"
+    wait "$TUNED_PID" 2>/dev/null || true
+    TUNED_PID=
+    sysctls | sort >"$OUT/sysctl-after-tuned.txt" || true
+    if cmp -s "$OUT/sysctl-before-tuned.txt" "$OUT/sysctl-after-tuned.txt"; then
+        echo "tuned: stopped; every sysctl back as before" | tee -a "$REPORT"
+    else
+        echo "tuned: stopped; sysctls differing from before: $(diff "$OUT/sysctl-before-tuned.txt" \
+            "$OUT/sysctl-after-tuned.txt" | grep -c '^>')" | tee -a "$REPORT"
+    fi
+fi
+echo "report: $REPORT"
