@@ -289,6 +289,12 @@ SYSFS_CASES = [
     ("device/device", "not-a-number-at-all" * 20, "manage"),
     ("transport", "pcie\x00junk", "any"),
     ("transport", "\xff\xfe", "skip"),
+    # None: the attribute is missing
+    ("model", None, "manage"),
+    ("firmware_rev", None, "manage"),
+    ("device/vendor", None, "manage"),
+    ("transport", None, "skip"),
+    ("state", None, "skip"),
 ]
 
 
@@ -299,8 +305,15 @@ def scenario_sysfs_garbage():
         path = f"/sys/class/nvme/nvme0/{attr}"
         with open(path, "rb") as f:
             saved = f.read()
-        with open(path, "wb") as f:
-            f.write(value.encode("latin-1"))
+
+        def spoil():
+            if value is None:
+                # umockdev redirects open() and stat() but not unlink(): name the testbed's file
+                os.unlink(os.environ.get("UMOCKDEV_DIR", "") + path)
+            else:
+                with open(path, "wb") as f:
+                    f.write(value.encode("latin-1"))
+        spoil()
         try:
             p = run("apply", "--config", CONF)
             check(p.returncode in (0, 1), f"{case}: apply exits 0 or 1 (rc {p.returncode})")
@@ -308,9 +321,11 @@ def scenario_sysfs_garbage():
             check(clean(p.stdout + p.stderr), f"{case}: apply prints no control or raw bytes")
             if want == "skip":
                 check(read_table("nvme0") == ORIG["nvme0"], f"{case}: apply left nvme0 alone")
-            fresh()  # a reset sets `state` again: write the attribute after it
-            with open(path, "wb") as f:
-                f.write(value.encode("latin-1"))
+            if value is None:
+                with open(path, "wb") as f:  # the fake's reset writes `state`, and expects it there
+                    f.write(saved)
+            fresh()  # a reset sets `state` again: spoil the attribute after it
+            spoil()
             d = Daemon(CONF)
             try:
                 check(d.wait_notify(r"^READY=1$") is not None, f"{case}: daemon READY=1")
@@ -445,12 +460,14 @@ def state_files(rdir):
 def scenario_sigkill():
     # SIGKILL at several points, restart with the same RUNTIME_DIRECTORY, stop: both drives end with
     # the tables they had before the FIRST start, and the records are consistent meanwhile.
-    points = ["before-ready", "after-ready", "during-reload", "twice"]
+    points = ["at-once", "before-ready", "after-ready", "during-reload", "twice"]
     for point in points:
         fresh()
         rdir = tempfile.mkdtemp(prefix="apstd-run-", dir=WORK)
         d = Daemon(CONF, runtime_dir=rdir)
-        if point == "before-ready":
+        if point == "at-once":
+            time.sleep(0.002)  # wherever it is: loading the configuration, identifying, writing
+        elif point == "before-ready":
             # as soon as it has written one record (it writes the record before the first Set)
             wait_for(lambda: any(f.endswith(".orig") for f in os.listdir(rdir)), 5, "a record")
         elif point in ("after-ready", "twice"):
