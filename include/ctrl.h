@@ -37,6 +37,8 @@ typedef struct Ctrl Ctrl;
 #define CTRL_CNS_CONTROLLER 0x01u
 #define CTRL_FID_APST 0x0Cu
 #define CTRL_SET_FEATURES_SAVE (UINT32_C(1) << 31)
+/* Do Not Retry, bit 14 of the status field as libnvme returns it */
+#define CTRL_STATUS_DNR 0x4000u
 
 /* Admin command timeout we ask the kernel for: the event loop waits for every
  * command, and systemd's watchdog (WatchdogSec=30s) must not fire first. */

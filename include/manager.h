@@ -36,8 +36,15 @@
  * Only armed in that mode, which the user chose knowing it costs one wake-up per period. */
 #define MANAGER_IOWATCH_INTERVAL_USEC (1ULL * 1000000ULL)
 
-/* A controller that is not `live` (resetting, connecting) is looked at again after this. */
+/* A controller that is not `live` (resetting, connecting) is looked at again after this, then after
+ * twice as long each time, up to 32 times as long: one that stays dead must not keep the daemon
+ * awake; the kernel's `connected` uevent brings it back at once when it recovers. */
 #define MANAGER_NOT_LIVE_RETRY_USEC (2ULL * 1000000ULL)
+#define MANAGER_RETRY_MAX_SHIFT 5u
+
+/* A command that failed in a way that may pass if sent again (EINTR, EAGAIN, EBUSY, ETIMEDOUT, or
+ * an NVMe status without Do Not Retry) is retried this many times, on the same schedule. */
+#define MANAGER_TRANSIENT_RETRIES 3u
 
 typedef struct Manager Manager;
 
@@ -56,7 +63,8 @@ typedef struct Controller {
         bool failed;               /* the last attempt failed; retried on the next event */
         uint64_t io_count;
         bool io_known;
-        sd_event_source *retry;    /* pending retry while not live */
+        sd_event_source *retry;    /* pending retry while not live, or after a transient error */
+        unsigned n_retries;        /* retries since the last success or event */
 } Controller;
 
 struct Manager {

@@ -191,14 +191,16 @@ static int controller_retry_handler(sd_event_source *s, uint64_t usec, void *use
 static int controller_sync(Controller *c, const char *reason);
 
 static void controller_schedule_retry(Controller *c) {
+        uint64_t usec = MANAGER_NOT_LIVE_RETRY_USEC << MIN(c->n_retries, MANAGER_RETRY_MAX_SHIFT);
         int r;
 
+        c->n_retries++;
         if (c->retry) {
-                (void) sd_event_source_set_time_relative(c->retry, MANAGER_NOT_LIVE_RETRY_USEC);
+                (void) sd_event_source_set_time_relative(c->retry, usec);
                 (void) sd_event_source_set_enabled(c->retry, SD_EVENT_ONESHOT);
                 return;
         }
-        r = sd_event_add_time_relative(c->manager->event, &c->retry, CLOCK_MONOTONIC, MANAGER_NOT_LIVE_RETRY_USEC, 0,
+        r = sd_event_add_time_relative(c->manager->event, &c->retry, CLOCK_MONOTONIC, usec, 0,
                                        controller_retry_handler, c);
         if (r < 0)
                 log_warning_errno(r, "%s: cannot schedule a retry: %m", c->name);
@@ -209,11 +211,31 @@ static void controller_schedule_retry(Controller *c) {
 static int controller_retry_handler(sd_event_source *s, uint64_t usec, void *userdata) {
         Controller *c = userdata;
         (void) controller_sync(c, "retry");
+        manager_notify_status(c->manager, NULL);
         return 0;
 }
 
+/* After a failed command: try again later if the error may be transient, a few times. */
+static void controller_retry_transient(Controller *c, int error, uint16_t nvme_status) {
+        bool transient = error == -EREMOTEIO ? !(nvme_status & CTRL_STATUS_DNR)
+                                             : error == -EINTR || error == -EAGAIN || error == -EBUSY ||
+                                                       error == -ETIMEDOUT;
+
+        if (!transient)
+                return;
+        if (c->n_retries >= MANAGER_TRANSIENT_RETRIES) {
+                log_warning("%s: still failing after %u retries; giving up until the controller is reset or "
+                            "the system resumes.", c->name, c->n_retries);
+                return;
+        }
+        log_info("%s: the error may be transient; trying again in %u s (retry %u of %u).", c->name,
+                 (unsigned) ((MANAGER_NOT_LIVE_RETRY_USEC << MIN(c->n_retries, MANAGER_RETRY_MAX_SHIFT)) / 1000000u),
+                 c->n_retries + 1, MANAGER_TRANSIENT_RETRIES);
+        controller_schedule_retry(c);
+}
+
 /* Open and identify (once per controller appearance). */
-static int controller_identify(Controller *c) {
+static int controller_identify(Controller *c, uint16_t *ret_status) {
         char why[160];
         uint16_t status = 0;
         int r;
@@ -229,6 +251,7 @@ static int controller_identify(Controller *c) {
         if (c->identified)
                 return 0;
         r = ctrl_identify(c->ctrl, &c->id, NULL, &status);
+        *ret_status = status;
         if (r < 0) {
                 char st[16];
                 (void) snprintf(st, sizeof st, "0x%04x", status);
@@ -306,9 +329,13 @@ static void controller_record_original(const ApstTable *found, void *userdata) {
 /* Bring the controller to the planned state: identify, plan, remember, write, verify. */
 static int controller_sync(Controller *c, const char *reason) {
         bool first = !c->identified;
+        uint16_t status = 0;
         ApplyResult res;
         ApplyTarget t;
         int r;
+
+        if (strcmp(reason, "retry") != 0)
+                c->n_retries = 0;   /* an event: a fresh start */
 
         r = sysfs_read_controller(arg_sysfs_root, c->name, &c->sys);
         if (r < 0)
@@ -325,14 +352,17 @@ static int controller_sync(Controller *c, const char *reason) {
                 return 0;
         }
         if (strcmp(c->sys.state, "live") != 0) {
-                log_info("%s: controller is %s, not live; will look again when it is.", c->name, c->sys.state);
+                /* once, not every time the retry timer looks again */
+                log_full_errno(c->n_retries == 0 ? LOG_INFO : LOG_DEBUG, 0,
+                               "%s: controller is %s, not live; will look again when it is.", c->name, c->sys.state);
                 controller_schedule_retry(c);
                 return 0;
         }
 
-        r = controller_identify(c);
+        r = controller_identify(c, &status);
         if (r < 0) {
                 c->failed = true;
+                controller_retry_transient(c, r, status);
                 return r;
         }
         if (first) {
@@ -386,9 +416,11 @@ static int controller_sync(Controller *c, const char *reason) {
 
         if (r < 0) {
                 c->failed = true;
+                controller_retry_transient(c, res.error, res.nvme_status);
                 return r;
         }
         c->failed = false;
+        c->n_retries = 0;
         c->have_written = true;
         c->written = c->plan.plan.table;
         return 0;
