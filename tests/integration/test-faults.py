@@ -7,7 +7,7 @@ Run as the harness's COMMAND (tests/integration/meson.build, suite 'faults'):
     test-faults.py matrix-apply STEP     STEP: identify | get-before | set | verify
     test-faults.py matrix-daemon STEP
     test-faults.py SCENARIO              lying, removal, sysfs-garbage, untrusted-identify,
-                                         sigkill, no-journal-no-bus, config-reload
+                                         sigkill, no-journal-no-bus, config-reload, transient
 
 The harness starts nvme0 (Samsung 970 EVO Plus) and nvme1 (WDC SN550), both
 with the kernel's table. Each case of a matrix puts both tables back with
@@ -442,12 +442,13 @@ def scenario_untrusted_identify():
         d.dump()
 
 
-def state_files(rdir):
-    """The daemon's records in @rdir: {name: dict}; each must parse."""
+def state_files(rdir, killed=False):
+    """The daemon's records in @rdir: {name: dict}; each must parse. Right after a SIGKILL a
+    half-written NAME.orig.tmp may be there (the next save replaces it); never otherwise."""
     out = {}
     for f in sorted(os.listdir(rdir)):
         if not f.endswith(".orig"):
-            check(f.endswith(".tmp") is False, f"runtime dir: no leftover temporary file ({f})")
+            check(killed and f.endswith(".orig.tmp"), f"runtime dir: only records{' and temporaries' if killed else ''} ({f})")
             continue
         with open(os.path.join(rdir, f)) as fh:
             kv = dict(line.split("=", 1) for line in fh.read().splitlines() if "=" in line)
@@ -481,7 +482,7 @@ def scenario_sigkill():
         d.proc.kill()
         d.proc.wait()
         write_config("[apst]\npolicy = budget\n", CONF)
-        recs = state_files(rdir)
+        recs = state_files(rdir, killed=True)
         for n, kv in recs.items():
             entries = [int(x, 16) for x in kv["table"].split()]
             check((int(kv["apste"]), entries) == ORIG[n], f"{point}: the record of {n} is its first original")
@@ -490,7 +491,7 @@ def scenario_sigkill():
             check(d.wait_notify(r"^READY=1$") is not None, f"{point}: second instance READY")
             d.proc.kill()
             d.proc.wait()
-            for n, kv in state_files(rdir).items():
+            for n, kv in state_files(rdir, killed=True).items():
                 check((int(kv["apste"]), [int(x, 16) for x in kv["table"].split()]) == ORIG[n],
                       f"{point}: after the second SIGKILL the record of {n} is still the first original")
         d2 = Daemon(CONF, runtime_dir=rdir)
@@ -624,6 +625,78 @@ def text_mode(path, mode):
     return f
 
 
+def scenario_transient():
+    # An error that may pass if sent again (EINTR, ETIMEDOUT, ..., an NVMe status without DNR) is
+    # retried after 2, 4, 8 s, then given up until the next event; one with DNR or ENODEV is not.
+    case = "get-apst=EINTR:once"
+    fresh(case)
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, f"{case}: READY=1")
+        check(d.wait_log(r"nvme0: the error may be transient; trying again in 2 s \(retry 1 of 3\)", timeout=5)
+              is not None, f"{case}: a retry is announced")
+        check(wait_for(lambda: read_table("nvme0") == WANT["nvme0"], 6, "nvme0 programmed on the retry") is not None,
+              f"{case}: the retry programs nvme0")
+        check(d.wait_notify(r"STATUS=nvme0: budget", len(d.notifications) - 1, timeout=3) is not None,
+              f"{case}: STATUS= no longer says failed")
+        check(d.stop() == 0 and read_table("nvme0") == ORIG["nvme0"], f"{case}: stop restores")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+    case = "set-apst=0x0002 (no DNR), always"
+    fresh("set-apst=0x0002")
+    sets0 = count_cmds("nvme0", SET)
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, f"{case}: READY=1")
+        check(d.wait_log(r"nvme0: still failing after 3 retries; giving up", timeout=20) is not None,
+              f"{case}: three retries (2, 4, 8 s), then it gives up")
+        check(count_cmds("nvme0", SET) - sets0 == 4, f"{case}: four Set Features in all")
+        check(read_table("nvme0") == ORIG["nvme0"] and read_table("nvme1") == WANT["nvme1"], f"{case}: tables")
+        check(d.proc.poll() is None and d.stop() == 0, f"{case}: still running, exits 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+    for fault in ("set-apst=0x4002", "identify=ENODEV", "get-apst=EIO:once"):
+        fresh(fault)
+        d = Daemon(CONF)
+        try:
+            check(d.wait_notify(r"^READY=1$") is not None, f"{fault}: READY=1")
+            time.sleep(2.5)
+            check("may be transient" not in d.log(), f"{fault}: not retried")
+            check(d.stop() == 0, f"{fault}: exit 0")
+        finally:
+            if d.proc.poll() is None:
+                d.stop()
+            if failures:
+                d.dump()
+
+    # a controller that stays dead: looked at again after 2, 4, 8 ... s, logged once
+    fresh()
+    ctl("set-attr", "nvme0", "state", "dead")
+    ids0 = count_cmds("nvme0", IDENTIFY)
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "dead: READY=1")
+        time.sleep(7)
+        check(len(re.findall(r"nvme0: controller is dead, not live", d.log())) == 1, "dead: logged once, not every look")
+        check(count_cmds("nvme0", IDENTIFY) == ids0, "dead: nothing sent to it")
+        ctl("set-attr", "nvme0", "state", "live")
+        ctl("uevent", "nvme0", "change", "NVME_EVENT=connected")
+        check(wait_for(lambda: read_table("nvme0") == WANT["nvme0"], 5, "nvme0 programmed") is not None,
+              "dead: programmed as soon as the kernel says it is connected")
+        check(d.stop() == 0, "dead: exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+    fresh()
+
+
 scenario = sys.argv[1]
 if scenario == "matrix-apply":
     matrix_apply(sys.argv[2])
@@ -641,6 +714,8 @@ elif scenario == "sigkill":
     scenario_sigkill()
 elif scenario == "no-journal-no-bus":
     scenario_no_journal_no_bus()
+elif scenario == "transient":
+    scenario_transient()
 elif scenario == "config-reload":
     scenario_config_reload()
 else:
