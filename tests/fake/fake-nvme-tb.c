@@ -297,7 +297,9 @@ static char *ctrl_record(Ctrl *c)
         const struct nvme_id_ctrl *id = &c->model.id;
         unsigned i = c->index;
         char mn[41], sn[21], fr[9], nqn[257];
-        g_autofree char *pci_addr = g_strdup_printf("0000:00:%02x.0", 4 + i); /* slots 04.0, 05.0, ... */
+        /* slots 04.0 .. 1f.0 for nvme0..27, then functions 1..7 of the same slots for nvme28..223: a PCI
+         * device number has 5 bits, a function number 3 */
+        g_autofree char *pci_addr = g_strdup_printf("0000:00:%02x.%u", 4 + i % 28, i / 28);
         g_autofree char *zero_stat = format_stat((const unsigned long long[17]) {});
         g_autofree char *address = NULL, *ns_name = g_strdup_printf("%sn1", c->name);
         GString *s = g_string_new(NULL);
@@ -520,10 +522,10 @@ static Ctrl *ctrl_parse(Harness *h, const char *spec, GError **error)
 
         c->h = h;
         if (!g_str_has_prefix(parts[0], "nvme") || !g_ascii_isdigit(parts[0][4]) ||
-            (c->index = (unsigned) strtoul(parts[0] + 4, &end, 10), *end) || c->index > 27) {
-                /* N <= 27: the PCI parent is 0000:00:<4+N>.0 and a PCI device number has 5 bits */
+            (c->index = (unsigned) strtoul(parts[0] + 4, &end, 10), *end) || c->index > 223) {
+                /* N <= 223: the PCI parent is 0000:00:<4 + N % 28>.<N / 28> (5-bit device, 3-bit function) */
                 g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                            "controller name '%s' is not nvmeN with N in 0..27", parts[0]);
+                            "controller name '%s' is not nvmeN with N in 0..223", parts[0]);
                 return NULL;
         }
         c->name = g_strdup(parts[0]);
