@@ -447,6 +447,8 @@ def state_files(rdir, killed=False):
     half-written NAME.orig.tmp may be there (the next save replaces it); never otherwise."""
     out = {}
     for f in sorted(os.listdir(rdir)):
+        if f.startswith("cpu"):
+            continue  # the CPU pinning's own record (its tests check it)
         if not f.endswith(".orig"):
             check(killed and f.endswith(".orig.tmp"), f"runtime dir: only records{' and temporaries' if killed else ''} ({f})")
             continue
@@ -458,11 +460,24 @@ def state_files(rdir, killed=False):
     return out
 
 
+CPU_CONF = "[cpu]\npin = always\ngovernor = performance\n"
+GOVERNOR = "/sys/devices/system/cpu/cpufreq/policy0/scaling_governor"
+
+
+def governor():
+    with open(GOVERNOR) as f:
+        return f.read().strip()
+
+
 def scenario_sigkill():
     # SIGKILL at several points, restart with the same RUNTIME_DIRECTORY, stop: both drives end with
-    # the tables they had before the FIRST start, and the records are consistent meanwhile.
+    # the tables they had before the FIRST start, and the records are consistent meanwhile. The
+    # harness of this group has fake cpufreq: the CPU policy too ends as configured while running
+    # and as found before the first start after the stop.
+    gov0 = governor()
     points = ["at-once", "before-ready", "after-ready", "during-reload", "twice"]
     for point in points:
+        write_config("[apst]\npolicy = budget\n" + CPU_CONF, CONF)
         fresh()
         rdir = tempfile.mkdtemp(prefix="apstd-run-", dir=WORK)
         d = Daemon(CONF, runtime_dir=rdir)
@@ -475,13 +490,13 @@ def scenario_sigkill():
             check(d.wait_notify(r"^READY=1$") is not None, f"{point}: READY")
         elif point == "during-reload":
             check(d.wait_notify(r"^READY=1$") is not None, f"{point}: READY")
-            write_config("[apst]\npolicy = kernel\n", CONF)
+            write_config("[apst]\npolicy = kernel\n" + CPU_CONF, CONF)
             n = len(d.notifications)
             d.signal(signal.SIGHUP)
             d.wait_notify(r"^RELOADING=1$", n)
         d.proc.kill()
         d.proc.wait()
-        write_config("[apst]\npolicy = budget\n", CONF)
+        write_config("[apst]\npolicy = budget\n" + CPU_CONF, CONF)
         recs = state_files(rdir, killed=True)
         for n, kv in recs.items():
             entries = [int(x, 16) for x in kv["table"].split()]
@@ -499,11 +514,13 @@ def scenario_sigkill():
             check(d2.wait_notify(r"^READY=1$") is not None, f"{point}: restarted instance READY")
             check(read_table("nvme0") == WANT["nvme0"] and read_table("nvme1") == WANT["nvme1"],
                   f"{point}: drives as configured after the restart")
+            check(governor() == "performance", f"{point}: CPU policy as configured after the restart")
             recs = state_files(rdir)
             check(sorted(recs) == ["nvme0", "nvme1"], f"{point}: one record per controller ({sorted(recs)})")
             check(d2.stop() == 0, f"{point}: exit 0")
             check(read_table("nvme0") == ORIG["nvme0"] and read_table("nvme1") == ORIG["nvme1"],
                   f"{point}: stop restores the tables from before the first start")
+            check(governor() == gov0, f"{point}: stop puts back the governor from before the first start ({gov0})")
             check(not [f for f in os.listdir(rdir) if f.endswith(".orig")], f"{point}: records removed after restore")
         finally:
             if d2.proc.poll() is None:
