@@ -555,6 +555,44 @@ def scenario_no_journal_no_bus():
             d.dump()
 
 
+def bus_dies_while_running():
+    # The system bus goes away under a running daemon (dbus-daemon killed): it keeps running, keeps
+    # reacting to the kernel's uevents, reloads and stops cleanly.
+    import shutil
+    dbus_daemon = shutil.which("dbus-daemon")
+    if not dbus_daemon:
+        print("dbus-daemon not installed: bus-dies case not run")
+        return
+    fresh()
+    bdir = tempfile.mkdtemp(prefix="apstd-bus-", dir=WORK)
+    addr = f"unix:path={bdir}/bus"
+    bus = subprocess.Popen([dbus_daemon, "--session", "--nofork", f"--address={addr}", "--print-address=1"],
+                           stdout=subprocess.PIPE, text=True)
+    bus.stdout.readline()
+    d = Daemon(CONF, extra_env={"DBUS_SYSTEM_BUS_ADDRESS": addr})
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "bus dies: READY=1")
+        check("System bus unavailable" not in d.log(), "bus dies: the daemon was on the bus")
+        bus.kill()
+        bus.wait()
+        time.sleep(0.3)
+        check(d.proc.poll() is None, "bus dies: still running after the bus went away")
+        ctl("reset", "nvme0", ORIG_FILES["nvme0"])
+        check(wait_for(lambda: read_table("nvme0") == WANT["nvme0"], 10, "nvme0 re-applied") is not None,
+              "bus dies: a reset is still noticed and our table re-applied")
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", n) is not None, "bus dies: reload works")
+        check(d.stop() == 0, "bus dies: exit 0")
+        check(read_table("nvme0") == ORIG["nvme0"] and read_table("nvme1") == ORIG["nvme1"], "bus dies: restored")
+    finally:
+        if bus.poll() is None:
+            bus.kill()
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+
 def scenario_config_reload():
     # Bad configuration files on reload: a clear error naming the file, the running configuration
     # (and tables) kept, the daemon still running. At start: a clear error and exit 1.
@@ -731,6 +769,7 @@ elif scenario == "sigkill":
     scenario_sigkill()
 elif scenario == "no-journal-no-bus":
     scenario_no_journal_no_bus()
+    bus_dies_while_running()
 elif scenario == "transient":
     scenario_transient()
 elif scenario == "config-reload":
