@@ -447,8 +447,8 @@ def state_files(rdir, killed=False):
     half-written NAME.orig.tmp may be there (the next save replaces it); never otherwise."""
     out = {}
     for f in sorted(os.listdir(rdir)):
-        if f.startswith("cpu"):
-            continue  # the CPU pinning's own record (its tests check it)
+        if "cpufreq-saved" in f:
+            continue  # the CPU pinning's own record and its temporary (its tests check them)
         if not f.endswith(".orig"):
             check(killed and f.endswith(".orig.tmp"), f"runtime dir: only records{' and temporaries' if killed else ''} ({f})")
             continue
