@@ -8,11 +8,10 @@
 #   bench/load.sh [BUILD_DIR]          default BUILD_DIR: build (configured with meson; the fake
 #                                      harness must have been built, i.e. umockdev-dev installed)
 # Environment:
-#   CTRLS=48 RELOADS=1000 IDLE_S=60 IDLE_CTRLS=4 READY_RUNS=20    the sizes. 48, not 64: umockdev
-#               0.17's preload keeps emulated fds in a 50-entry table and abort()s the process
-#               ("fd_map_add(): overflow") past it; the daemon keeps one fd per controller open,
-#               plus its uevent socket. RSS_STEPS gives the per-controller cost to extrapolate.
-#   RSS_STEPS="1 8 16 32 48"   controller counts at which READY time and RSS are also taken
+#   CTRLS=64 RELOADS=1000 IDLE_S=60 IDLE_CTRLS=4 READY_RUNS=20    the sizes. umockdev 0.17's
+#               preload keeps emulated fds in a 50-entry table and abort()s past it; the daemon
+#               opens /dev/nvmeN per operation and holds none between them, so 64 fit.
+#   RSS_STEPS="1 16 32 64"   controller counts at which READY time and RSS are also taken
 #   TUNED=1     also run tuned (Debian's, default = recommended profile) for the idle window
 #               beside the daemon; needs `apt-get install tuned dbus`. It gets a private system
 #               bus (tuned cannot start without one); the daemon gets the same bus.
@@ -22,8 +21,8 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build}" && pwd)
 OUT=${OUT:-$BUILD/bench-load}
-CTRLS=${CTRLS:-48}
-RSS_STEPS=${RSS_STEPS:-1 8 16 32}
+CTRLS=${CTRLS:-64}
+RSS_STEPS=${RSS_STEPS:-1 16 32}
 RELOADS=${RELOADS:-1000}
 IDLE_S=${IDLE_S:-60}
 IDLE_CTRLS=${IDLE_CTRLS:-4}

@@ -234,20 +234,37 @@ static void controller_retry_transient(Controller *c, int error, uint16_t nvme_s
         controller_schedule_retry(c);
 }
 
+/* The device node is opened for each operation and closed after it, not held for the
+ * daemon's lifetime: commands are rare (start, reset, resume, reload), an open() is cheap,
+ * a fresh open never talks to a node that went away underneath, and a machine (or a test
+ * harness) with many controllers is not charged one descriptor per controller. */
+static int controller_open(Controller *c) {
+        int r;
+
+        if (c->ctrl)
+                return 0;
+        r = ctrl_open(arg_dev_dir, c->name, &c->ctrl);
+        if (r < 0)
+                return log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
+                                 LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->sys.model },
+                                            { "NVME_FIRMWARE", c->sys.firmware }),
+                                 "%s: cannot open %s/%s: %m", c->name, arg_dev_dir, c->name);
+        return 0;
+}
+
+static void controller_close(Controller *c) {
+        c->ctrl = ctrl_free(c->ctrl);
+}
+
 /* Open and identify (once per controller appearance). */
 static int controller_identify(Controller *c, uint16_t *ret_status) {
         char why[160];
         uint16_t status = 0;
         int r;
 
-        if (!c->ctrl) {
-                r = ctrl_open(arg_dev_dir, c->name, &c->ctrl);
-                if (r < 0)
-                        return log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
-                                         LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->sys.model },
-                                                    { "NVME_FIRMWARE", c->sys.firmware }),
-                                         "%s: cannot open %s/%s: %m", c->name, arg_dev_dir, c->name);
-        }
+        r = controller_open(c);
+        if (r < 0)
+                return r;
         if (c->identified)
                 return 0;
         r = ctrl_identify(c->ctrl, &c->id, NULL, &status);
@@ -327,7 +344,7 @@ static void controller_record_original(const ApstTable *found, void *userdata) {
 }
 
 /* Bring the controller to the planned state: identify, plan, remember, write, verify. */
-static int controller_sync(Controller *c, const char *reason) {
+static int controller_sync_open(Controller *c, const char *reason) {
         bool first = !c->identified;
         uint16_t status = 0;
         ApplyResult res;
@@ -424,6 +441,12 @@ static int controller_sync(Controller *c, const char *reason) {
         c->have_written = true;
         c->written = c->plan.plan.table;
         return 0;
+}
+
+static int controller_sync(Controller *c, const char *reason) {
+        int r = controller_sync_open(c, reason);
+        controller_close(c);
+        return r;
 }
 
 static int manager_add_controller(Manager *m, const char *name, const char *reason) {
@@ -682,11 +705,12 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 else if (c->have_original) {
                         /* no longer ours (enable = no): give back what was there */
                         ApplyTarget t = controller_target(c, "reload");
-                        if (apply_restore(c->ctrl, &t, &c->original) >= 0) {
+                        if (controller_open(c) >= 0 && apply_restore(c->ctrl, &t, &c->original) >= 0) {
                                 c->have_written = false;
                                 c->have_original = false;
                                 original_remove(m, c);
                         }
+                        controller_close(c);
                 }
         }
         manager_apply_cpu(m, "reload");
@@ -841,7 +865,7 @@ void manager_stop(Manager *m) {
                 Controller *c = m->ctrls[i];
                 ApplyTarget t;
 
-                if (!c->have_original || !c->ctrl)
+                if (!c->have_original || controller_open(c) < 0)
                         continue;
                 if (!c->have_written) {
                         /* Never written and verified by us, yet recorded: a write failed half-way, or a
@@ -850,6 +874,7 @@ void manager_stop(Manager *m) {
                         ApstTable now;
                         if (ctrl_get_apst(c->ctrl, &now, NULL) >= 0 && apst_table_equal(&now, &c->original)) {
                                 original_remove(m, c);
+                                controller_close(c);
                                 continue;
                         }
                 }
@@ -858,6 +883,7 @@ void manager_stop(Manager *m) {
                         original_remove(m, c);
                         restored++;
                 }
+                controller_close(c);
         }
         if (m->cpupin)
                 (void) cpupin_release(m->cpupin, "stop");
