@@ -15,7 +15,7 @@
 # is missing is reported and skipped (its tests, if any, SKIP with 77).
 # Exit status: 0 if every step passed, 1 otherwise.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 src=$PWD
 build=$(realpath "${1:-$src/build}")
 steps=${EXTRA:-asan valgrind fuzz static}

@@ -8,12 +8,12 @@ src=${1:?usage: $0 SRCDIR BUILDDIR}
 build=${2:?usage: $0 SRCDIR BUILDDIR}
 tidy=$(command -v clang-tidy-14 || command -v clang-tidy) || { echo "SKIP: clang-tidy not installed"; exit 77; }
 [ -f "$build/compile_commands.json" ] || { echo "no $build/compile_commands.json" >&2; exit 99; }
-cd "$src"
+cd "$src" || exit 99
 "$tidy" --version | head -2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # gcc-only warning flags in the compile database are not errors for clang.
-ls src/*.c | xargs -P "$(nproc)" -n 3 "$tidy" -p "$build" --quiet \
+printf '%s\0' src/*.c | xargs -0 -P "$(nproc)" -n 3 "$tidy" -p "$build" --quiet \
         --extra-arg=-Wno-unknown-warning-option >"$out" 2>/dev/null
 rc=$?
 if grep -q 'warning:\|error:' "$out"; then

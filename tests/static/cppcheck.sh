@@ -7,7 +7,7 @@ set -uo pipefail
 src=${1:?usage: $0 SRCDIR BUILDDIR}
 build=${2:?usage: $0 SRCDIR BUILDDIR}
 command -v cppcheck >/dev/null || { echo "SKIP: cppcheck not installed"; exit 77; }
-cd "$src"
+cd "$src" || exit 99
 cppcheck --version
 # config-build.h (PACKAGE_VERSION, SYSCONFDIR) lives in the build dir.
 cppcheck -q --enable=warning,style,performance,portability --std=c11 -D_GNU_SOURCE \
