@@ -4,11 +4,12 @@
 #   1. asan      the whole test suite in an ASan + UBSan build (build-asan/)
 #   2. valgrind  the integration suites (tests/integration) with valgrind memcheck
 #                wrapping every nvme-apstd they start ($NVME_APSTD_WRAPPER)
+#      vgcorpus  the fuzz corpora replayed (tests/fuzz/replay.c) under valgrind memcheck
 #   3. fuzz      every libFuzzer target replays its corpus, then fuzzes for
 #                $FUZZ_SECONDS (default 60) s (build-fuzz/, clang)
 #   4. static    cppcheck, clang-tidy, systemd-analyze verify/security (suite 'static')
 # Usage: tests/ci-extra.sh [MAIN-BUILD-DIR]     (default build/, must be set up)
-#   EXTRA="asan valgrind fuzz static"   the steps to run (default all)
+#   EXTRA="asan valgrind vgcorpus fuzz static"   the steps to run (default all)
 # Each step is a meson test run with its own testlog JSON; their paths are
 # written to MAIN-BUILD-DIR/meson-logs/ci-extra-logs.txt so that run-all.sh
 # counts them in its "N passed, N failed, N skipped" line. A step whose tool
@@ -18,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 src=$PWD
 build=$(realpath "${1:-$src/build}")
-steps=${EXTRA:-asan valgrind fuzz static}
+steps=${EXTRA:-asan valgrind vgcorpus fuzz static}
 asan_build=${ASAN_BUILD_DIR:-$src/build-asan}
 fuzz_build=${FUZZ_BUILD_DIR:-$src/build-fuzz}
 fuzz_secs=${FUZZ_SECONDS:-60}
@@ -83,6 +84,13 @@ print(" ".join(sorted(s)))')
                 "${mtest[@]}" -C "$build" --no-rebuild --logbase testlog-valgrind "${args[@]}"
 }
 
+vgcorpus() {
+        command -v valgrind >/dev/null || { echo "SKIP: valgrind not installed"; return 0; }
+        "${mtest[@]}" -C "$build" --no-rebuild --logbase testlog-vgcorpus \
+                --wrapper "valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect" \
+                "fuzz-idctrl corpus replay" "fuzz-config corpus replay" "fuzz-trace corpus replay"
+}
+
 fuzz() {
         command -v clang >/dev/null || { echo "SKIP: clang not installed"; return 0; }
         FUZZ_BUILD_DIR=$fuzz_build tests/fuzz/run.sh "$fuzz_secs"
@@ -96,6 +104,7 @@ for s in $steps; do
         case $s in
         asan) step asan "$asan_build/meson-logs/testlog.json" asan ;;
         valgrind) step valgrind "$build/meson-logs/testlog-valgrind.json" valgrind_run ;;
+        vgcorpus) step vgcorpus "$build/meson-logs/testlog-vgcorpus-valgrind.json" vgcorpus ;;
         fuzz) step fuzz "$fuzz_build/meson-logs/testlog.json" fuzz ;;
         static) step static "$build/meson-logs/testlog-static.json" static ;;
         *) echo "unknown step $s" >&2; rc=1 ;;
