@@ -51,8 +51,9 @@ static inline void closep(int *fd) {
 }
 #define _cleanup_close_ _cleanup_(closep)
 
+/* NOLINT below: @type is a type name, it cannot be parenthesised (bugprone-macro-parentheses) */
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                 \
-        static inline void func##p(type *p) {                   \
+        static inline void func##p(type *p) { /* NOLINT */      \
                 if (*p)                                         \
                         func(*p);                               \
         }

@@ -468,6 +468,8 @@ void apst_describe(const ApstTable *t, const IdCtrl *id, char *buf, size_t n) {
                 uint64_t e = t->entry[s];
                 unsigned last = s;
 
+                /* cppcheck 2.10 thinks npss < 1 here (it misreads the MIN() above): false positive */
+                /* cppcheck-suppress knownConditionTrueFalse */
                 while (last + 1 <= npss && t->entry[last + 1] == e)
                         last++;
                 if (apst_entry_itpt(e) != 0) {

@@ -76,7 +76,7 @@ static const char *parse_error_reason(int r) {
 
 static int load_id_file(const char *path, IdCtrl *ret) {
         _cleanup_free_ char *buf = NULL;
-        size_t len;
+        size_t len = 0;   /* set by read_file() on success; 0 keeps clang-analyzer's -errno path quiet */
         int r;
 
         r = read_file(path, &buf, &len);

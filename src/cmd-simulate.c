@@ -471,7 +471,7 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
 
 static int run(const Options *o) {
         _cleanup_free_ char *id_buf = NULL, *trace_buf = NULL;
-        size_t id_len, trace_len;
+        size_t id_len = 0, trace_len = 0;   /* set by read_file() on success; see cmd-plan.c */
         IdCtrl id;
         SimDrive d;
         Trace t = {};

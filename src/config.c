@@ -540,6 +540,9 @@ static int section_begin(Parser *p, const char *name, size_t len) {
         while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
                 e--;
 
+        /* cppcheck 2.10 wrongly takes e - s as 0 after the trimming loops: the three
+         * knownConditionTrueFalse findings below are false positives */
+        /* cppcheck-suppress knownConditionTrueFalse */
         if ((size_t) (e - s) == 4 && memcmp(s, "apst", 4) == 0) {
                 if (p->seen_apst)
                         return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
@@ -547,6 +550,7 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 p->section = SECTION_APST;
                 return 0;
         }
+        /* cppcheck-suppress knownConditionTrueFalse */
         if ((size_t) (e - s) == 3 && memcmp(s, "cpu", 3) == 0) {
                 if (p->seen_cpu)
                         return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
@@ -554,6 +558,7 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 p->section = SECTION_CPU;
                 return 0;
         }
+        /* cppcheck-suppress knownConditionTrueFalse */
         if ((size_t) (e - s) >= 6 && memcmp(s, "device", 6) == 0 &&
             (e - s == 6 || s[6] == ' ' || s[6] == '\t')) {
                 DeviceSection *n;

@@ -376,8 +376,9 @@ static int json_literal(JsonCursor *c, const char *word) {
         return 0;
 }
 
-/* Validate and skip any value; @depth counts the containers we are already in. */
-static int json_skip_value(JsonCursor *c, unsigned depth) {
+/* Validate and skip any value; @depth counts the containers we are already in. The recursion is
+ * bounded by JSON_MAX_DEPTH (fuzzed: tests/fuzz/fuzz-idctrl.c). */
+static int json_skip_value(JsonCursor *c, unsigned depth) { /* NOLINT(misc-no-recursion): bounded */
         uint64_t v;
         JsonNumberKind kind;
         int r;

@@ -81,11 +81,10 @@ static void console_write(int level, const char *message_id, const LogField *fie
                           const char *message) {
         /* One fprintf per line keeps lines whole when several processes share stderr. */
         char extra[4096] = "";
-        size_t off = 0;
 
         if (print_fields && (message_id || n > 0)) {
                 int k = snprintf(extra, sizeof extra, " {");
-                off = k > 0 ? (size_t) k : 0;
+                size_t off = k > 0 ? (size_t) k : 0;
                 if (message_id) {
                         k = snprintf(extra + off, sizeof extra - off, "MESSAGE_ID=%s", message_id);
                         off = k > 0 ? MIN(sizeof extra - 1, off + (size_t) k) : off;

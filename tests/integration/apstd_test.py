@@ -9,6 +9,7 @@ import json
 import os
 import re
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -17,6 +18,13 @@ import tempfile
 import time
 
 NVME_APSTD = os.environ.get("NVME_APSTD", "nvme-apstd")
+# A command line every nvme-apstd run goes through, e.g. tests/ci-extra.sh's
+# "valgrind --error-exitcode=99 ...". The wrapper wraps the daemon itself, never
+# umockdev-wrapper or the harness (tests/fake/README.md), and the preloads reach
+# the daemon through the environment as before. Its error exit status
+# (NVME_APSTD_WRAPPER_RC, default 99) fails the test whatever the test expected.
+WRAPPER = shlex.split(os.environ.get("NVME_APSTD_WRAPPER", ""))
+WRAPPER_RC = int(os.environ.get("NVME_APSTD_WRAPPER_RC", "99"))
 STATE = os.environ.get("FAKE_NVME_STATE", "")
 CTL = os.environ.get("FAKE_NVME_CTL_PROG", "fake-nvme-ctl")
 DATA = os.environ.get("TEST_DATA_DIR", os.path.join(os.path.dirname(__file__), "..", "data"))
@@ -94,6 +102,12 @@ def count_cmds(name, opc):
 SET, GET, IDENTIFY = "0x09", "0x0a", "0x06"
 
 
+def check_wrapper(rc, what):
+    """Count a wrapper-reported error (valgrind finding) as a failure."""
+    if WRAPPER and rc == WRAPPER_RC:
+        check(False, f"{what}: {WRAPPER[0]} reported errors (exit {rc}), see its output above")
+
+
 def ctl(*args, check_rc=True):
     p = subprocess.run([CTL, *args], capture_output=True, text=True, timeout=30)
     if check_rc and p.returncode != 0:
@@ -107,8 +121,9 @@ def run(*args, env=None, timeout=60):
     e.setdefault("NVME_APSTD_LOG_FIELDS", "1")
     if env:
         e.update(env)
-    p = subprocess.run([NVME_APSTD, *args], capture_output=True, text=True, timeout=timeout, env=e)
+    p = subprocess.run(WRAPPER + [NVME_APSTD, *args], capture_output=True, text=True, timeout=timeout, env=e)
     sys.stdout.write(f"$ nvme-apstd {' '.join(args)}  -> rc={p.returncode}\n{p.stdout}{p.stderr}")
+    check_wrapper(p.returncode, f"nvme-apstd {' '.join(args)}")
     return p
 
 
@@ -171,8 +186,8 @@ class Daemon:
         if extra_env:
             env.update(extra_env)
         self.err = open(self.stderr_path, "w")
-        self.proc = subprocess.Popen([NVME_APSTD, "run", "--config", config, *args], stdout=self.err, stderr=self.err,
-                                     env=env)
+        self.proc = subprocess.Popen(WRAPPER + [NVME_APSTD, "run", "--config", config, *args], stdout=self.err,
+                                     stderr=self.err, env=env)
 
     def poll_notify(self, timeout=0.0):
         r, _, _ = select.select([self.sock], [], [], timeout)
@@ -223,6 +238,9 @@ class Daemon:
             rc = self.proc.wait()
         self.poll_notify(0)
         self.err.close()
+        if WRAPPER and rc == WRAPPER_RC:
+            print(self.log())
+        check_wrapper(rc, "nvme-apstd run")
         return rc
 
     def dump(self):
