@@ -1,0 +1,20 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Every subcommand answers --help (usage on stdout, exit 0) and --version;
+# an unknown command or option is a usage error (exit 2). Usage: test-cli.sh NVME_APSTD VERSION
+set -u
+bin=$1 version=$2 fail=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+for verb in "" run plan apply simulate; do
+        out=$("$bin" $verb --help 2>&1); rc=$?
+        check "nvme-apstd $verb --help exits 0 with a usage line" '[ $rc -eq 0 ] && printf "%s" "$out" | grep -q "^Usage: nvme-apstd"'
+        out=$("$bin" $verb --version 2>&1); rc=$?
+        check "nvme-apstd $verb --version prints $version" '[ $rc -eq 0 ] && [ "$out" = "nvme-apstd $version" ]'
+done
+"$bin" frobnicate >/dev/null 2>&1; rc=$?
+check "an unknown command exits 2" '[ $rc -eq 2 ]'
+for verb in plan apply run; do
+        "$bin" $verb --no-such-option >/dev/null 2>&1; rc=$?
+        check "nvme-apstd $verb --no-such-option exits 2" '[ $rc -eq 2 ]'
+done
+exit $fail
