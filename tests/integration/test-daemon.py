@@ -310,6 +310,32 @@ elif scenario == "resume":
         bus.terminate()
         bus.wait()
 
+elif scenario == "cpu-busy":
+    # pin = busy: pinned while a watched drive has I/O, released after release_after_ms idle.
+    def governor(cpu):
+        with open(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor") as f:
+            return f.read().strip()
+
+    write_config(BUDGET_TEXT + "[cpu]\npin = busy\nrelease_after_ms = 1500\ngovernor = performance\n", CONF)
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        time.sleep(1.5)
+        check(governor(0) == "powersave", "no I/O: not pinned")
+        ctl("stat", "nvme0", "nvme0n1", "5 0 40 1 3 0 24 1 0 2 2")
+        check(wait_for(lambda: governor(0) == "performance", 5, "pinned on I/O") is not None,
+              "I/O seen by the watcher: pinned")
+        check(re.search(r"Pinned CPU frequency policy.*CPUFREQ_GOVERNOR=performance", d.log()) is not None,
+              "pin logged")
+        check(wait_for(lambda: governor(0) == "powersave", 8, "released when idle") is not None,
+              "idle for release_after_ms: released")
+        check(re.search(r"Restored CPU frequency policy", d.log()) is not None, "release logged")
+        check(d.stop() == 0, "exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
 elif scenario == "crash-restart":
     orig = read_table("nvme0")
     want0 = plan_table(CONF, SAMSUNG, "144d:a808")
