@@ -423,6 +423,49 @@ static int read_saved_policy(CpuPin *p, const CpufreqSettings *s, CpufreqPolicyS
 }
 
 /*
+ * A recorded policy that cannot be read back (an attribute unreadable or empty, e.g. a
+ * write interrupted by SIGKILL in a fake tree, where a write is truncate + write) is
+ * still ours to put back: write every recorded value without comparing. max, min, max:
+ * whatever the current limits, the last two writes leave both as recorded.
+ * Return: 0, or the first negative errno.
+ */
+static int policy_write_blind(CpuPin *p, const CpufreqSettings *want) {
+        static const CpufreqAttr order[] = { CPUFREQ_ATTR_GOVERNOR, CPUFREQ_ATTR_MAX, CPUFREQ_ATTR_MIN,
+                                             CPUFREQ_ATTR_MAX, CPUFREQ_ATTR_EPP };
+        int ret = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(order); i++) {
+                char value[CPUFREQ_NAME_MAX];
+                int r;
+
+                switch (order[i]) {
+                case CPUFREQ_ATTR_GOVERNOR:
+                        (void) snprintf(value, sizeof value, "%s", want->governor);
+                        break;
+                case CPUFREQ_ATTR_MIN:
+                        (void) snprintf(value, sizeof value, "%" PRIu32, want->min_khz);
+                        break;
+                case CPUFREQ_ATTR_MAX:
+                        (void) snprintf(value, sizeof value, "%" PRIu32, want->max_khz);
+                        break;
+                case CPUFREQ_ATTR_EPP:
+                        if (!want->epp[0])
+                                continue;
+                        (void) snprintf(value, sizeof value, "%s", want->epp);
+                        break;
+                case _CPUFREQ_ATTR_MAX:
+                case _CPUFREQ_ATTR_INVALID:
+                        continue;
+                }
+                r = p->ops->write(p->ops->userdata, want->cpu, order[i], value);
+                /* min before max may be refused the first time: only the final state counts */
+                if (r < 0 && ret == 0 && !(order[i] == CPUFREQ_ATTR_MAX && i == 1))
+                        ret = r;
+        }
+        return ret;
+}
+
+/*
  * Write @want to its policy (read through any of its CPUs). Each attribute the
  * kernel refuses is logged and skipped, and the others are still written: for
  * a restore, every attribute put back is one less wrong.
@@ -443,7 +486,9 @@ static int policy_write_all(CpuPin *p, const CpufreqSettings *want, const char *
                         cpuset_format(&want->cpus, cpus, sizeof cpus);
                         log_event(LOG_WARNING, r, MSGID_CPU_PIN_FAILED,
                                   LOG_FIELDS({ "CPUFREQ_CPUS", cpus }, { "CPUFREQ_REASON", reason }),
-                                  "cpu%s: cannot read the cpufreq policy, %s: %m", cpus, what);
+                                  "cpu%s: cannot read the cpufreq policy (%m); writing the recorded values "
+                                  "without comparing, %s", cpus, reason);
+                        r = policy_write_blind(p, want);
                         return ret < 0 ? ret : r;
                 }
                 r = policy_write(p, &now, &rest, CPUFREQ_ATTRS_ALL, &attr);

@@ -514,13 +514,15 @@ def scenario_sigkill():
             check(d2.wait_notify(r"^READY=1$") is not None, f"{point}: restarted instance READY")
             check(read_table("nvme0") == WANT["nvme0"] and read_table("nvme1") == WANT["nvme1"],
                   f"{point}: drives as configured after the restart")
-            check(governor() == "performance", f"{point}: CPU policy as configured after the restart")
+            g = governor()
+            check(g == "performance", f"{point}: CPU policy as configured after the restart (governor {g})")
             recs = state_files(rdir)
             check(sorted(recs) == ["nvme0", "nvme1"], f"{point}: one record per controller ({sorted(recs)})")
             check(d2.stop() == 0, f"{point}: exit 0")
             check(read_table("nvme0") == ORIG["nvme0"] and read_table("nvme1") == ORIG["nvme1"],
                   f"{point}: stop restores the tables from before the first start")
-            check(governor() == gov0, f"{point}: stop puts back the governor from before the first start ({gov0})")
+            g = governor()
+            check(g == gov0, f"{point}: stop puts back the governor from before the first start ({gov0}; found {g})")
             check(not [f for f in os.listdir(rdir) if f.endswith(".orig")], f"{point}: records removed after restore")
         finally:
             if d2.proc.poll() is None:
