@@ -27,6 +27,31 @@ extern const char *arg_sysfs_root;
 extern const char *arg_dev_dir;
 extern const char *arg_proc_root;
 
+/* Options every subcommand shares: --help, --version, and the hidden roots tests point
+ * at fake trees. Put CLI_COMMON_OPTIONS in the option table and pass every getopt
+ * result to cli_common_option() first. */
+enum {
+        CLI_ARG_VERSION = 0x100,
+        CLI_ARG_SYSFS_ROOT,
+        CLI_ARG_DEV_DIR,
+        CLI_ARG_PROC_ROOT,
+        _CLI_ARG_FIRST_PRIVATE, /* a subcommand's own long-only options start here */
+};
+#define CLI_COMMON_OPTIONS                                                      \
+        { "help", no_argument, NULL, 'h' },                                     \
+        { "version", no_argument, NULL, CLI_ARG_VERSION },                      \
+        { "sysfs-root", required_argument, NULL, CLI_ARG_SYSFS_ROOT },          \
+        { "dev-dir", required_argument, NULL, CLI_ARG_DEV_DIR },                \
+        { "proc-root", required_argument, NULL, CLI_ARG_PROC_ROOT }
+
+typedef enum CliOption {
+        CLI_OPTION_NOT_MINE,       /* the subcommand handles it */
+        CLI_OPTION_HANDLED,        /* go on parsing */
+        CLI_OPTION_EXIT,           /* --help or --version printed: exit 0 */
+} CliOption;
+
+CliOption cli_common_option(int c, const char *arg, void (*help)(void));
+
 int verb_plan(int argc, char *argv[]);
 int verb_apply(int argc, char *argv[]);
 int verb_run(int argc, char *argv[]);

@@ -122,13 +122,9 @@ static int apply_one(const Config *cfg, const SysPlatform *plat, const SysCtrl *
 }
 
 int verb_apply(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_SYSFS_ROOT, ARG_DEV_DIR };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
-                { "dev-dir", required_argument, NULL, ARG_DEV_DIR },
+                CLI_COMMON_OPTIONS,
                 {},
         };
         _cleanup_free_ SysCtrl *list = NULL;
@@ -140,21 +136,17 @@ int verb_apply(int argc, char *argv[]) {
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0) {
+                switch (cli_common_option(c, optarg, help)) {
+                case CLI_OPTION_EXIT:
+                        return 0;
+                case CLI_OPTION_HANDLED:
+                        continue;
+                case CLI_OPTION_NOT_MINE:
+                        break;
+                }
                 switch (c) {
                 case 'c':
                         config_path = optarg;
-                        break;
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("nvme-apstd %s\n", PACKAGE_VERSION);
-                        return 0;
-                case ARG_SYSFS_ROOT:
-                        arg_sysfs_root = optarg;
-                        break;
-                case ARG_DEV_DIR:
-                        arg_dev_dir = optarg;
                         break;
                 default:
                         return 2;

@@ -252,16 +252,13 @@ static bool name_selected(char **names, int n, const char *name) {
 }
 
 int verb_plan(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_PCI_ID, ARG_SYSFS_ROOT, ARG_DEV_DIR };
+        enum { ARG_PCI_ID = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
                 { "json", no_argument, NULL, 'j' },
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "pci-id", required_argument, NULL, ARG_PCI_ID },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
-                { "dev-dir", required_argument, NULL, ARG_DEV_DIR },
+                CLI_COMMON_OPTIONS,
                 {},
         };
         _cleanup_free_ PlanEntry *entries = NULL;
@@ -279,6 +276,14 @@ int verb_plan(int argc, char *argv[]) {
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "c:ji:h", options, NULL)) >= 0) {
+                switch (cli_common_option(c, optarg, help)) {
+                case CLI_OPTION_EXIT:
+                        return 0;
+                case CLI_OPTION_HANDLED:
+                        continue;
+                case CLI_OPTION_NOT_MINE:
+                        break;
+                }
                 switch (c) {
                 case 'c':
                         config_path = optarg;
@@ -304,18 +309,6 @@ int verb_plan(int argc, char *argv[]) {
                         }
                         entries[n_files - 1].have_sys = true;
                         (void) snprintf(entries[n_files - 1].sys.transport, sizeof entries[0].sys.transport, "pcie");
-                        break;
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("nvme-apstd %s\n", PACKAGE_VERSION);
-                        return 0;
-                case ARG_SYSFS_ROOT:
-                        arg_sysfs_root = optarg;
-                        break;
-                case ARG_DEV_DIR:
-                        arg_dev_dir = optarg;
                         break;
                 default:
                         return 2;

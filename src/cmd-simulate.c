@@ -160,7 +160,6 @@ static int parse_pci(const char *s, ApstPlatform *ret) {
 }
 
 static int parse_options(int argc, char *argv[], Options *o) {
-        enum { ARG_VERSION = 0x100 };
         static const struct option options[] = {
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "trace", required_argument, NULL, 't' },
@@ -173,14 +172,21 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 { "pci", required_argument, NULL, 'P' },
                 { "event", required_argument, NULL, 'e' },
                 { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
+                CLI_COMMON_OPTIONS,
                 {}
         };
         int c;
 
         optind = 0;   /* a full reset: main.c may have run getopt already */
-        while ((c = getopt_long(argc, argv, "i:t:c:p:w:s:ld:P:e:jh", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "i:t:c:p:w:s:ld:P:e:jh", options, NULL)) >= 0) {
+                switch (cli_common_option(c, optarg, help)) {
+                case CLI_OPTION_EXIT:
+                        return 0;
+                case CLI_OPTION_HANDLED:
+                        continue;
+                case CLI_OPTION_NOT_MINE:
+                        break;
+                }
                 switch (c) {
                 case 'i':
                         o->id_ctrl = optarg;
@@ -249,17 +255,12 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 case 'j':
                         o->json = true;
                         break;
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("nvme-apstd %s\n", PACKAGE_VERSION);
-                        return 0;
                 case '?':
                         return -EINVAL;
                 default:
                         abort();
                 }
+        }
         if (optind < argc) {
                 fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, argv[optind]);
                 return -EINVAL;

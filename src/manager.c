@@ -903,14 +903,10 @@ static void help(void) {
 }
 
 int verb_run(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_SYSFS_ROOT, ARG_DEV_DIR, ARG_PROC_ROOT, ARG_VERIFY_INTERVAL };
+        enum { ARG_VERIFY_INTERVAL = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
-                { "dev-dir", required_argument, NULL, ARG_DEV_DIR },
-                { "proc-root", required_argument, NULL, ARG_PROC_ROOT },
+                CLI_COMMON_OPTIONS,
                 /* hidden, for tests: how often to look at the I/O counters */
                 { "verify-interval-ms", required_argument, NULL, ARG_VERIFY_INTERVAL },
                 {},
@@ -922,24 +918,17 @@ int verb_run(int argc, char *argv[]) {
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0) {
+                switch (cli_common_option(c, optarg, help)) {
+                case CLI_OPTION_EXIT:
+                        return 0;
+                case CLI_OPTION_HANDLED:
+                        continue;
+                case CLI_OPTION_NOT_MINE:
+                        break;
+                }
                 switch (c) {
                 case 'c':
                         config_path = optarg;
-                        break;
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("nvme-apstd %s\n", PACKAGE_VERSION);
-                        return 0;
-                case ARG_SYSFS_ROOT:
-                        arg_sysfs_root = optarg;
-                        break;
-                case ARG_DEV_DIR:
-                        arg_dev_dir = optarg;
-                        break;
-                case ARG_PROC_ROOT:
-                        arg_proc_root = optarg;
                         break;
                 case ARG_VERIFY_INTERVAL:
                         if (safe_atou32(optarg, &verify_ms) < 0 || verify_ms == 0) {
