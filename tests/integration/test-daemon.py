@@ -325,11 +325,12 @@ elif scenario == "cpu-busy":
         ctl("stat", "nvme0", "nvme0n1", "5 0 40 1 3 0 24 1 0 2 2")
         check(wait_for(lambda: governor(0) == "performance", 5, "pinned on I/O") is not None,
               "I/O seen by the watcher: pinned")
-        check(re.search(r"Pinned CPU frequency policy.*CPUFREQ_GOVERNOR=performance", d.log()) is not None,
+        # the daemon logs after writing sysfs: wait for the line, do not just look once
+        check(d.wait_log(r"Pinned CPU frequency policy.*CPUFREQ_GOVERNOR=performance", 5) is not None,
               "pin logged")
         check(wait_for(lambda: governor(0) == "powersave", 8, "released when idle") is not None,
               "idle for release_after_ms: released")
-        check(re.search(r"Restored CPU frequency policy", d.log()) is not None, "release logged")
+        check(d.wait_log(r"Restored CPU frequency policy", 5) is not None, "release logged")
         check(d.stop() == 0, "exit 0")
     finally:
         if d.proc.poll() is None:
