@@ -4,6 +4,7 @@
 /* Helpers shared by the subcommands (src/cmd-*.c, src/main.c). */
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "config.h"
@@ -18,6 +19,18 @@ const char *cli_default_config_path(char *buf, size_t n);
  * or any error in either, is printed (naming file, section and key) and returned.
  */
 int cli_load_config(const char *path, Config *ret);
+
+/**
+ * cli_read_file() - read a whole file given on the command line
+ * @max: refuse (-EFBIG) anything longer; also bounds a file whose size stat cannot tell
+ * @allow_stdin: "-" means standard input
+ * @ret: malloc'd, NUL-terminated; @ret_len its length
+ * Return: 0, -EISDIR, -EFBIG or -errno.
+ */
+int cli_read_file(const char *path, uint64_t max, bool allow_stdin, char **ret, size_t *ret_len);
+
+/* "8086:f1a5": exactly four hex digits, ':', four hex digits. Return 0 or -EINVAL. */
+int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device);
 
 /* Write @s as a JSON string literal (with quotes). */
 void json_string(FILE *f, const char *s);

@@ -30,38 +30,6 @@ typedef struct PlanEntry {
         DevicePlan plan;
 } PlanEntry;
 
-static int read_file(const char *path, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t len = 0;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
-                return S_ISDIR(st.st_mode) ? -EISDIR : -EBADF;
-        if ((uint64_t) st.st_size > ID_FILE_MAX)
-                return -EFBIG;
-        buf = malloc((size_t) st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (len < (size_t) st.st_size) {
-                ssize_t k = read(fd, buf + len, (size_t) st.st_size - len);
-                if (k < 0)
-                        return negative_errno();
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-        }
-        buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
-}
-
 static const char *parse_error_reason(int r) {
         switch (r) {
         case -ERANGE:
@@ -76,10 +44,10 @@ static const char *parse_error_reason(int r) {
 
 static int load_id_file(const char *path, IdCtrl *ret) {
         _cleanup_free_ char *buf = NULL;
-        size_t len = 0;   /* set by read_file() on success; 0 keeps clang-analyzer's -errno path quiet */
+        size_t len = 0;   /* set by cli_read_file() on success; 0 keeps clang-analyzer's -errno path quiet */
         int r;
 
-        r = read_file(path, &buf, &len);
+        r = cli_read_file(path, ID_FILE_MAX, false, &buf, &len);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot read Identify data: %s", path,
                                        r == -EFBIG ? "file too large" : strerror(-r));
@@ -231,17 +199,6 @@ static void help(void) {
                SYSCONFDIR);
 }
 
-static int parse_pci(const char *s, uint16_t *v, uint16_t *d) {
-        unsigned a, b;
-        char tail;
-
-        if (sscanf(s, "%4x:%4x%c", &a, &b, &tail) != 2)
-                return -EINVAL;
-        *v = (uint16_t) a;
-        *d = (uint16_t) b;
-        return 0;
-}
-
 static bool name_selected(char **names, int n, const char *name) {
         if (n == 0)
                 return true;
@@ -302,7 +259,7 @@ int verb_plan(int argc, char *argv[]) {
                                 log_error("--pci-id must follow an --id-ctrl FILE.");
                                 return 2;
                         }
-                        if (parse_pci(optarg, &entries[n_files - 1].sys.pci_vendor,
+                        if (cli_parse_pci_id(optarg, &entries[n_files - 1].sys.pci_vendor,
                                       &entries[n_files - 1].sys.pci_device) < 0) {
                                 log_error("--pci-id %s: expected VVVV:DDDD in hex.", optarg);
                                 return 2;

@@ -77,88 +77,6 @@ static void help(void) {
                SIM_P0_DEFAULT_UW / 1e6, (unsigned) (SIM_SERVICE_DEFAULT_NS / 1000));
 }
 
-static int read_file(const char *path, uint64_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, allocated = 0;
-        struct stat st;
-
-        if (strcmp(path, "-") == 0)
-                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-        else
-                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (S_ISREG(st.st_mode) && (uint64_t) st.st_size > max)
-                return -EFBIG;
-
-        for (;;) {
-                if (len == allocated) {
-                        size_t m = allocated ? allocated * 2 : 64 * 1024;
-                        if (m > max + 1)
-                                m = max + 1;
-                        if (m <= len)
-                                return -EFBIG;
-                        char *q = realloc(buf, m + 1);
-                        if (!q)
-                                return -ENOMEM;
-                        buf = q;
-                        allocated = m;
-                }
-                ssize_t k = read(fd, buf + len, allocated - len);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-                if (len > max)
-                        return -EFBIG;
-        }
-        if (!buf) {
-                buf = malloc(1);
-                if (!buf)
-                        return -ENOMEM;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
-}
-
-static int hex4(const char *s, uint16_t *ret) {
-        unsigned v = 0;
-
-        for (unsigned i = 0; i < 4; i++) {
-                const char *digits = "0123456789abcdef", *q;
-                char c = s[i];
-                if (c >= 'A' && c <= 'F')
-                        c = (char) (c - 'A' + 'a');
-                if (c == 0 || !(q = strchr(digits, c)))
-                        return -EINVAL;
-                v = v * 16 + (unsigned) (q - digits);
-        }
-        *ret = (uint16_t) v;
-        return 0;
-}
-
-/* "8086:f1a5" */
-static int parse_pci(const char *s, ApstPlatform *ret) {
-        uint16_t v, d;
-
-        if (strlen(s) != 9 || s[4] != ':' || hex4(s, &v) < 0 || hex4(s + 5, &d) < 0)
-                return -EINVAL;
-        ret->pci_vendor = v;
-        ret->pci_device = d;
-        return 0;
-}
-
 static int parse_options(int argc, char *argv[], Options *o) {
         static const struct option options[] = {
                 { "id-ctrl", required_argument, NULL, 'i' },
@@ -240,7 +158,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         o->device = optarg;
                         break;
                 case 'P':
-                        if (parse_pci(optarg, &o->platform) < 0) {
+                        if (cli_parse_pci_id(optarg, &o->platform.pci_vendor, &o->platform.pci_device) < 0) {
                                 fprintf(stderr, "%s: --pci: expected VVVV:DDDD in hex, got \"%s\"\n", prog, optarg);
                                 return -EINVAL;
                         }
@@ -472,7 +390,7 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
 
 static int run(const Options *o) {
         _cleanup_free_ char *id_buf = NULL, *trace_buf = NULL;
-        size_t id_len = 0, trace_len = 0;   /* set by read_file() on success; see cmd-plan.c */
+        size_t id_len = 0, trace_len = 0;   /* set by cli_read_file() on success; see cmd-plan.c */
         IdCtrl id;
         SimDrive d;
         Trace t = {};
@@ -483,7 +401,7 @@ static int run(const Options *o) {
         char section[128];
         int kind, r;
 
-        r = read_file(o->id_ctrl, IDCTRL_FILE_MAX, &id_buf, &id_len);
+        r = cli_read_file(o->id_ctrl, IDCTRL_FILE_MAX, true, &id_buf, &id_len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
                 return r;
@@ -500,7 +418,7 @@ static int run(const Options *o) {
                 return r;
         }
 
-        r = read_file(o->trace, TRACE_FILE_MAX, &trace_buf, &trace_len);
+        r = cli_read_file(o->trace, TRACE_FILE_MAX, true, &trace_buf, &trace_len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
                 return r;
