@@ -108,6 +108,11 @@ extern const CpufreqOps cpufreq_sysfs_ops;
 int cpufreq_sysfs_irq_cpus(const char *sysfs_root, const char *proc_root,
                            const char *const *devices, size_t n_devices, CpuSet *ret);
 
+/* cpufreq_sysfs_irq_cpus() over NVMe controllers by name ("nvme0"): their PCI devices,
+ * class/nvme/NAME/device. Same return values. */
+int cpufreq_sysfs_nvme_irq_cpus(const char *sysfs_root, const char *proc_root,
+                                const char *const *ctrl_names, size_t n_ctrls, CpuSet *ret);
+
 /* Pure helpers for the above: "42" -> 42 (an msi_irqs/ entry or `irq` file);
  * -EINVAL for anything but a plain decimal number. */
 int cpufreq_parse_irq(const char *s, unsigned *ret);

@@ -171,13 +171,10 @@ static char *describe_cpu(const Config *cfg, const PlanEntry *entries, size_t n,
         char *text = NULL;
 
         if (cfg->cpu.select == CPU_SELECT_NVME_IRQ && live && n > 0) {
-                char paths[n][64];
-                const char *devs[n];
-                for (size_t i = 0; i < n; i++) {
-                        (void) snprintf(paths[i], sizeof paths[i], "class/nvme/%s/device", entries[i].name);
-                        devs[i] = paths[i];
-                }
-                have_irq = cpufreq_sysfs_irq_cpus(arg_sysfs_root, arg_proc_root, devs, n, &irq) >= 0;
+                const char *names[n];
+                for (size_t i = 0; i < n; i++)
+                        names[i] = entries[i].name;
+                have_irq = cpufreq_sysfs_nvme_irq_cpus(arg_sysfs_root, arg_proc_root, names, n, &irq) >= 0;
         }
         if (cpupin_new(&cpufreq_sysfs_ops, "/nonexistent", &pin) < 0)
                 return NULL;

@@ -308,3 +308,15 @@ int cpufreq_sysfs_irq_cpus(const char *sysfs_root, const char *proc_root,
         *ret = acc;
         return 0;
 }
+
+int cpufreq_sysfs_nvme_irq_cpus(const char *sysfs_root, const char *proc_root,
+                                const char *const *ctrl_names, size_t n_ctrls, CpuSet *ret) {
+        char paths[n_ctrls + 1][64];
+        const char *devs[n_ctrls + 1];
+
+        for (size_t i = 0; i < n_ctrls; i++) {
+                (void) snprintf(paths[i], sizeof paths[i], "class/nvme/%s/device", ctrl_names[i]);
+                devs[i] = paths[i];
+        }
+        return cpufreq_sysfs_irq_cpus(sysfs_root, proc_root, devs, n_ctrls, ret);
+}

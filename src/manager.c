@@ -492,19 +492,14 @@ static void manager_remove_controller(Manager *m, const char *name) {
 
 /* The CPUs servicing the controllers' interrupt vectors, for cpus = nvme-irq. */
 static void manager_irq_cpus(Manager *m, CpuSet *ret) {
-        char paths[m->n_ctrls + 1][64];
-        const char *devs[m->n_ctrls + 1];
+        const char *names[m->n_ctrls + 1];
         size_t n = 0;
         CpuSet set = {};
 
-        for (size_t i = 0; i < m->n_ctrls; i++) {
-                if (strcmp(m->ctrls[i]->sys.transport, "pcie") != 0)
-                        continue;
-                (void) snprintf(paths[n], sizeof paths[n], "class/nvme/%s/device", m->ctrls[i]->name);
-                devs[n] = paths[n];
-                n++;
-        }
-        if (n > 0 && cpufreq_sysfs_irq_cpus(arg_sysfs_root, arg_proc_root, devs, n, &set) < 0)
+        for (size_t i = 0; i < m->n_ctrls; i++)
+                if (strcmp(m->ctrls[i]->sys.transport, "pcie") == 0)
+                        names[n++] = m->ctrls[i]->name;
+        if (n > 0 && cpufreq_sysfs_nvme_irq_cpus(arg_sysfs_root, arg_proc_root, names, n, &set) < 0)
                 set = (CpuSet) {};
         *ret = set;
 }
