@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "apply.h"
 #include "cli.h"
 #include "config-build.h"
 #include "cpupin.h"
@@ -335,9 +336,7 @@ int verb_plan(int argc, char *argv[]) {
                         if (r < 0) {
                                 char why[160];
                                 log_error("%s: Identify Controller failed: %s.", list[k].name,
-                                          r == -EREMOTEIO ? (snprintf(why, sizeof why, "NVMe status 0x%04x (%s)", status,
-                                                                      ctrl_status_to_string(status)), why)
-                                                          : strerror(-r));
+                                          apply_error_to_string(r, status, why, sizeof why));
                                 failed++;
                                 continue;
                         }
