@@ -118,6 +118,9 @@ int trace_parse_time(const char *s, size_t n, uint64_t *ret_ns) {
                 return -EINVAL;
         for (; frac_digits < 9; frac_digits++)
                 frac *= 10;
+        /* the bound is on the whole time: "1000000000.1" is past it too */
+        if (sec * UINT64_C(1000000000) + frac > (uint64_t) TRACE_TIME_MAX_S * UINT64_C(1000000000))
+                return -EINVAL;
         *ret_ns = sec * UINT64_C(1000000000) + frac;
         return 0;
 }

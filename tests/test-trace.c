@@ -38,6 +38,10 @@ static void test_time(void) {
         CHECK(trace_parse_time(".5", 2, &ns) == 0 && ns == UINT64_C(500000000));
         CHECK(trace_parse_time("7", 1, &ns) == 0 && ns == UINT64_C(7000000000));
         CHECK(trace_parse_time("1000000000", 10, &ns) == 0 && ns == UINT64_C(1000000000000000000));
+        CHECK(trace_parse_time("1000000000.000", 14, &ns) == 0 && ns == UINT64_C(1000000000000000000));
+        /* found by fuzz-trace: the fraction must not carry a time past TRACE_TIME_MAX_S */
+        CHECK(trace_parse_time("1000000000.1", 12, &ns) == -EINVAL);
+        CHECK(trace_parse_time("1000000000.000000001", 20, &ns) == -EINVAL);
         CHECK(trace_parse_time("1000000001", 10, &ns) == -EINVAL);
         CHECK(trace_parse_time("99999999999999999999999", 23, &ns) == -EINVAL);
         CHECK(trace_parse_time(".", 1, &ns) == -EINVAL);
