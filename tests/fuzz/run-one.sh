@@ -14,12 +14,16 @@ art=${FUZZ_ARTIFACTS:-$PWD/fuzz-artifacts}/$name
 mkdir -p "$art"
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
-"$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+# -error_exitcode: libFuzzer's default for a crash is 77, which meson reads as SKIP: a crash
+# would pass as a skipped test. Any finding must fail.
+"$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -error_exitcode=1 \
         -artifact_prefix="$art/" "$scratch" "$seeds" 2>&1 | grep -v '^#[0-9]*\s*\(NEW\|REDUCE\|pulse\)'
 rc=${PIPESTATUS[0]}
 echo "$name: $(ls "$scratch" | wc -l) new inputs in ${secs}s, exit $rc"
 if [ "$rc" -ne 0 ]; then
         echo "$name: FAILED, artifacts in $art:" >&2
         ls -l "$art" >&2
+        # never 77 (skip): whatever libFuzzer or a sanitizer returned, a finding is a failure
+        [ "$rc" -eq 77 ] && rc=1
 fi
 exit "$rc"
