@@ -3,7 +3,8 @@
 
 /*
  * /etc/nvme-apstd.conf (inih syntax), parsed into a Config (pure parse;
- * config_load() is the only function here that touches the file system).
+ * config_load() and config_load_optional() are the only functions here that
+ * touch the file system).
  *
  *   [apst]          policy, max_latency_us, primary_timeout_ms, secondary_timeout_ms,
  *                   primary_latency_tol_us, secondary_latency_tol_us, force
@@ -148,6 +149,13 @@ int config_parse_string(const char *text, const char *filename, Config *ret, cha
  */
 #define CONFIG_MAX_SIZE (1024u * 1024u)
 int config_load(const char *path, Config *ret, char **ret_error);
+
+/**
+ * config_load_optional() - config_load(), except that with @missing_ok a file
+ * that does not exist gives the built-in defaults (config_init()): the default
+ * path may be absent, a path the user named may not.
+ */
+int config_load_optional(const char *path, bool missing_ok, Config *ret, char **ret_error);
 
 /**
  * config_resolve() - the parameters for one controller

@@ -34,12 +34,9 @@ int cli_load_config(const char *path, Config *ret) {
 
         if (!path)
                 path = cli_default_config_path(def, sizeof def);
-        if (!explicit && access(path, F_OK) < 0 && errno == ENOENT) {
+        if (!explicit && access(path, F_OK) < 0 && errno == ENOENT)
                 log_debug("%s does not exist, using the built-in defaults.", path);
-                config_init(ret);
-                return 0;
-        }
-        r = config_load(path, ret, &err);
+        r = config_load_optional(path, !explicit, ret, &err);
         if (r < 0)
                 return log_error_errno(r, "%s", err ? err : path);
         return 0;

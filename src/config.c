@@ -1041,6 +1041,14 @@ int config_load(const char *path, Config *ret, char **ret_error) {
         return config_parse_string(text, path, ret, ret_error);
 }
 
+int config_load_optional(const char *path, bool missing_ok, Config *ret, char **ret_error) {
+        if (missing_ok && access(path, F_OK) < 0 && errno == ENOENT) {
+                config_init(ret);
+                return 0;
+        }
+        return config_load(path, ret, ret_error);
+}
+
 static bool glob_match(const char *glob, const char *s) {
         if (!glob)
                 return true;    /* no such match_ key: no constraint */

@@ -24,6 +24,7 @@
 #include "apstd-ids.h"
 #include "cpupin.h"
 #include "log.h"
+#include "util.h"
 
 /* The record is one short line per policy; anything near this is not ours. */
 #define RECORD_MAX_SIZE (256u * 1024u)
@@ -79,16 +80,9 @@ int cpupin_new(const CpufreqOps *ops, const char *runtime_dir, CpuPin **ret) {
         p->ops = ops;
 
         if (!runtime_dir) {
-                const char *e = getenv("RUNTIME_DIRECTORY");
-
-                /* systemd passes one path per RuntimeDirectory= entry, colon-separated. */
-                if (e && e[0] == '/') {
-                        env_dir = strndup(e, strcspn(e, ":"));
-                        if (!env_dir)
-                                return -ENOMEM;
-                        runtime_dir = env_dir;
-                } else
-                        runtime_dir = CPUPIN_RUNTIME_DIR_DEFAULT;
+                if (runtime_directory(CPUPIN_RUNTIME_DIR_DEFAULT, &env_dir) < 0)
+                        return -ENOMEM;
+                runtime_dir = env_dir;
         }
 
         p->runtime_dir = strdup(runtime_dir);

@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "macro.h"
@@ -45,4 +47,18 @@ int parse_boolean(const char *s) {
                 if (strcasecmp(s, no[i]) == 0)
                         return 0;
         return -EINVAL;
+}
+
+int runtime_directory(const char *fallback, char **ret) {
+        const char *e = getenv("RUNTIME_DIRECTORY");
+        char *d;
+
+        if (e && e[0] == '/')
+                d = strndup(e, strcspn(e, ":"));
+        else
+                d = strdup(fallback);
+        if (!d)
+                return -ENOMEM;
+        *ret = d;
+        return 0;
 }
