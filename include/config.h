@@ -19,6 +19,7 @@
  * configuration.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,8 +55,13 @@ typedef enum CpuPinMode {
         CPU_PIN_ALWAYS,             /* pinned while the daemon runs */
         CPU_PIN_BUSY,               /* pinned while any watched drive has I/O */
         _CPU_PIN_MAX,
-        _CPU_PIN_INVALID = -22,
+        _CPU_PIN_INVALID = -EINVAL,
 } CpuPinMode;
+
+/* "off", "always", "busy"; NULL for anything else. */
+const char *cpu_pin_mode_to_string(CpuPinMode m);
+/* The reverse; _CPU_PIN_INVALID for an unknown name. */
+CpuPinMode cpu_pin_mode_from_string(const char *s);
 
 typedef enum FreqKind {
         FREQ_UNSET,                 /* leave as found */
@@ -64,7 +70,7 @@ typedef enum FreqKind {
         FREQ_HW_MAX,                /* "max": cpuinfo_max_freq */
         FREQ_PERCENT,               /* value 0..100 of the hardware range, min + (max-min)*p/100 */
         _FREQ_KIND_MAX,
-        _FREQ_KIND_INVALID = -22,
+        _FREQ_KIND_INVALID = -EINVAL,
 } FreqKind;
 
 typedef struct FreqSpec {
@@ -77,7 +83,7 @@ typedef enum CpuSelect {
         CPU_SELECT_NVME_IRQ,        /* CPUs servicing the controllers' interrupt vectors */
         CPU_SELECT_LIST,            /* Config.cpu.cpus */
         _CPU_SELECT_MAX,
-        _CPU_SELECT_INVALID = -22,
+        _CPU_SELECT_INVALID = -EINVAL,
 } CpuSelect;
 
 typedef struct CpuConfig {

@@ -8,6 +8,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /**
@@ -21,6 +22,9 @@
  * decimal digit; -ERANGE when the value does not fit in 32 bits.
  */
 int safe_atou32(const char *s, uint32_t *ret);
+
+/* safe_atou32() of the @len bytes at @s (which need not be NUL-terminated). */
+int safe_atou32_n(const char *s, size_t len, uint32_t *ret);
 
 /**
  * parse_boolean() - "1", "yes", "true", "on" or their opposites "0", "no",

@@ -19,6 +19,7 @@
 #include "controller.h"
 #include "cpupin.h"
 #include "device.h"
+#include "fileio.h"
 #include "log.h"
 
 #define ID_FILE_MAX (1024u * 1024u) /* an nvme-cli JSON dump is ~10 KiB; refuse anything absurd */
@@ -45,10 +46,10 @@ static const char *parse_error_reason(int r) {
 
 static int load_id_file(const char *path, IdCtrl *ret) {
         _cleanup_free_ char *buf = NULL;
-        size_t len = 0;   /* set by cli_read_file() on success; 0 keeps clang-analyzer's -errno path quiet */
+        size_t len = 0;   /* set by read_full_file() on success; 0 keeps clang-analyzer's -errno path quiet */
         int r;
 
-        r = cli_read_file(path, ID_FILE_MAX, false, &buf, &len);
+        r = read_full_file(path, ID_FILE_MAX, 0, &buf, &len);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot read Identify data: %s", path,
                                        r == -EFBIG ? "file too large" : strerror(-r));
@@ -148,21 +149,6 @@ static void print_json_entry(const PlanEntry *e) {
         printf("]}");
 }
 
-
-static const char *pin_mode_name(CpuPinMode p) {
-        switch (p) {
-        case CPU_PIN_OFF:
-                return "off";
-        case CPU_PIN_ALWAYS:
-                return "always";
-        case CPU_PIN_BUSY:
-                return "busy";
-        case _CPU_PIN_MAX:
-        case _CPU_PIN_INVALID:
-                break;
-        }
-        return "invalid";
-}
 
 /* What [cpu] would do on this machine (reads cpufreq, writes nothing). NULL on failure. */
 static char *describe_cpu(const Config *cfg, const PlanEntry *entries, size_t n, bool live) {
@@ -368,7 +354,7 @@ static void print_json(const Config *cfg, const PlanEntry *entries, size_t n, co
                 printf(i ? ", " : "");
                 print_json_entry(&entries[i]);
         }
-        printf("], \"cpu\": {\"pin\": \"%s\", \"plan\": [", pin_mode_name(cfg->cpu.pin));
+        printf("], \"cpu\": {\"pin\": \"%s\", \"plan\": [", strempty(cpu_pin_mode_to_string(cfg->cpu.pin)));
         print_json_cpu_lines(cpu_text);
         printf("]}}\n");
 }
@@ -381,7 +367,7 @@ static void print_text(const Config *cfg, const PlanEntry *entries, size_t n, co
                         printf("\n");
                 print_human(&entries[i]);
         }
-        printf("\nCPU frequency policy (pin = %s):\n", pin_mode_name(cfg->cpu.pin));
+        printf("\nCPU frequency policy (pin = %s):\n", strempty(cpu_pin_mode_to_string(cfg->cpu.pin)));
         for (const char *line = cpu_text, *nl; line && *line; line = nl + 1) {
                 nl = strchrnul(line, '\n');
                 printf("  %.*s\n", (int) (nl - line), line);

@@ -26,6 +26,7 @@
 #include "config-build.h"
 #include "config.h"
 #include "device.h"
+#include "fileio.h"
 #include "idctrl.h"
 #include "macro.h"
 #include "sim.h"
@@ -389,7 +390,7 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
 
 static int run(const Options *o) {
         _cleanup_free_ char *id_buf = NULL, *trace_buf = NULL;
-        size_t id_len = 0, trace_len = 0;   /* set by cli_read_file() on success; see cmd-plan.c */
+        size_t id_len = 0, trace_len = 0;   /* set by read_full_file() on success; see cmd-plan.c */
         IdCtrl id;
         SimDrive d;
         Trace t = {};
@@ -400,7 +401,7 @@ static int run(const Options *o) {
         char section[128];
         int kind, r;
 
-        r = cli_read_file(o->id_ctrl, IDCTRL_FILE_MAX, true, &id_buf, &id_len);
+        r = read_full_file(o->id_ctrl, IDCTRL_FILE_MAX, READ_FULL_ALLOW_STDIN, &id_buf, &id_len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
                 return r;
@@ -417,7 +418,7 @@ static int run(const Options *o) {
                 return r;
         }
 
-        r = cli_read_file(o->trace, TRACE_FILE_MAX, true, &trace_buf, &trace_len);
+        r = read_full_file(o->trace, TRACE_FILE_MAX, READ_FULL_ALLOW_STDIN, &trace_buf, &trace_len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
                 return r;

@@ -16,6 +16,7 @@
 #include "controller.h"
 #include "ctrl.h"
 #include "log.h"
+#include "record.h"
 
 void controller_init(Controller *c, const char *name) {
         *c = (Controller) {};
@@ -58,11 +59,11 @@ static int record_path(const ControllerContext *ctx, const Controller *c, char *
         return 0;
 }
 
-static void record_remove(const ControllerContext *ctx, const Controller *c) {
+static void original_forget(const ControllerContext *ctx, const Controller *c) {
         char path[PATH_MAX];
 
         if (record_path(ctx, c, path, sizeof path) >= 0)
-                (void) unlink(path);
+                (void) record_remove(path);
 }
 
 typedef struct RecordHook {
@@ -325,7 +326,7 @@ int controller_restore(Controller *c, const ControllerContext *ctx, const char *
                 ApstTable now;
                 if (ctrl_get_apst(ctrl, &now, NULL) >= 0 && apst_table_equal(&now, &c->original)) {
                         c->have_original = false;
-                        record_remove(ctx, c);
+                        original_forget(ctx, c);
                         return 0;
                 }
         }
@@ -335,13 +336,13 @@ int controller_restore(Controller *c, const ControllerContext *ctx, const char *
                 return outcome_fail(ret, CONTROLLER_STEP_WRITE, r, 0);
         c->have_written = false;
         c->have_original = false;
-        record_remove(ctx, c);
+        original_forget(ctx, c);
         ret->result = CONTROLLER_RESTORED;
         return 0;
 }
 
 void controller_forget(Controller *c, const ControllerContext *ctx) {
-        record_remove(ctx, c);
+        original_forget(ctx, c);
 }
 
 void controller_status(const Controller *c, bool failed, char *buf, size_t n) {
