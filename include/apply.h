@@ -9,6 +9,7 @@
  * Each step is logged as one structured journal entry.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,7 +25,7 @@ typedef enum ApplyStep {
         APPLY_STEP_RESTORE,
         APPLY_STEP_VERIFY_RESTORE,
         _APPLY_STEP_MAX,
-        _APPLY_STEP_INVALID = -22,
+        _APPLY_STEP_INVALID = -EINVAL,
 } ApplyStep;
 
 const char *apply_step_to_string(ApplyStep s);

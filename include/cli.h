@@ -20,15 +20,6 @@ const char *cli_default_config_path(char *buf, size_t n);
  */
 int cli_load_config(const char *path, Config *ret);
 
-/**
- * cli_read_file() - read a whole file given on the command line
- * @max: refuse (-EFBIG) anything longer; also bounds a file whose size stat cannot tell
- * @allow_stdin: "-" means standard input
- * @ret: malloc'd, NUL-terminated; @ret_len its length
- * Return: 0, -EISDIR, -EFBIG or -errno.
- */
-int cli_read_file(const char *path, uint64_t max, bool allow_stdin, char **ret, size_t *ret_len);
-
 /* "8086:f1a5": exactly four hex digits, ':', four hex digits. Return 0 or -EINVAL. */
 int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device);
 

@@ -3,7 +3,8 @@
 
 /*
  * /etc/nvme-apstd.conf (inih syntax), parsed into a Config (pure parse;
- * config_load() is the only function here that touches the file system).
+ * config_load() and config_load_optional() are the only functions here that
+ * touch the file system).
  *
  *   [apst]          policy, max_latency_us, primary_timeout_ms, secondary_timeout_ms,
  *                   primary_latency_tol_us, secondary_latency_tol_us, force
@@ -18,6 +19,7 @@
  * configuration.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,8 +55,13 @@ typedef enum CpuPinMode {
         CPU_PIN_ALWAYS,             /* pinned while the daemon runs */
         CPU_PIN_BUSY,               /* pinned while any watched drive has I/O */
         _CPU_PIN_MAX,
-        _CPU_PIN_INVALID = -22,
+        _CPU_PIN_INVALID = -EINVAL,
 } CpuPinMode;
+
+/* "off", "always", "busy"; NULL for anything else. */
+const char *cpu_pin_mode_to_string(CpuPinMode m);
+/* The reverse; _CPU_PIN_INVALID for an unknown name. */
+CpuPinMode cpu_pin_mode_from_string(const char *s);
 
 typedef enum FreqKind {
         FREQ_UNSET,                 /* leave as found */
@@ -63,7 +70,7 @@ typedef enum FreqKind {
         FREQ_HW_MAX,                /* "max": cpuinfo_max_freq */
         FREQ_PERCENT,               /* value 0..100 of the hardware range, min + (max-min)*p/100 */
         _FREQ_KIND_MAX,
-        _FREQ_KIND_INVALID = -22,
+        _FREQ_KIND_INVALID = -EINVAL,
 } FreqKind;
 
 typedef struct FreqSpec {
@@ -76,7 +83,7 @@ typedef enum CpuSelect {
         CPU_SELECT_NVME_IRQ,        /* CPUs servicing the controllers' interrupt vectors */
         CPU_SELECT_LIST,            /* Config.cpu.cpus */
         _CPU_SELECT_MAX,
-        _CPU_SELECT_INVALID = -22,
+        _CPU_SELECT_INVALID = -EINVAL,
 } CpuSelect;
 
 typedef struct CpuConfig {
@@ -148,6 +155,13 @@ int config_parse_string(const char *text, const char *filename, Config *ret, cha
  */
 #define CONFIG_MAX_SIZE (1024u * 1024u)
 int config_load(const char *path, Config *ret, char **ret_error);
+
+/**
+ * config_load_optional() - config_load(), except that with @missing_ok a file
+ * that does not exist gives the built-in defaults (config_init()): the default
+ * path may be absent, a path the user named may not.
+ */
+int config_load_optional(const char *path, bool missing_ok, Config *ret, char **ret_error);
 
 /**
  * config_resolve() - the parameters for one controller

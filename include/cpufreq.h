@@ -23,12 +23,14 @@
  * the tests use an in-memory one.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
 #include "cpuset.h"
+#include "record.h"
 
 /* Governor names are at most CPUFREQ_NAME_LEN (16) in the kernel; EPP strings
  * are shorter still ("balance_performance" is the longest). 64 leaves room and
@@ -44,7 +46,7 @@ typedef enum CpufreqAttr {
         CPUFREQ_ATTR_MAX,           /* scaling_max_freq, kHz */
         CPUFREQ_ATTR_EPP,           /* energy_performance_preference */
         _CPUFREQ_ATTR_MAX,
-        _CPUFREQ_ATTR_INVALID = -22,
+        _CPUFREQ_ATTR_INVALID = -EINVAL,
 } CpufreqAttr;
 
 /* The sysfs file name of @a ("scaling_governor"), or NULL. */
@@ -113,9 +115,6 @@ int cpufreq_sysfs_irq_cpus(const char *sysfs_root, const char *proc_root,
 int cpufreq_sysfs_nvme_irq_cpus(const char *sysfs_root, const char *proc_root,
                                 const char *const *ctrl_names, size_t n_ctrls, CpuSet *ret);
 
-/* Pure helpers for the above: "42" -> 42 (an msi_irqs/ entry or `irq` file);
- * -EINVAL for anything but a plain decimal number. */
-int cpufreq_parse_irq(const char *s, unsigned *ret);
 
 /**
  * cpufreq_irq_affinity_add() - add one interrupt's CPUs to @acc
@@ -212,7 +211,7 @@ void cpufreq_describe(const CpuConfig *cfg, const CpufreqSettings *s, char *buf,
  *   policy cpu=0 cpus=0-3 governor=powersave min=800000 max=3600000 epp=balance_performance
  *   policy cpu=4 cpus=4-7 governor=schedutil min=400000 max=2000000 epp=-
  */
-#define CPUFREQ_RECORD_HEADER "# nvme-apstd cpufreq record v1\n"
+#define CPUFREQ_RECORD_HEADER RECORD_HEADER("cpufreq", 1)
 
 /* Return: 0 (@ret malloc'd, caller frees), -EINVAL (a value with blanks or '='), -ENOMEM. */
 int cpufreq_record_format(const CpufreqSettings *s, size_t n, char **ret);

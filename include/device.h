@@ -8,6 +8,7 @@
  * in the daemon, in `plan` and in tests.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 
 #include "apst.h"
@@ -21,7 +22,7 @@ typedef enum DeviceVerdict {
         DEVICE_DISABLED,           /* enable = no in its [device] section */
         DEVICE_NOT_PCIE,           /* transport tcp/rdma/fc/loop: not ours */
         _DEVICE_VERDICT_MAX,
-        _DEVICE_VERDICT_INVALID = -22,
+        _DEVICE_VERDICT_INVALID = -EINVAL,
 } DeviceVerdict;
 
 const char *device_verdict_to_string(DeviceVerdict v);

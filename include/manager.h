@@ -3,8 +3,10 @@
 
 /*
  * The daemon: one sd-event loop owning every controller (systemd-oomd's and
- * timesyncd's Manager as models, STYLE §2). The only file that wires policy to
- * sd-event, sd-device, sd-bus and sd_notify.
+ * timesyncd's Manager as models). The only code that wires the controller
+ * engine (controller.h) and CPU pinning (cpupin.h) to sd-event, sd-device,
+ * sd-bus and sd_notify. Everything it reads from the outside world comes in
+ * through ManagerOptions; it knows nothing of the command line.
  *
  * Lifecycle: manager_new() -> manager_start() (discover, apply, READY=1) ->
  * sd_event_loop() -> manager_stop() (STOPPING=1, restore the tables found
@@ -19,12 +21,11 @@
 #include <systemd/sd-device.h>
 #include <systemd/sd-event.h>
 
-#include "apply.h"
 #include "config.h"
+#include "controller.h"
 #include "cpupin.h"
 #include "cpuset.h"
-#include "ctrl.h"
-#include "device.h"
+#include "macro.h"
 #include "sysfs.h"
 
 /* How often to look at the I/O counters for a verification that costs no power:
@@ -36,36 +37,28 @@
  * Only armed in that mode, which the user chose knowing it costs one wake-up per period. */
 #define MANAGER_IOWATCH_INTERVAL_USEC (1ULL * 1000000ULL)
 
-/* A controller that is not `live` (resetting, connecting) is looked at again after this, then after
- * twice as long each time, up to 32 times as long: one that stays dead must not keep the daemon
- * awake; the kernel's `connected` uevent brings it back at once when it recovers. */
-#define MANAGER_NOT_LIVE_RETRY_USEC (2ULL * 1000000ULL)
-#define MANAGER_RETRY_MAX_SHIFT 5u
-
-/* A command that failed in a way that may pass if sent again (EINTR, EAGAIN, EBUSY, ETIMEDOUT, or
- * an NVMe status without Do Not Retry) is retried this many times, on the same schedule. */
-#define MANAGER_TRANSIENT_RETRIES 3u
+typedef struct ManagerOptions {
+        const char *config_path;        /* the configuration file */
+        bool config_missing_ok;         /* it is the default path: missing = the built-in defaults */
+        const char *sysfs_root;         /* "/sys" */
+        const char *dev_dir;            /* "/dev" */
+        const char *proc_root;          /* "/proc" */
+        const char *runtime_dir;        /* $RUNTIME_DIRECTORY: the crash records */
+        uint64_t verify_interval_usec;  /* 0 = MANAGER_VERIFY_INTERVAL_USEC */
+} ManagerOptions;
 
 typedef struct Manager Manager;
 
-typedef struct Controller {
+/* One controller in the daemon: the engine's state and the daemon's bookkeeping around it. */
+typedef struct ManagerCtrl {
         Manager *manager;
-        char name[32];
-        SysCtrl sys;
-        IdCtrl id;
-        bool identified;
-        Ctrl *ctrl;
-        DevicePlan plan;
-        bool have_original;        /* original: the table found before the daemon first wrote */
-        ApstTable original;
-        bool have_written;         /* written: what the daemon last wrote and verified */
-        ApstTable written;
+        Controller controller;
         bool failed;               /* the last attempt failed; retried on the next event */
         uint64_t io_count;
         bool io_known;
         sd_event_source *retry;    /* pending retry while not live, or after a transient error */
         unsigned n_retries;        /* retries since the last success or event */
-} Controller;
+} ManagerCtrl;
 
 struct Manager {
         sd_event *event;
@@ -73,13 +66,22 @@ struct Manager {
         sd_bus *bus;
         sd_bus_slot *sleep_slot;
         sd_event_source *verify_timer;
-        Config config;
-        char *config_path;         /* NULL = the default path */
+        sd_event_source *sighup;
+
+        char *config_path;
+        bool config_missing_ok;
+        char *sysfs_root;
+        char *dev_dir;
+        char *proc_root;
         char *runtime_dir;
+        uint64_t verify_interval_usec;
+
+        Config config;
         SysPlatform platform;
-        uint64_t verify_interval_usec;  /* MANAGER_VERIFY_INTERVAL_USEC unless a test shortens it */
-        Controller **ctrls;
+        ControllerContext ctx;     /* what the engine is called with: points into this Manager */
+        ManagerCtrl **ctrls;
         size_t n_ctrls;
+
         CpuPin *cpupin;
         CpuSet irq_cpus;           /* CPUs servicing the controllers' interrupts (cpus = nvme-irq) */
         sd_event_source *iowatch_timer;  /* pin = busy only */
@@ -87,7 +89,15 @@ struct Manager {
         bool iowatch_known;
 };
 
-int manager_new(const char *config_path, Manager **ret);
+int manager_new(const ManagerOptions *o, Manager **ret);
 Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 int manager_start(Manager *m);
 void manager_stop(Manager *m);
+
+/* The STATUS= text: "nvme0: budget, ps3@100ms→ps4@2000ms; nvme1: failed". */
+void manager_status_text(const Manager *m, char *buf, size_t n);
+
+/* CPU frequency pinning glue (src/manager-cpu.c). */
+void manager_cpu_apply(Manager *m, const char *reason);
+void manager_cpu_controllers_changed(Manager *m, const char *reason);

@@ -8,6 +8,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /**
@@ -22,6 +23,9 @@
  */
 int safe_atou32(const char *s, uint32_t *ret);
 
+/* safe_atou32() of the @len bytes at @s (which need not be NUL-terminated). */
+int safe_atou32_n(const char *s, size_t len, uint32_t *ret);
+
 /**
  * parse_boolean() - "1", "yes", "true", "on" or their opposites "0", "no",
  * "false", "off" (case-insensitive; systemd also takes y/t/n/f, we do not).
@@ -29,3 +33,12 @@ int safe_atou32(const char *s, uint32_t *ret);
  * Return: 1 for true, 0 for false, -EINVAL for anything else.
  */
 int parse_boolean(const char *s);
+
+/**
+ * runtime_directory() - the daemon's runtime directory: the first entry of
+ * $RUNTIME_DIRECTORY (systemd passes one absolute path per RuntimeDirectory=
+ * entry, colon-separated), else @fallback.
+ * @ret: malloc'd
+ * Return: 0 or -ENOMEM.
+ */
+int runtime_directory(const char *fallback, char **ret);

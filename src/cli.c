@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Shared subcommand helpers; see cli.h. */
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,12 +32,9 @@ int cli_load_config(const char *path, Config *ret) {
 
         if (!path)
                 path = cli_default_config_path(def, sizeof def);
-        if (!explicit && access(path, F_OK) < 0 && errno == ENOENT) {
+        if (!explicit && access(path, F_OK) < 0 && errno == ENOENT)
                 log_debug("%s does not exist, using the built-in defaults.", path);
-                config_init(ret);
-                return 0;
-        }
-        r = config_load(path, ret, &err);
+        r = config_load_optional(path, !explicit, ret, &err);
         if (r < 0)
                 return log_error_errno(r, "%s", err ? err : path);
         return 0;
@@ -80,61 +75,6 @@ CliOption cli_common_option(int c, const char *arg, void (*help)(void)) {
         default:
                 return CLI_OPTION_NOT_MINE;
         }
-}
-
-int cli_read_file(const char *path, uint64_t max, bool allow_stdin, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, allocated = 0;
-        struct stat st;
-
-        if (allow_stdin && strcmp(path, "-") == 0)
-                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-        else
-                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (S_ISREG(st.st_mode) && (uint64_t) st.st_size > max)
-                return -EFBIG;
-
-        for (;;) {
-                if (len == allocated) {
-                        size_t m = allocated ? allocated * 2 : 64 * 1024;
-                        if (m > max + 1)
-                                m = max + 1;
-                        if (m <= len)
-                                return -EFBIG;
-                        char *q = realloc(buf, m + 1);
-                        if (!q)
-                                return -ENOMEM;
-                        buf = q;
-                        allocated = m;
-                }
-                ssize_t k = read(fd, buf + len, allocated - len);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-                if (len > max)
-                        return -EFBIG;
-        }
-        if (!buf) {
-                buf = malloc(1);
-                if (!buf)
-                        return -ENOMEM;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
 }
 
 static int hex4(const char *s, uint16_t *ret) {

@@ -14,6 +14,7 @@
 #include "apstd-ids.h"
 #include "cli.h"
 #include "config-build.h"
+#include "controller.h"
 #include "log.h"
 
 static void help(void) {
@@ -26,99 +27,63 @@ static void help(void) {
                SYSCONFDIR);
 }
 
-static int apply_one(const Config *cfg, const SysPlatform *plat, const SysCtrl *sys) {
-        _cleanup_(ctrl_freep) Ctrl *ctrl = NULL;
+/* One line on stdout per controller; the journal entries are the engine's. */
+static int apply_one(const ControllerContext *ctx, const SysCtrl *sys) {
         char why[160], desc[1024];
-        uint16_t status = 0;
-        DevicePlan dp;
-        ApplyResult res;
-        IdCtrl id;
+        ControllerOutcome o;
+        Controller c;
+        const ApplyResult *res = &o.apply;
         int r;
 
-        if (strcmp(sys->transport, "pcie") != 0) {
-                log_event(LOG_INFO, 0, MSGID_CTRL_SKIPPED,
-                          LOG_FIELDS({ "NVME_CTRL", sys->name }, { "NVME_MODEL", sys->model },
-                                     { "NVME_FIRMWARE", sys->firmware }, { "NVME_TRANSPORT", sys->transport }),
-                          "%s: skipped: transport %s is not PCIe.", sys->name, sys->transport);
-                printf("%s: skipped (transport %s is not PCIe)\n", sys->name, sys->transport);
+        controller_init(&c, sys->name);
+        r = controller_sync(&c, ctx, "apply", &o);
+        switch (o.result) {
+        case CONTROLLER_PROGRAMMED:
+                apst_describe(&c.plan.plan.table, &c.id, desc, sizeof desc);
+                printf("%s: programmed and verified, %s policy: %s\n", c.name,
+                       apst_policy_to_string(c.plan.params.policy), desc);
                 return 0;
-        }
-        if (strcmp(sys->state, "live") != 0) {
-                /* as the daemon does: a resetting or dead controller gets no admin command */
-                log_error("%s: controller is %s, not live; not programmed.", sys->name, sys->state);
-                printf("%s: FAILED (controller is %s, not live)\n", sys->name, sys->state);
+        case CONTROLLER_LEFT_ALONE:
+                if (!c.id.model[0] && c.plan.verdict == DEVICE_NOT_PCIE)
+                        printf("%s: skipped (transport %s is not PCIe)\n", c.name, c.sys.transport);
+                else if (c.plan.verdict == DEVICE_UNSUPPORTED)
+                        printf("%s: APST not supported by the controller (apsta = 0); nothing written\n", c.name);
+                else
+                        printf("%s: left alone (%s)\n", c.name, device_verdict_reason(c.plan.verdict));
+                return 0;
+        case CONTROLLER_NOT_LIVE:
+                printf("%s: FAILED (controller is %s, not live)\n", c.name, c.sys.state);
                 return -EAGAIN;
-        }
-        r = ctrl_open(arg_dev_dir, sys->name, &ctrl);
-        if (r < 0) {
-                log_error_errno(r, "%s: cannot open %s/%s: %m", sys->name, arg_dev_dir, sys->name);
-                printf("%s: FAILED (cannot open %s/%s: %s)\n", sys->name, arg_dev_dir, sys->name, strerror(-r));
-                return r;
-        }
-        r = ctrl_identify(ctrl, &id, NULL, &status);
-        if (r < 0) {
-                char st[16];
-
-                apply_error_to_string(r, status, why, sizeof why);
-                (void) snprintf(st, sizeof st, "0x%04x", status);
-                log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
-                          LOG_FIELDS({ "NVME_CTRL", sys->name }, { "NVME_MODEL", sys->model },
-                                     { "NVME_FIRMWARE", sys->firmware },
-                                     { "NVME_STATUS", r == -EREMOTEIO ? st : NULL }),
-                          "%s: Identify Controller failed: %s.", sys->name, why);
-                printf("%s: FAILED (Identify Controller: %s)\n", sys->name, why);
-                return r;
-        }
-        r = device_plan(cfg, plat, sys->name, sys, &id, &dp);
-        if (r < 0) {
-                log_error_errno(r, "%s: cannot plan: %m", sys->name);
-                printf("%s: FAILED (cannot plan: %s)\n", sys->name, strerror(-r));
-                return r;
-        }
-        switch (dp.verdict) {
-        case DEVICE_UNSUPPORTED:
-                log_event(LOG_INFO, 0, MSGID_APST_UNSUPPORTED,
-                          LOG_FIELDS({ "NVME_CTRL", sys->name }, { "NVME_MODEL", id.model },
-                                     { "NVME_FIRMWARE", id.firmware }),
-                          "%s: %s does not support APST (apsta = 0); nothing to program.", sys->name, id.model);
-                printf("%s: APST not supported by the controller (apsta = 0); nothing written\n", sys->name);
-                return 0;
-        case DEVICE_DISABLED:
-        case DEVICE_NOT_PCIE:
-                log_event(LOG_INFO, 0, MSGID_CTRL_SKIPPED,
-                          LOG_FIELDS({ "NVME_CTRL", sys->name }, { "NVME_MODEL", id.model },
-                                     { "NVME_FIRMWARE", id.firmware }),
-                          "%s: left alone: %s.", sys->name, device_verdict_reason(dp.verdict));
-                printf("%s: left alone (%s)\n", sys->name, device_verdict_reason(dp.verdict));
-                return 0;
-        case DEVICE_MANAGE:
+        case CONTROLLER_GONE:
+                printf("%s: FAILED (gone: %s)\n", c.name, strerror(-o.error));
+                return o.error;
+        case CONTROLLER_FAILED:
                 break;
-        case _DEVICE_VERDICT_MAX:
-        case _DEVICE_VERDICT_INVALID:
-                return -EINVAL;
+        default:
+                return r < 0 ? r : -EINVAL;
         }
-
-        ApplyTarget t = {
-                .name = sys->name,
-                .model = id.model,
-                .firmware = id.firmware,
-                .policy = apst_policy_to_string(dp.params.policy),
-                .reason = "apply",
-        };
-        r = apply_table(ctrl, &t, &dp.plan.table, dp.plan.worst_wake_us, false, &res);
-        if (r < 0) {
-                apply_error_to_string(r == -EBADMSG ? -EBADMSG : res.error, res.nvme_status, why, sizeof why);
-                printf("%s: FAILED (%s: %s)%s\n", sys->name, apply_step_to_string(res.failed_step),
+        switch (o.failed_step) {
+        case CONTROLLER_STEP_OPEN:
+                printf("%s: FAILED (cannot open %s/%s: %s)\n", c.name, ctx->dev_dir, c.name, strerror(-o.error));
+                break;
+        case CONTROLLER_STEP_IDENTIFY:
+                printf("%s: FAILED (Identify Controller: %s)\n", c.name,
+                       apply_error_to_string(o.error, o.nvme_status, why, sizeof why));
+                break;
+        case CONTROLLER_STEP_WRITE:
+                apply_error_to_string(r == -EBADMSG ? -EBADMSG : res->error, res->nvme_status, why, sizeof why);
+                printf("%s: FAILED (%s: %s)%s\n", c.name, apply_step_to_string(res->failed_step),
                        r == -EBADMSG ? "read-back differs from what was written" : why,
-                       res.failed_step != APPLY_STEP_VERIFY ? "; table unchanged"
-                       : !res.put_back                      ? "; could NOT put back the previous table"
-                       : res.dirty                          ? "; previous table written back, but not verified"
-                                                            : "; previous table put back");
-                return r;
+                       res->failed_step != APPLY_STEP_VERIFY ? "; table unchanged"
+                       : !res->put_back                      ? "; could NOT put back the previous table"
+                       : res->dirty                          ? "; previous table written back, but not verified"
+                                                             : "; previous table put back");
+                break;
+        default:
+                printf("%s: FAILED (cannot plan: %s)\n", c.name, strerror(-o.error));
+                break;
         }
-        apst_describe(&dp.plan.table, &id, desc, sizeof desc);
-        printf("%s: programmed and verified, %s policy: %s\n", sys->name, t.policy, desc);
-        return 0;
+        return r;
 }
 
 int verb_apply(int argc, char *argv[]) {
@@ -133,6 +98,13 @@ int verb_apply(int argc, char *argv[]) {
         size_t n = 0;
         int c, r, failed = 0;
         Config cfg;
+        ControllerContext ctx = {
+                .mode = CONTROLLER_MODE_APPLY,
+                .sysfs_root = arg_sysfs_root,
+                .dev_dir = arg_dev_dir,
+                .config = &cfg,
+                .platform = &plat,
+        };
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0) {
@@ -181,7 +153,7 @@ int verb_apply(int argc, char *argv[]) {
                         selected = selected || strcmp(argv[i], list[k].name) == 0;
                 if (!selected)
                         continue;
-                if (apply_one(&cfg, &plat, &list[k]) < 0)
+                if (apply_one(&ctx, &list[k]) < 0)
                         failed++;
         }
         config_done(&cfg);

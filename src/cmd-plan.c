@@ -16,9 +16,10 @@
 #include "apply.h"
 #include "cli.h"
 #include "config-build.h"
+#include "controller.h"
 #include "cpupin.h"
-#include "ctrl.h"
 #include "device.h"
+#include "fileio.h"
 #include "log.h"
 
 #define ID_FILE_MAX (1024u * 1024u) /* an nvme-cli JSON dump is ~10 KiB; refuse anything absurd */
@@ -45,10 +46,10 @@ static const char *parse_error_reason(int r) {
 
 static int load_id_file(const char *path, IdCtrl *ret) {
         _cleanup_free_ char *buf = NULL;
-        size_t len = 0;   /* set by cli_read_file() on success; 0 keeps clang-analyzer's -errno path quiet */
+        size_t len = 0;   /* set by read_full_file() on success; 0 keeps clang-analyzer's -errno path quiet */
         int r;
 
-        r = cli_read_file(path, ID_FILE_MAX, false, &buf, &len);
+        r = read_full_file(path, ID_FILE_MAX, 0, &buf, &len);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot read Identify data: %s", path,
                                        r == -EFBIG ? "file too large" : strerror(-r));
@@ -149,21 +150,6 @@ static void print_json_entry(const PlanEntry *e) {
 }
 
 
-static const char *pin_mode_name(CpuPinMode p) {
-        switch (p) {
-        case CPU_PIN_OFF:
-                return "off";
-        case CPU_PIN_ALWAYS:
-                return "always";
-        case CPU_PIN_BUSY:
-                return "busy";
-        case _CPU_PIN_MAX:
-        case _CPU_PIN_INVALID:
-                break;
-        }
-        return "invalid";
-}
-
 /* What [cpu] would do on this machine (reads cpufreq, writes nothing). NULL on failure. */
 static char *describe_cpu(const Config *cfg, const PlanEntry *entries, size_t n, bool live) {
         _cleanup_(cpupin_freep) CpuPin *pin = NULL;
@@ -206,7 +192,17 @@ static bool name_selected(char **names, int n, const char *name) {
         return false;
 }
 
-int verb_plan(int argc, char *argv[]) {
+typedef struct PlanArgs {
+        const char *config_path;
+        bool json;
+        PlanEntry *files;          /* one per --id-ctrl, argc long */
+        size_t n_files;
+        char **names;              /* controllers named on the command line */
+        int n_names;
+} PlanArgs;
+
+/* Return: 1 to go on, 0 to exit 0 (--help), 2 (bad usage). */
+static int parse_argv(int argc, char *argv[], PlanArgs *a) {
         enum { ARG_PCI_ID = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -216,18 +212,8 @@ int verb_plan(int argc, char *argv[]) {
                 CLI_COMMON_OPTIONS,
                 {},
         };
-        _cleanup_free_ PlanEntry *entries = NULL;
-        char *cpu_text = NULL;
-        const char *config_path = NULL;
-        size_t n = 0, n_files = 0;
-        bool json = false;
-        Config cfg;
-        SysPlatform plat = {};
-        int c, r, failed = 0;
-
-        entries = calloc((size_t) argc + 1, sizeof *entries);
-        if (!entries)
-                return log_error_errno(-ENOMEM, "Out of memory.");
+        PlanEntry *e;
+        int c;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "c:ji:h", options, NULL)) >= 0) {
@@ -241,157 +227,209 @@ int verb_plan(int argc, char *argv[]) {
                 }
                 switch (c) {
                 case 'c':
-                        config_path = optarg;
+                        a->config_path = optarg;
                         break;
                 case 'j':
-                        json = true;
+                        a->json = true;
                         break;
-                case 'i': {
-                        PlanEntry *e = &entries[n_files];
+                case 'i':
+                        e = &a->files[a->n_files++];
                         (void) snprintf(e->name, sizeof e->name, "%s", optarg);
-                        n_files++;
+                        /* no sysfs: planned as a PCIe drive whose PCI ids are unknown (0) */
+                        (void) snprintf(e->sys.transport, sizeof e->sys.transport, "pcie");
                         break;
-                }
                 case ARG_PCI_ID:
-                        if (n_files == 0) {
+                        if (a->n_files == 0) {
                                 log_error("--pci-id must follow an --id-ctrl FILE.");
                                 return 2;
                         }
-                        if (cli_parse_pci_id(optarg, &entries[n_files - 1].sys.pci_vendor,
-                                      &entries[n_files - 1].sys.pci_device) < 0) {
+                        e = &a->files[a->n_files - 1];
+                        if (cli_parse_pci_id(optarg, &e->sys.pci_vendor, &e->sys.pci_device) < 0) {
                                 log_error("--pci-id %s: expected VVVV:DDDD in hex.", optarg);
                                 return 2;
                         }
-                        entries[n_files - 1].have_sys = true;
-                        (void) snprintf(entries[n_files - 1].sys.transport, sizeof entries[0].sys.transport, "pcie");
+                        e->have_sys = true;
                         break;
                 default:
                         return 2;
                 }
         }
-
-        r = cli_load_config(config_path, &cfg);
-        if (r < 0)
-                return 1;
-
-        if (n_files > 0) {
-                if (optind < argc) {
-                        log_error("Controller names and --id-ctrl cannot be combined.");
-                        config_done(&cfg);
-                        return 2;
-                }
-                for (size_t i = 0; i < n_files; i++) {
-                        r = load_id_file(entries[i].name, &entries[i].id);
-                        if (r < 0) {
-                                config_done(&cfg);
-                                return 1;
-                        }
-                }
-                n = n_files;
-        } else {
-                _cleanup_free_ SysCtrl *list = NULL;
-                size_t nl = 0;
-
-                sysfs_read_platform(arg_sysfs_root, &plat);
-                r = sysfs_list_controllers(arg_sysfs_root, &list, &nl);
-                if (r < 0) {
-                        log_error_errno(r, "Cannot list %s/class/nvme: %m", arg_sysfs_root);
-                        config_done(&cfg);
-                        return 1;
-                }
-                for (int i = optind; i < argc; i++) {
-                        bool found = false;
-                        for (size_t k = 0; k < nl; k++)
-                                found = found || strcmp(list[k].name, argv[i]) == 0;
-                        if (!found) {
-                                log_error("%s: no such NVMe controller in %s/class/nvme.", argv[i], arg_sysfs_root);
-                                failed++;
-                        }
-                }
-                PlanEntry *t = realloc(entries, (nl + 1) * sizeof *t);
-                if (!t) {
-                        config_done(&cfg);
-                        return log_error_errno(-ENOMEM, "Out of memory."), 1;
-                }
-                entries = t;
-                for (size_t k = 0; k < nl; k++) {
-                        _cleanup_(ctrl_freep) Ctrl *ctrl = NULL;
-                        PlanEntry *e = &entries[n];
-                        uint16_t status = 0;
-
-                        if (!name_selected(argv + optind, argc - optind, list[k].name))
-                                continue;
-                        memset(e, 0, sizeof *e);
-                        (void) snprintf(e->name, sizeof e->name, "%s", list[k].name);
-                        e->sys = list[k];
-                        e->have_sys = true;
-                        if (strcmp(list[k].transport, "pcie") != 0) {
-                                log_info("%s: skipped, transport %s is not PCIe (APST is a PCIe drive's business).",
-                                         list[k].name, list[k].transport);
-                                continue;
-                        }
-                        r = ctrl_open(arg_dev_dir, list[k].name, &ctrl);
-                        if (r >= 0)
-                                r = ctrl_identify(ctrl, &e->id, NULL, &status);
-                        if (r < 0) {
-                                char why[160];
-                                log_error("%s: Identify Controller failed: %s.", list[k].name,
-                                          apply_error_to_string(r, status, why, sizeof why));
-                                failed++;
-                                continue;
-                        }
-                        n++;
-                }
+        a->names = argv + optind;
+        a->n_names = argc - optind;
+        if (a->n_files > 0 && a->n_names > 0) {
+                log_error("Controller names and --id-ctrl cannot be combined.");
+                return 2;
         }
+        return 1;
+}
 
+/* Identify data from files: the engine's planning step only. Return: 0 or -errno (logged). */
+static int plan_files(const ControllerContext *ctx, PlanEntry *entries, size_t n) {
         for (size_t i = 0; i < n; i++) {
-                r = device_plan(&cfg, n_files ? NULL : &plat, entries[i].name,
-                                entries[i].have_sys ? &entries[i].sys : NULL, &entries[i].id, &entries[i].plan);
-                if (r < 0) {
-                        log_error_errno(r, "%s: cannot plan: %m", entries[i].name);
-                        config_done(&cfg);
-                        return 1;
-                }
-        }
+                PlanEntry *e = &entries[i];
+                Controller c;
+                int r;
 
-        cpu_text = describe_cpu(&cfg, entries, n, n_files == 0);
-        if (json) {
-                printf("{\"controllers\": [");
-                for (size_t i = 0; i < n; i++) {
-                        printf(i ? ", " : "");
-                        print_json_entry(&entries[i]);
-                }
-                printf("], \"cpu\": {\"pin\": \"%s\", \"plan\": [", pin_mode_name(cfg.cpu.pin));
-                for (char *line = cpu_text, *nl; line && *line; line = nl + 1) {
-                        nl = strchrnul(line, '\n');
-                        char save = *nl;
-                        *nl = '\0';
-                        printf("%s", line != cpu_text ? ", " : "");
-                        json_string(stdout, line);
-                        *nl = save;
-                        if (!save)
-                                break;
-                }
-                printf("]}}\n");
-        } else {
-                if (n == 0)
-                        printf("No NVMe controllers found.\n");
-                for (size_t i = 0; i < n; i++) {
-                        if (i)
-                                printf("\n");
-                        print_human(&entries[i]);
-                }
-                printf("\nCPU frequency policy (pin = %s):\n", pin_mode_name(cfg.cpu.pin));
-                for (char *line = cpu_text, *nl; line && *line; line = nl + 1) {
-                        nl = strchrnul(line, '\n');
-                        printf("  %.*s\n", (int) (nl - line), line);
-                        if (!*nl)
-                                break;
-                }
-                if (!cpu_text)
-                        printf("  (could not be described)\n");
+                controller_init(&c, e->name);
+                r = load_id_file(e->name, &c.id);
+                if (r < 0)
+                        return r;
+                c.sys = e->sys;
+                r = controller_replan(&c, ctx, NULL);
+                if (r < 0)
+                        return r;
+                e->id = c.id;
+                e->plan = c.plan;
         }
-        free(cpu_text);
-        config_done(&cfg);
-        return failed ? 1 : 0;
+        return 0;
+}
+
+/* The live controllers (all, or those named): gate, Identify, plan through the engine.
+ * Return: the number that could not be planned, or -errno. */
+static int plan_live(const ControllerContext *ctx, const PlanArgs *a, PlanEntry **ret, size_t *ret_n) {
+        _cleanup_free_ SysCtrl *list = NULL;
+        _cleanup_free_ PlanEntry *entries = NULL;
+        size_t nl = 0, n = 0;
+        int r, failed = 0;
+
+        r = sysfs_list_controllers(ctx->sysfs_root, &list, &nl);
+        if (r < 0)
+                return log_error_errno(r, "Cannot list %s/class/nvme: %m", ctx->sysfs_root);
+        for (int i = 0; i < a->n_names; i++) {
+                bool found = false;
+                for (size_t k = 0; k < nl; k++)
+                        found = found || strcmp(list[k].name, a->names[i]) == 0;
+                if (!found) {
+                        log_error("%s: no such NVMe controller in %s/class/nvme.", a->names[i], ctx->sysfs_root);
+                        failed++;
+                }
+        }
+        entries = calloc(nl + 1, sizeof *entries);
+        if (!entries)
+                return log_error_errno(-ENOMEM, "Out of memory.");
+        for (size_t k = 0; k < nl; k++) {
+                PlanEntry *e = &entries[n];
+                ControllerOutcome o;
+                Controller c;
+
+                if (!name_selected(a->names, a->n_names, list[k].name))
+                        continue;
+                controller_init(&c, list[k].name);
+                (void) controller_sync(&c, ctx, "plan", &o);
+                if (o.result == CONTROLLER_LEFT_ALONE && c.plan.verdict == DEVICE_NOT_PCIE && !c.id.model[0])
+                        continue;   /* not PCIe: not shown (the engine said so) */
+                if (o.result != CONTROLLER_PLANNED && o.result != CONTROLLER_LEFT_ALONE) {
+                        failed++;
+                        continue;
+                }
+                (void) snprintf(e->name, sizeof e->name, "%s", c.name);
+                e->have_sys = true;
+                e->sys = c.sys;
+                e->id = c.id;
+                e->plan = c.plan;
+                n++;
+        }
+        *ret = TAKE_PTR(entries);
+        *ret_n = n;
+        return failed;
+}
+
+/* The CPU plan's lines, one JSON string each. */
+static void print_json_cpu_lines(const char *cpu_text) {
+        for (const char *line = cpu_text, *nl; line && *line; line = nl + 1) {
+                _cleanup_free_ char *one = NULL;
+
+                nl = strchrnul(line, '\n');
+                one = strndup(line, (size_t) (nl - line));
+                printf("%s", line != cpu_text ? ", " : "");
+                json_string(stdout, one ? one : "");
+                if (!*nl)
+                        break;
+        }
+}
+
+static void print_json(const Config *cfg, const PlanEntry *entries, size_t n, const char *cpu_text) {
+        printf("{\"controllers\": [");
+        for (size_t i = 0; i < n; i++) {
+                printf(i ? ", " : "");
+                print_json_entry(&entries[i]);
+        }
+        printf("], \"cpu\": {\"pin\": \"%s\", \"plan\": [", strempty(cpu_pin_mode_to_string(cfg->cpu.pin)));
+        print_json_cpu_lines(cpu_text);
+        printf("]}}\n");
+}
+
+static void print_text(const Config *cfg, const PlanEntry *entries, size_t n, const char *cpu_text) {
+        if (n == 0)
+                printf("No NVMe controllers found.\n");
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        printf("\n");
+                print_human(&entries[i]);
+        }
+        printf("\nCPU frequency policy (pin = %s):\n", strempty(cpu_pin_mode_to_string(cfg->cpu.pin)));
+        for (const char *line = cpu_text, *nl; line && *line; line = nl + 1) {
+                nl = strchrnul(line, '\n');
+                printf("  %.*s\n", (int) (nl - line), line);
+                if (!*nl)
+                        break;
+        }
+        if (!cpu_text)
+                printf("  (could not be described)\n");
+}
+
+static int plan_run(const PlanArgs *a, Config *cfg) {
+        _cleanup_free_ PlanEntry *live = NULL;
+        _cleanup_free_ char *cpu_text = NULL;
+        SysPlatform plat = {};
+        ControllerContext ctx = {
+                .mode = CONTROLLER_MODE_PLAN,
+                .sysfs_root = arg_sysfs_root,
+                .dev_dir = arg_dev_dir,
+                .config = cfg,
+        };
+        const PlanEntry *entries = a->files;
+        size_t n = a->n_files;
+        int r, failed = 0;
+
+        if (a->n_files > 0) {
+                r = plan_files(&ctx, a->files, a->n_files);
+                if (r < 0)
+                        return r;
+        } else {
+                sysfs_read_platform(arg_sysfs_root, &plat);
+                ctx.platform = &plat;
+                failed = plan_live(&ctx, a, &live, &n);
+                if (failed < 0)
+                        return failed;
+                entries = live;
+        }
+        cpu_text = describe_cpu(cfg, entries, n, a->n_files == 0);
+        if (a->json)
+                print_json(cfg, entries, n, cpu_text);
+        else
+                print_text(cfg, entries, n, cpu_text);
+        return failed;
+}
+
+int verb_plan(int argc, char *argv[]) {
+        _cleanup_free_ PlanEntry *files = NULL;
+        _cleanup_(config_done) Config cfg;
+        PlanArgs a = {};
+        int r;
+
+        config_init(&cfg);
+        files = calloc((size_t) argc + 1, sizeof *files);
+        if (!files) {
+                log_error_errno(-ENOMEM, "Out of memory.");
+                return 1;
+        }
+        a.files = files;
+        r = parse_argv(argc, argv, &a);
+        if (r != 1)
+                return r;
+        if (cli_load_config(a.config_path, &cfg) < 0)
+                return 1;
+        r = plan_run(&a, &cfg);
+        return r != 0 ? 1 : 0;
 }

@@ -25,6 +25,8 @@
 #include "apst.h"
 #include "config-build.h"
 #include "config.h"
+#include "device.h"
+#include "fileio.h"
 #include "idctrl.h"
 #include "macro.h"
 #include "sim.h"
@@ -190,23 +192,22 @@ static int parse_options(int argc, char *argv[], Options *o) {
         return 1;
 }
 
-/* Which policy and knobs: defaults, then the config's [apst]/[device] for "sim0", then --policy. */
+/* Which policy and knobs: the daemon's own decision (device_plan(), as `run`, `apply` and `plan`
+ * make it) for the drive as controller "sim0" under the config (or the built-in defaults), then
+ * --policy. enable = no: the daemon leaves the drive alone, so the kernel's table, built with
+ * nvme_core's own defaults, is what runs. */
 static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_params, int *ret_kind,
                           char *section, size_t section_size) {
-        ApstParams params = APST_PARAMS_DEFAULT;
-        int kind = APST_POLICY_BUDGET;
-        int r;
+        _cleanup_(config_done) Config c;
+        _cleanup_free_ char *error = NULL;
+        SysCtrl sys = { .name = "sim0", .transport = "pcie",
+                        .pci_vendor = o->platform.pci_vendor, .pci_device = o->platform.pci_device };
+        ApstParams params;
+        DevicePlan dp;
+        int kind, r;
 
-        section[0] = 0;
+        config_init(&c);
         if (o->config) {
-                _cleanup_free_ char *error = NULL;
-                Config c;
-                const char *sect = NULL;
-                DeviceIdent ident = {
-                        .name = "sim0", .model = id->model, .serial = id->serial, .firmware = id->firmware,
-                        .pci_vendor = o->platform.pci_vendor, .pci_device = o->platform.pci_device,
-                };
-
                 r = config_load(o->config, &c, &error);
                 if (r < 0) {
                         if (error)
@@ -215,16 +216,15 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                                 fprintf(stderr, "%s: %s: %s\n", prog, o->config, strerror(-r));
                         return r;
                 }
-                bool manage = config_resolve(&c, &ident, &params, &sect);
-                if (sect)
-                        (void) snprintf(section, section_size, "%s", sect);
-                config_done(&c);
-                /* enable = no: the daemon leaves the drive alone, so the kernel's table, built
-                 * with nvme_core's own defaults, is what runs. */
-                if (!manage)
-                        params = APST_PARAMS_DEFAULT;
-                kind = manage ? (int) params.policy : APST_POLICY_KERNEL;
         }
+        r = device_plan(&c, NULL, sys.name, &sys, id, &dp);
+        if (r < 0) {
+                fprintf(stderr, "%s: cannot plan the APST table: %s\n", prog, strerror(-r));
+                return r;
+        }
+        (void) snprintf(section, section_size, "%s", strempty(dp.section));
+        params = dp.verdict == DEVICE_DISABLED ? APST_PARAMS_DEFAULT : dp.params;
+        kind = dp.verdict == DEVICE_DISABLED ? APST_POLICY_KERNEL : (int) params.policy;
         if (o->policy) {
                 if (strcmp(o->policy, "none") == 0)
                         kind = POLICY_NONE;
@@ -390,7 +390,7 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
 
 static int run(const Options *o) {
         _cleanup_free_ char *id_buf = NULL, *trace_buf = NULL;
-        size_t id_len = 0, trace_len = 0;   /* set by cli_read_file() on success; see cmd-plan.c */
+        size_t id_len = 0, trace_len = 0;   /* set by read_full_file() on success; see cmd-plan.c */
         IdCtrl id;
         SimDrive d;
         Trace t = {};
@@ -401,7 +401,7 @@ static int run(const Options *o) {
         char section[128];
         int kind, r;
 
-        r = cli_read_file(o->id_ctrl, IDCTRL_FILE_MAX, true, &id_buf, &id_len);
+        r = read_full_file(o->id_ctrl, IDCTRL_FILE_MAX, READ_FULL_ALLOW_STDIN, &id_buf, &id_len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
                 return r;
@@ -418,7 +418,7 @@ static int run(const Options *o) {
                 return r;
         }
 
-        r = cli_read_file(o->trace, TRACE_FILE_MAX, true, &trace_buf, &trace_len);
+        r = read_full_file(o->trace, TRACE_FILE_MAX, READ_FULL_ALLOW_STDIN, &trace_buf, &trace_len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
                 return r;

@@ -39,6 +39,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "fileio.h"
 #include "macro.h"
 #include "util.h"
 
@@ -251,20 +252,32 @@ static int parse_word(const ConfigKey *k, const char *v, void *dest, char *reaso
         return set_string(dest, v, reason, n);
 }
 
-static int parse_pin(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
-        static const char *const table[_CPU_PIN_MAX] = {
-                [CPU_PIN_OFF] = "off",
-                [CPU_PIN_ALWAYS] = "always",
-                [CPU_PIN_BUSY] = "busy",
-        };
+static const char *const cpu_pin_mode_table[_CPU_PIN_MAX] = {
+        [CPU_PIN_OFF] = "off",
+        [CPU_PIN_ALWAYS] = "always",
+        [CPU_PIN_BUSY] = "busy",
+};
 
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (strcmp(v, table[i]) == 0) {
-                        *(CpuPinMode *) dest = (CpuPinMode) i;
-                        return 0;
-                }
-        snprintf(reason, n, "unknown mode (off, always or busy)");
-        return -EINVAL;
+const char *cpu_pin_mode_to_string(CpuPinMode m) {
+        return m >= 0 && m < _CPU_PIN_MAX ? cpu_pin_mode_table[m] : NULL;
+}
+
+CpuPinMode cpu_pin_mode_from_string(const char *s) {
+        for (size_t i = 0; s && i < ELEMENTSOF(cpu_pin_mode_table); i++)
+                if (strcmp(s, cpu_pin_mode_table[i]) == 0)
+                        return (CpuPinMode) i;
+        return _CPU_PIN_INVALID;
+}
+
+static int parse_pin(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        CpuPinMode m = cpu_pin_mode_from_string(v);
+
+        if (m < 0) {
+                snprintf(reason, n, "unknown mode (off, always or busy)");
+                return -EINVAL;
+        }
+        *(CpuPinMode *) dest = m;
+        return 0;
 }
 
 static int parse_freq(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
@@ -935,59 +948,6 @@ _printf_(3, 4) static int load_fail(char **ret_error, int error, const char *fmt
         return error;
 }
 
-/* Read all of @fd, at most @max bytes; one more and it is -EFBIG. NUL-terminated. */
-static int read_all(int fd, size_t max, char **ret, size_t *ret_size) {
-        size_t size = 0, alloc = 4096;
-        char *buf;
-
-        buf = malloc(alloc);
-        if (!buf)
-                return -ENOMEM;
-
-        for (;;) {
-                ssize_t k;
-
-                if (alloc - size < 2) {
-                        size_t want = MIN(alloc * 2, max + 2);
-                        char *b;
-
-                        if (want <= alloc) {
-                                free(buf);
-                                return -EFBIG;
-                        }
-                        b = realloc(buf, want);
-                        if (!b) {
-                                free(buf);
-                                return -ENOMEM;
-                        }
-                        buf = b;
-                        alloc = want;
-                }
-
-                k = read(fd, buf + size, alloc - size - 1);
-                if (k < 0) {
-                        int r = negative_errno();
-
-                        if (r == -EINTR)
-                                continue;
-                        free(buf);
-                        return r;
-                }
-                if (k == 0)
-                        break;
-                size += (size_t) k;
-                if (size > max) {
-                        free(buf);
-                        return -EFBIG;
-                }
-        }
-
-        buf[size] = '\0';
-        *ret = buf;
-        *ret_size = size;
-        return 0;
-}
-
 int config_load(const char *path, Config *ret, char **ret_error) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *text = NULL;
@@ -1024,13 +984,13 @@ int config_load(const char *path, Config *ret, char **ret_error) {
                 return load_fail(ret_error, -EPERM, "%s: is owned by uid %u, not root; refusing to use it",
                                  path, (unsigned) st.st_uid);
 
-        r = read_all(fd, CONFIG_MAX_SIZE, &text, &size);
+        r = read_full_fd(fd, CONFIG_MAX_SIZE, &text, &size);
         if (r == -EFBIG)
                 return load_fail(ret_error, r, "%s: is larger than %u bytes; refusing to use it", path,
                                  CONFIG_MAX_SIZE);
         if (r < 0)
                 return load_fail(ret_error, r, "%s: cannot read: %s", path, strerror(-r));
-        if (!text)      /* read_all() sets it when it returns 0; clang 14's analyzer loses -errno's sign */
+        if (!text)      /* read_full_fd() sets it when it returns 0; clang 14's analyzer loses -errno's sign */
                 return load_fail(ret_error, -EIO, "%s: cannot read", path);
 
         nul = memchr(text, '\0', size);
@@ -1039,6 +999,14 @@ int config_load(const char *path, Config *ret, char **ret_error) {
                                  path, (size_t) (nul - text));
 
         return config_parse_string(text, path, ret, ret_error);
+}
+
+int config_load_optional(const char *path, bool missing_ok, Config *ret, char **ret_error) {
+        if (missing_ok && access(path, F_OK) < 0 && errno == ENOENT) {
+                config_init(ret);
+                return 0;
+        }
+        return config_load(path, ret, ret_error);
 }
 
 static bool glob_match(const char *glob, const char *s) {

@@ -28,6 +28,7 @@
 #include "cpufreq.h"
 #include "libcpupower.h"
 #include "macro.h"
+#include "util.h"
 
 #define CPU_DIR "/sys/devices/system/cpu"
 
@@ -78,7 +79,7 @@ static int sysfs_list_cpus(void *userdata, CpuSet *ret) {
                 struct stat st;
                 unsigned cpu;
 
-                if (strncmp(de->d_name, "cpu", 3) != 0 || cpufreq_parse_irq(de->d_name + 3, &cpu) < 0 ||
+                if (strncmp(de->d_name, "cpu", 3) != 0 || safe_atou32(de->d_name + 3, &cpu) < 0 ||
                     cpu >= CPUSET_MAX)
                         continue;
                 (void) snprintf(path, sizeof path, CPU_DIR "/%s/cpufreq", de->d_name);
@@ -205,12 +206,11 @@ static int write_attr_file(const char *path, const char *value) {
 }
 
 static int parse_khz(const char *s, unsigned long *ret) {
-        unsigned irq;   /* same grammar: plain decimal, 32 bits */
-        int r = cpufreq_parse_irq(s, &irq);
+        uint32_t khz;
 
-        if (r < 0 || irq == 0)
+        if (safe_atou32(s, &khz) < 0 || khz == 0)
                 return -EINVAL;
-        *ret = irq;
+        *ret = khz;
         return 0;
 }
 
@@ -288,7 +288,7 @@ int cpufreq_sysfs_irq_cpus(const char *sysfs_root, const char *proc_root,
 
                         /* No MSI: the legacy INTx line in `irq` (0 = none). */
                         (void) snprintf(path, sizeof path, "%s/%s/irq", sysfs_root, devices[i]);
-                        if (read_value(path, buf, sizeof buf) >= 0 && cpufreq_parse_irq(buf, &irq) >= 0 &&
+                        if (read_value(path, buf, sizeof buf) >= 0 && safe_atou32(buf, &irq) >= 0 &&
                             irq > 0 && irq_cpus_add(proc_root, irq, &acc) >= 0)
                                 any = true;
                         continue;
@@ -296,7 +296,7 @@ int cpufreq_sysfs_irq_cpus(const char *sysfs_root, const char *proc_root,
                 while ((de = readdir(d))) {
                         unsigned irq;
 
-                        if (cpufreq_parse_irq(de->d_name, &irq) < 0)
+                        if (safe_atou32(de->d_name, &irq) < 0)
                                 continue;
                         if (irq_cpus_add(proc_root, irq, &acc) >= 0)
                                 any = true;

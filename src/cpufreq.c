@@ -13,6 +13,8 @@
 
 #include "cpufreq.h"
 #include "macro.h"
+#include "record.h"
+#include "util.h"
 
 static const char *const attr_table[_CPUFREQ_ATTR_MAX] = {
         [CPUFREQ_ATTR_GOVERNOR] = "scaling_governor",
@@ -25,40 +27,6 @@ const char *cpufreq_attr_to_string(CpufreqAttr a) {
         if (a < 0 || a >= _CPUFREQ_ATTR_MAX)
                 return NULL;
         return attr_table[a];
-}
-
-/* Decimal digits only, no sign or blanks, fits in 32 bits. */
-static int parse_u32(const char *s, size_t len, uint32_t *ret) {
-        uint64_t v = 0;
-
-        if (len == 0)
-                return -EINVAL;
-        for (size_t i = 0; i < len; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                v = v * 10 + (uint64_t) (s[i] - '0');
-                if (v > UINT32_MAX)
-                        return -ERANGE;
-        }
-        *ret = (uint32_t) v;
-        return 0;
-}
-
-int cpufreq_parse_irq(const char *s, unsigned *ret) {
-        size_t len;
-        uint32_t v;
-        int r;
-
-        if (!s)
-                return -EINVAL;
-        len = strlen(s);
-        if (len > 0 && s[len - 1] == '\n')
-                len--;
-        r = parse_u32(s, len, &v);
-        if (r < 0)
-                return -EINVAL;
-        *ret = v;
-        return 0;
 }
 
 int cpufreq_irq_affinity_add(CpuSet *acc, const char *effective, const char *fallback) {
@@ -229,7 +197,7 @@ int cpufreq_plan_policy(const CpuConfig *cfg, const CpufreqPolicyState *state, c
 
         if (cfg->epp && state->has_epp) {
                 /* intel_pstate also takes a raw 0..255, which it lists nowhere: let the kernel judge those. */
-                bool numeric = parse_u32(cfg->epp, strlen(cfg->epp), &khz) >= 0 && khz <= 255;
+                bool numeric = safe_atou32_n(cfg->epp, strlen(cfg->epp), &khz) >= 0 && khz <= 255;
 
                 if (!name_is_valid(cfg->epp) ||
                     (!numeric && state->available_epp[0] != '\0' && !word_in_list(state->available_epp, cfg->epp)))
@@ -435,7 +403,7 @@ static int parse_policy_line(const char *line, size_t len, CpufreqSettings *ret)
 #define KEY(k) (klen == strlen(k) && strncmp(tok, k, klen) == 0)
                 if (KEY("cpu")) {
                         bit = K_CPU;
-                        r = parse_u32(val, vlen, &u);
+                        r = safe_atou32_n(val, vlen, &u);
                         if (r < 0 || u >= CPUSET_MAX)
                                 return -EINVAL;
                         s.cpu = u;
@@ -455,7 +423,7 @@ static int parse_policy_line(const char *line, size_t len, CpufreqSettings *ret)
                                 return -EINVAL;
                 } else if (KEY("min") || KEY("max")) {
                         bit = KEY("min") ? K_MIN : K_MAX;
-                        r = parse_u32(val, vlen, &u);
+                        r = safe_atou32_n(val, vlen, &u);
                         if (r < 0 || u == 0)
                                 return -EINVAL;
                         if (bit == K_MIN)
@@ -482,13 +450,13 @@ static int parse_policy_line(const char *line, size_t len, CpufreqSettings *ret)
 
 int cpufreq_record_parse(const char *text, CpufreqSettings **ret, size_t *ret_n) {
         _cleanup_free_ CpufreqSettings *v = NULL;
-        size_t n = 0, hlen = strlen(CPUFREQ_RECORD_HEADER);
+        size_t n = 0;
         const char *p;
 
-        if (!text || strncmp(text, CPUFREQ_RECORD_HEADER, hlen) != 0)
+        if (record_parse_header(text, "cpufreq", 1, &p) < 0)
                 return -EINVAL;
 
-        for (p = text + hlen; *p != '\0';) {
+        for (; *p != '\0';) {
                 const char *nl = strchr(p, '\n');
                 CpufreqSettings *nv;
                 int r;

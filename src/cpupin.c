@@ -24,15 +24,12 @@
 #include "apstd-ids.h"
 #include "cpupin.h"
 #include "log.h"
-
-/* The record is one short line per policy; anything near this is not ours. */
-#define RECORD_MAX_SIZE (256u * 1024u)
+#include "util.h"
 
 struct CpuPin {
         const CpufreqOps *ops;
         char *runtime_dir;
         char *record_path;
-        char *record_tmp_path;
 
         CpufreqSettings *saved;     /* one per pinned policy, as first found (= the record file) */
         size_t n_saved;
@@ -79,23 +76,15 @@ int cpupin_new(const CpufreqOps *ops, const char *runtime_dir, CpuPin **ret) {
         p->ops = ops;
 
         if (!runtime_dir) {
-                const char *e = getenv("RUNTIME_DIRECTORY");
-
-                /* systemd passes one path per RuntimeDirectory= entry, colon-separated. */
-                if (e && e[0] == '/') {
-                        env_dir = strndup(e, strcspn(e, ":"));
-                        if (!env_dir)
-                                return -ENOMEM;
-                        runtime_dir = env_dir;
-                } else
-                        runtime_dir = CPUPIN_RUNTIME_DIR_DEFAULT;
+                if (runtime_directory(CPUPIN_RUNTIME_DIR_DEFAULT, &env_dir) < 0)
+                        return -ENOMEM;
+                runtime_dir = env_dir;
         }
 
         p->runtime_dir = strdup(runtime_dir);
         if (!p->runtime_dir ||
-            asprintf(&p->record_path, "%s/" CPUPIN_RECORD_NAME, runtime_dir) < 0 ||
-            asprintf(&p->record_tmp_path, "%s/." CPUPIN_RECORD_NAME ".tmp", runtime_dir) < 0) {
-                p->record_path = p->record_tmp_path = NULL;
+            asprintf(&p->record_path, "%s/" CPUPIN_RECORD_NAME, runtime_dir) < 0) {
+                p->record_path = NULL;
                 return -ENOMEM;
         }
 
@@ -108,7 +97,6 @@ CpuPin *cpupin_free(CpuPin *p) {
                 return NULL;
         free(p->runtime_dir);
         free(p->record_path);
-        free(p->record_tmp_path);
         free(p->saved);
         cpu_config_done(&p->cfg);
         free(p);
@@ -121,95 +109,19 @@ bool cpupin_is_pinned(const CpuPin *p) {
 
 /* --- the record file ------------------------------------------------------------------------ */
 
-static int write_all(int fd, const char *buf, size_t len) {
-        while (len > 0) {
-                ssize_t k = write(fd, buf, len);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                buf += k;
-                len -= (size_t) k;
-        }
-        return 0;
-}
-
-/* Replace the record with @v (remove it when @n is 0): tmp + fsync + rename + fsync(dir). */
-static int record_store(CpuPin *p, const CpufreqSettings *v, size_t n) {
+/* Replace the record with @v (remove it when @n is 0), atomically (record_store()). */
+static int saved_store(CpuPin *p, const CpufreqSettings *v, size_t n) {
         _cleanup_free_ char *text = NULL;
-        _cleanup_close_ int fd = -EBADF, dfd = -EBADF;
         int r;
 
-        if (n == 0) {
-                if (unlink(p->record_path) < 0 && errno != ENOENT)
-                        return -errno;
-                return 0;
-        }
-
+        if (n == 0)
+                return record_remove(p->record_path);
         r = cpufreq_record_format(v, n, &text);
         if (r < 0)
                 return r;
-
         if (mkdir(p->runtime_dir, 0700) < 0 && errno != EEXIST)
                 return -errno;
-
-        fd = open(p->record_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
-        r = write_all(fd, text, strlen(text));
-        if (r >= 0 && fsync(fd) < 0)
-                r = -errno;
-        if (close(TAKE_FD(fd)) < 0 && r >= 0)
-                r = -errno;
-        if (r >= 0 && rename(p->record_tmp_path, p->record_path) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void) unlink(p->record_tmp_path);
-                return r;
-        }
-
-        /* The rename is durable once the directory is synced (tmpfs /run: a no-op). */
-        dfd = open(p->runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0)
-                (void) fsync(dfd);
-        return 0;
-}
-
-/* Return: 0 with @ret malloc'd, -ENOENT when there is no record, or negative errno. */
-static int record_read(CpuPin *p, char **ret) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0;
-
-        fd = open(p->record_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return -errno;
-
-        buf = malloc(RECORD_MAX_SIZE + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, buf + len, RECORD_MAX_SIZE + 1 - len);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-                if (len > RECORD_MAX_SIZE)
-                        return -EFBIG;
-        }
-        if (memchr(buf, '\0', len))
-                return -EBADMSG;
-        buf[len] = '\0';
-
-        *ret = TAKE_PTR(buf);
-        return 0;
+        return record_store(p->record_path, text);
 }
 
 /* --- reading and writing policies ----------------------------------------------------------- */
@@ -545,7 +457,7 @@ int cpupin_release(CpuPin *p, const char *reason) {
 
         r = restore_saved(p, NULL, reason);
         /* Restored or not, the record has served: a retry at every start would not do better. */
-        k = record_store(p, NULL, 0);
+        k = saved_store(p, NULL, 0);
         if (k < 0) {
                 log_error_errno(k, "Failed to remove %s: %m", p->record_path);
                 if (r == 0)
@@ -563,7 +475,7 @@ int cpupin_recover(CpuPin *p) {
         size_t n = 0;
         int r;
 
-        r = record_read(p, &text);
+        r = record_load(p->record_path, &text);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -574,7 +486,7 @@ int cpupin_recover(CpuPin *p) {
         if (r < 0) {
                 log_error_errno(r, "%s is not a valid CPU frequency record, removing it without restoring "
                                 "anything", p->record_path);
-                r = record_store(p, NULL, 0);
+                r = saved_store(p, NULL, 0);
                 return r < 0 ? log_error_errno(r, "Failed to remove %s: %m", p->record_path) : 0;
         }
 
@@ -585,7 +497,7 @@ int cpupin_recover(CpuPin *p) {
         p->saved = v;
         p->n_saved = n;
         if (n == 0) {
-                r = record_store(p, NULL, 0);
+                r = saved_store(p, NULL, 0);
                 return r < 0 ? log_error_errno(r, "Failed to remove %s: %m", p->record_path) : 1;
         }
         (void) cpupin_release(p, "restoring the state recorded before an unclean stop");
@@ -688,7 +600,7 @@ static int pin(CpuPin *p, const CpuConfig *cfg, const char *reason) {
 
         /* Record every policy about to change before the first change (FACTS §4c). */
         if (record_grew) {
-                r = record_store(p, saved, n_saved);
+                r = saved_store(p, saved, n_saved);
                 if (r < 0)
                         return log_error_errno(r, "Failed to record the CPU frequency policies in %s, "
                                                "not pinning: %m", p->record_path);
@@ -761,7 +673,7 @@ static int pin(CpuPin *p, const CpuConfig *cfg, const char *reason) {
                 (void) restore_saved(p, restore, reason);
 
         if (any_restore || record_grew) {
-                r = record_store(p, p->saved, p->n_saved);
+                r = saved_store(p, p->saved, p->n_saved);
                 if (r < 0)
                         log_warning_errno(r, "Failed to update %s: %m", p->record_path);
         }

@@ -5,24 +5,26 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "macro.h"
 #include "util.h"
 
-int safe_atou32(const char *s, uint32_t *ret) {
+int safe_atou32_n(const char *s, size_t len, uint32_t *ret) {
         uint32_t v = 0;
 
-        if (!s || !*s)
+        if (!s || len == 0)
                 return -EINVAL;
 
-        for (const char *p = s; *p; p++) {
+        for (size_t i = 0; i < len; i++) {
                 unsigned d;
 
                 /* Not isdigit(): that one depends on the locale. */
-                if (*p < '0' || *p > '9')
+                if (s[i] < '0' || s[i] > '9')
                         return -EINVAL;
-                d = (unsigned) (*p - '0');
+                d = (unsigned) (s[i] - '0');
                 if (v > (UINT32_MAX - d) / 10)
                         return -ERANGE;
                 v = v * 10 + d;
@@ -30,6 +32,10 @@ int safe_atou32(const char *s, uint32_t *ret) {
 
         *ret = v;
         return 0;
+}
+
+int safe_atou32(const char *s, uint32_t *ret) {
+        return safe_atou32_n(s, s ? strlen(s) : 0, ret);
 }
 
 int parse_boolean(const char *s) {
@@ -45,4 +51,18 @@ int parse_boolean(const char *s) {
                 if (strcasecmp(s, no[i]) == 0)
                         return 0;
         return -EINVAL;
+}
+
+int runtime_directory(const char *fallback, char **ret) {
+        const char *e = getenv("RUNTIME_DIRECTORY");
+        char *d;
+
+        if (e && e[0] == '/')
+                d = strndup(e, strcspn(e, ":"));
+        else
+                d = strdup(fallback);
+        if (!d)
+                return -ENOMEM;
+        *ret = d;
+        return 0;
 }

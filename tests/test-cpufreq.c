@@ -306,17 +306,6 @@ static void test_irq(void) {
                 }
         }
 
-        unsigned irq = 0;
-        assert(cpufreq_parse_irq("42", &irq) == 0 && irq == 42);
-        assert(cpufreq_parse_irq("42\n", &irq) == 0 && irq == 42);
-        assert(cpufreq_parse_irq("0", &irq) == 0 && irq == 0);
-        irq = 7;
-        assert(cpufreq_parse_irq("", &irq) == -EINVAL);
-        assert(cpufreq_parse_irq(".", &irq) == -EINVAL);
-        assert(cpufreq_parse_irq("-1", &irq) == -EINVAL);
-        assert(cpufreq_parse_irq("4294967296", &irq) == -EINVAL);
-        assert(cpufreq_parse_irq("1 ", &irq) == -EINVAL);
-        assert(irq == 7);
 }
 
 static void test_record_round_trip(void) {

@@ -121,5 +121,37 @@ rc=$?
 checks=$((checks + 1))
 "$bin" simulate --help | grep -q -- '--id-ctrl' || fail "--help"
 
+
+# One [device] section, one meaning: `plan` and `simulate` make the same decision for
+# the same drive (device_plan(), as the daemon and `apply` do).
+# enable = no: the daemon leaves the drive alone, so the kernel's own table runs.
+printf '[apst]\nmax_latency_us = 5000\n\n[device intel]\nmatch_model = INTEL*\nenable = no\n' >"$tmp/off.conf"
+# a [device] section with its own budget: 0 turns APST off
+printf '[apst]\nmax_latency_us = 5000\n\n[device intel]\nmatch_model = INTEL*\nmax_latency_us = 0\n' >"$tmp/zero.conf"
+chmod 0644 "$tmp/off.conf" "$tmp/zero.conf"
+checks=$((checks + 1))
+"$bin" plan --json -c "$tmp/off.conf" -i "$intel_bin" >"$tmp/plan-off.json" 2>"$tmp/err" ||
+        fail "plan, enable = no: $(cat "$tmp/err")"
+grep -q '"verdict": "disabled"' "$tmp/plan-off.json" && grep -q '"section": "intel"' "$tmp/plan-off.json" ||
+        fail "plan, enable = no: not reported as disabled by [device intel]: $(cat "$tmp/plan-off.json")"
+checks=$((checks + 1))
+"$bin" simulate --json -c "$tmp/off.conf" -i "$intel_bin" -t "$tmp/tiny.txt" >"$tmp/sim-off.json" 2>"$tmp/err" ||
+        fail "simulate, enable = no: $(cat "$tmp/err")"
+grep -q '"policy":"kernel","config_section":"intel"' "$tmp/sim-off.json" ||
+        fail "simulate, enable = no: the chosen row is not the kernel's table: $(grep '"policy"' "$tmp/sim-off.json")"
+checks=$((checks + 1))
+"$bin" plan --json -c "$tmp/zero.conf" -i "$intel_bin" >"$tmp/plan-zero.json" 2>"$tmp/err" ||
+        fail "plan, max_latency_us = 0: $(cat "$tmp/err")"
+grep -q '"verdict": "managed".*"max_latency_us": 0, "section": "intel"' "$tmp/plan-zero.json" &&
+        grep -q '"apste": false' "$tmp/plan-zero.json" ||
+        fail "plan, max_latency_us = 0 in [device intel]: $(cat "$tmp/plan-zero.json")"
+checks=$((checks + 1))
+"$bin" simulate --json -c "$tmp/zero.conf" -i "$intel_bin" -t "$tmp/tiny.txt" >"$tmp/sim-zero.json" 2>"$tmp/err" ||
+        fail "simulate, max_latency_us = 0: $(cat "$tmp/err")"
+# APST off: the chosen policy's first programmed table has APSTE clear, and it spends what "none" spends
+grep -q '"policy":"budget","config_section":"intel"' "$tmp/sim-zero.json" &&
+        [ "$(field "$tmp/sim-zero.json" budget energy_j)" = "$(field "$tmp/sim-zero.json" none energy_j)" ] ||
+        fail "simulate, max_latency_us = 0 in [device intel]: budget is not APST off"
+
 echo "$checks checks, $failed failed"
 [ $failed -eq 0 ]

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The controller engine: the only code that takes one NVMe controller from
+ * its sysfs snapshot through the gate (PCIe? live?), Identify, the plan
+ * (device_plan()), and the write with its verification -- or the restore of
+ * the table found before the daemon first wrote -- to a ControllerOutcome.
+ * `run`, `apply` and `plan` call it; `simulate` shares its planning step
+ * (device_plan()). Each event is logged here, once; callers print or retry
+ * from the outcome and do not log the same event again.
+ *
+ * The device node is opened inside each call and closed before it returns:
+ * commands are rare (start, reset, resume, reload), an open() is cheap, a
+ * fresh open never talks to a node that went away underneath, and a machine
+ * (or a test harness) with many controllers is not charged one descriptor per
+ * controller.
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apply.h"
+#include "apst.h"
+#include "config.h"
+#include "device.h"
+#include "idctrl.h"
+#include "sysfs.h"
+
+typedef enum ControllerMode {
+        CONTROLLER_MODE_PLAN,      /* `plan`: gate, Identify, plan; nothing written, verdicts not logged */
+        CONTROLLER_MODE_APPLY,     /* `apply`: one shot, always write and verify */
+        CONTROLLER_MODE_DAEMON,    /* `run`: kept across calls; skip the write when the table is in place,
+                                    * record the original table, log first sightings once */
+        _CONTROLLER_MODE_MAX,
+        _CONTROLLER_MODE_INVALID = -EINVAL,
+} ControllerMode;
+
+/* What one call needs to know about the world; owned by the caller. */
+typedef struct ControllerContext {
+        ControllerMode mode;
+        const char *sysfs_root;    /* "/sys" */
+        const char *dev_dir;       /* "/dev" */
+        const Config *config;
+        const SysPlatform *platform;
+        const char *record_dir;    /* daemon: where ctrl-NAME.orig goes ($RUNTIME_DIRECTORY); else NULL */
+} ControllerContext;
+
+/* One controller as the engine knows it; the daemon keeps it between calls. */
+typedef struct Controller {
+        char name[32];
+        SysCtrl sys;
+        IdCtrl id;
+        bool identified;           /* Identify done (or not PCIe: nothing to identify) */
+        DevicePlan plan;
+        bool have_original;        /* original: the table found before the daemon first wrote */
+        ApstTable original;
+        bool have_written;         /* written: what the daemon last wrote and verified */
+        ApstTable written;
+        bool not_live_logged;      /* "not live" said once until it is live again */
+} Controller;
+
+typedef enum ControllerResult {
+        CONTROLLER_GONE,           /* not in sysfs any more */
+        CONTROLLER_NOT_LIVE,       /* resetting, connecting, dead...: nothing sent */
+        CONTROLLER_LEFT_ALONE,     /* not PCIe, apsta = 0 or enable = no: see plan.verdict */
+        CONTROLLER_PLANNED,        /* CONTROLLER_MODE_PLAN: identified and planned */
+        CONTROLLER_PROGRAMMED,     /* written and verified, or found in place */
+        CONTROLLER_RESTORED,       /* the original table written back and verified */
+        CONTROLLER_FAILED,         /* see step, error, nvme_status */
+        _CONTROLLER_RESULT_MAX,
+        _CONTROLLER_RESULT_INVALID = -EINVAL,
+} ControllerResult;
+
+typedef enum ControllerStep {
+        CONTROLLER_STEP_NONE,
+        CONTROLLER_STEP_OPEN,
+        CONTROLLER_STEP_IDENTIFY,
+        CONTROLLER_STEP_PLAN,
+        CONTROLLER_STEP_WRITE,     /* apply_table() or apply_restore(); details in .apply */
+        _CONTROLLER_STEP_MAX,
+        _CONTROLLER_STEP_INVALID = -EINVAL,
+} ControllerStep;
+
+typedef struct ControllerOutcome {
+        ControllerResult result;
+        ControllerStep failed_step;
+        int error;                 /* negative errno; -EREMOTEIO: nvme_status holds the NVMe status */
+        uint16_t nvme_status;
+        ApplyResult apply;         /* CONTROLLER_STEP_WRITE reached: what apply_table() said */
+} ControllerOutcome;
+
+void controller_init(Controller *c, const char *name);
+
+/* Model and firmware as best known: from Identify once done, else from sysfs. */
+const char *controller_model(const Controller *c);
+const char *controller_firmware(const Controller *c);
+
+/**
+ * controller_sync() - bring one controller to its planned state
+ * @reason: why now ("start", "apply", "reset", "resume", "reload", "verify", "retry", ...)
+ *
+ * Reads the controller's sysfs snapshot, gates on transport and state,
+ * identifies it (once per Controller), plans it, and -- unless the mode is
+ * CONTROLLER_MODE_PLAN or the verdict leaves it alone -- writes and verifies
+ * the planned table.
+ * Return: 0, or the negative errno of the failed step (also in @ret).
+ */
+int controller_sync(Controller *c, const ControllerContext *ctx, const char *reason, ControllerOutcome *ret);
+
+/**
+ * controller_replan() - plan again from ctx->config (after a reload); pure
+ * @ret_changed: the verdict or the table changed
+ */
+int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_changed);
+
+/**
+ * controller_restore() - give back the table found before the daemon first wrote
+ *
+ * Nothing to do without an original. When nothing was written and verified
+ * (a write failed half-way, or a predecessor's table is still there), the
+ * table is read first and nothing is written if the original is in place.
+ * The record of the original is removed once the drive holds it.
+ * Return: 0 (@ret->result CONTROLLER_RESTORED, or CONTROLLER_LEFT_ALONE when
+ * nothing had to be written) or negative errno.
+ */
+int controller_restore(Controller *c, const ControllerContext *ctx, const char *reason, ControllerOutcome *ret);
+
+/* The controller went away: forget its record of the original table. */
+void controller_forget(Controller *c, const ControllerContext *ctx);
+
+/* The STATUS= words for one controller: "APST unsupported", "budget, ps3 after 100 ms..." */
+void controller_status(const Controller *c, bool failed, char *buf, size_t n);

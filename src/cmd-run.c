@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `nvme-apstd run` (the default command): parse the command line, hand the
+ * manager its options, run the event loop. The daemon itself: manager.c.
+ */
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "cli.h"
+#include "config-build.h"
+#include "cpupin.h"
+#include "log.h"
+#include "manager.h"
+#include "util.h"
+
+static void help(void) {
+        printf("Usage: nvme-apstd [run] [OPTIONS]\n\n"
+               "Run the daemon: program every NVMe controller's APST table and keep it in place.\n\n"
+               "  -c --config FILE   configuration file (default: %s/nvme-apstd.conf)\n"
+               "  -h --help          show this help\n"
+               "     --version       show the version\n\n"
+               "Signals: SIGHUP reloads the configuration; SIGTERM/SIGINT restore the original\n"
+               "tables and exit.\n",
+               SYSCONFDIR);
+}
+
+/* Return: 1 to run, 0 to exit 0 (--help), or 2 (bad usage). */
+static int parse_argv(int argc, char *argv[], const char **ret_config, uint64_t *ret_verify_usec) {
+        enum { ARG_VERIFY_INTERVAL = _CLI_ARG_FIRST_PRIVATE };
+        static const struct option options[] = {
+                { "config", required_argument, NULL, 'c' },
+                CLI_COMMON_OPTIONS,
+                /* hidden, for tests: how often to look at the I/O counters */
+                { "verify-interval-ms", required_argument, NULL, ARG_VERIFY_INTERVAL },
+                {},
+        };
+        uint32_t verify_ms = 0;
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0) {
+                switch (cli_common_option(c, optarg, help)) {
+                case CLI_OPTION_EXIT:
+                        return 0;
+                case CLI_OPTION_HANDLED:
+                        continue;
+                case CLI_OPTION_NOT_MINE:
+                        break;
+                }
+                switch (c) {
+                case 'c':
+                        *ret_config = optarg;
+                        break;
+                case ARG_VERIFY_INTERVAL:
+                        if (safe_atou32(optarg, &verify_ms) < 0 || verify_ms == 0) {
+                                log_error("--verify-interval-ms=%s: expected a positive number.", optarg);
+                                return 2;
+                        }
+                        *ret_verify_usec = (uint64_t) verify_ms * 1000u;
+                        break;
+                default:
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                log_error("Unexpected argument '%s'.", argv[optind]);
+                return 2;
+        }
+        return 1;
+}
+
+int verb_run(int argc, char *argv[]) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_free_ char *runtime_dir = NULL;
+        const char *config_path = NULL;
+        char default_config[4096];
+        ManagerOptions o = {};
+        int r;
+
+        r = parse_argv(argc, argv, &config_path, &o.verify_interval_usec);
+        if (r != 1)
+                return r;
+        o.config_missing_ok = !config_path;
+        o.config_path = config_path ?: cli_default_config_path(default_config, sizeof default_config);
+        o.sysfs_root = arg_sysfs_root;
+        o.dev_dir = arg_dev_dir;
+        o.proc_root = arg_proc_root;
+        r = runtime_directory(CPUPIN_RUNTIME_DIR_DEFAULT, &runtime_dir);
+        if (r >= 0) {
+                o.runtime_dir = runtime_dir;
+                r = manager_new(&o, &m);
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cannot start: %m");
+                return 1;
+        }
+        r = manager_start(m);
+        if (r < 0) {
+                (void) sd_notifyf(false, "STATUS=Failed to start: %s\nERRNO=%d", strerror(-r), -r);
+                return 1;
+        }
+        r = sd_event_loop(m->event);
+        if (r < 0)
+                log_error_errno(r, "Event loop failed: %m");
+        manager_stop(m);
+        return r < 0 ? 1 : 0;
+}
