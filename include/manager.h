@@ -3,7 +3,7 @@
 
 /*
  * The daemon: one sd-event loop owning every controller (systemd-oomd's and
- * timesyncd's Manager as models, STYLE §2). The only file that wires policy to
+ * timesyncd's Manager as models, doc/architecture.md#conventions). The only file that wires policy to
  * sd-event, sd-device, sd-bus and sd_notify.
  *
  * Lifecycle: manager_new() -> manager_start() (discover, apply, READY=1) ->

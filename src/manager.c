@@ -3,7 +3,7 @@
  * The daemon's event loop; see manager.h.
  *
  * Keeping the table in place: the kernel rewrites APST at probe, after every
- * controller reset and on resume (FACTS §2), and then emits a `change` uevent
+ * controller reset and on resume (doc/kernel-apst.md), and then emits a `change` uevent
  * with NVME_EVENT=connected. We re-check on that uevent, on logind's
  * PrepareForSleep(false), and whenever a verification finds another table.
  * A verification is only sent to a controller whose I/O counters moved since
