@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Load and overhead figures for nvme-apstd (issue 6); run by bench/load.sh, which
+"""Load and overhead figures for nvme-apstd (the daemon's resource budget); run by bench/load.sh, which
 starts it as the fake controller harness's COMMAND (or directly for `tuned`).
 
     load.py many RELOADS          64 (or however many the harness has) controllers: time to

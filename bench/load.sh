@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# bench/load.sh: load and overhead of the nvme-apstd daemon (issue 6), against the fake
+# bench/load.sh: load and overhead of the nvme-apstd daemon (its resource budget), against the fake
 # controller harness (tests/fake). Prints `key: value` lines and writes them to
 # $OUT/load-report.txt. See bench/README.md ("Load and overhead") for what each figure means.
 #
@@ -42,7 +42,8 @@ done
 command -v umockdev-wrapper >/dev/null || { echo "load.sh: umockdev-wrapper missing" >&2; exit 1; }
 
 # The RSS floor: nvme-apstd's libraries and one sd-event loop, nothing else (bench/rss-floor.c).
-# --no-as-needed: keep libcpupower mapped even if a linker would drop it, as FACTS §3 measured.
+# --no-as-needed: keep libcpupower mapped even if a linker would drop it, as the floor in
+# doc/platform.md was measured.
 cc -O2 -o "$RSS_FLOOR" "$SRC/bench/rss-floor.c" -Wl,--no-as-needed \
     $(pkg-config --cflags --libs libnvme libsystemd) -lcpupower
 

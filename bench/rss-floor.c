@@ -4,7 +4,7 @@
  *
  * It links libnvme 1.3 (and so json-c and OpenSSL), libsystemd and libcpupower, runs one sd-event
  * loop, says READY=1 and waits for SIGTERM. Its RSS is the floor every daemon built on these
- * libraries pays (FACTS §3, about 4.7 MiB here); nvme-apstd's own memory cost is what it adds
+ * libraries pays (doc/platform.md, about 4.4-4.7 MiB here); nvme-apstd's own memory cost is what it adds
  * above it. It touches one symbol of each library so that the loader maps and relocates them as
  * it does for the daemon (load.sh also links it with --no-as-needed).
  *

@@ -11,7 +11,7 @@
 #                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-n]
 #
 # The binary may also come from $NVME_APSTD. IDCTRL_DIR defaults to
-# tests/data/idctrl, else ../shared/data/idctrl next to the checkout.
+# tests/data/idctrl.
 #
 # Each sample drive is simulated with its real PCI id (pci_id() below), so the
 # kernel baseline and the daemon apply the kernel's quirks as they would on that
@@ -61,7 +61,7 @@ done
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "$dir" ]; then
-        for d in "$root/tests/data/idctrl" "$root/../shared/data/idctrl" "$root/../../shared/data/idctrl"; do
+        for d in "$root/tests/data/idctrl"; do
                 if [ -d "$d" ]; then
                         dir=$d
                         break

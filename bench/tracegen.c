@@ -7,7 +7,7 @@
  *
  *   tracegen FAMILY [-s SEED] [-d SECONDS] [-a US,US,...] [-S SERVICE_US]
  *
- * Families (each line of the issue's list):
+ * Families (one per kind of idle-gap pattern the policy must handle):
  *   desktop      bursts: lognormal gaps inside a burst, Pareto gaps between bursts
  *   writeback    a writeback burst every 5 s plus Poisson background reads
  *   hyperexp     gaps 0.9 x Exp(1 ms) + 0.1 x Exp(500 ms)

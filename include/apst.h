@@ -7,13 +7,13 @@
  * Set Features FID 0x0C takes 32 little-endian 64-bit entries; entry i says
  * what the controller does when idle in power state i: bits 7:3 ITPS (target
  * state), bits 31:8 ITPT (idle time in ms before the transition, 24 bits,
- * 0 = never), everything else reserved (FACTS §1). CDW11 bit 0 is APSTE.
+ * 0 = never), everything else reserved (doc/nvme-apst.md). CDW11 bit 0 is APSTE.
  *
  * Two policies sit behind apst_build():
  *  - APST_POLICY_KERNEL: bit-exact with Linux >= 5.14 nvme_configure_apst()
- *    (drivers/nvme/host/core.c, FACTS §2), quirks included;
+ *    (drivers/nvme/host/core.c, doc/kernel-apst.md), quirks included;
  *  - APST_POLICY_BUDGET: ours. The budget bounds the worst wait a command can
- *    see, enlat + exlat, and idle times come from break-even times (FACTS §5).
+ *    see, enlat + exlat, and idle times come from break-even times (doc/energy-model.md).
  *
  * Every table built here has ITPT <= 0xFFFFFF, reserved bits zero, only
  * non-operational targets, and the Save bit is not ours to set (ctrl.c never sets it).
@@ -29,7 +29,7 @@
 #define APST_ENTRIES 32u
 #define APST_ITPT_MAX 0xFFFFFFu          /* 24-bit field, ms */
 /* PS0 idle power the budget policy assumes when psd[0] reports none: drives measure
- * 0.06-0.7 W idle in PS0 (FACTS §5); 0.3 W sits inside that range. A higher P0 makes
+ * 0.06-0.7 W idle in PS0 (doc/energy-model.md); 0.3 W sits inside that range. A higher P0 makes
  * sleeping pay off sooner (shorter idle times), a lower one later. */
 #define APST_P0_DEFAULT_UW 300000u
 #define APST_ITPS_SHIFT 3
@@ -45,7 +45,7 @@ typedef enum ApstPolicyKind {
 const char *apst_policy_to_string(ApstPolicyKind p);
 ApstPolicyKind apst_policy_from_string(const char *s);
 
-/* The knobs, named and defaulted like nvme_core's module parameters (FACTS §2). */
+/* The knobs, named and defaulted like nvme_core's module parameters (doc/kernel-apst.md). */
 typedef struct ApstParams {
         ApstPolicyKind policy;             /* default APST_POLICY_BUDGET */
         uint32_t max_latency_us;           /* default 100000; 0 = APST off (APSTE=0, all-zero table) */
@@ -105,7 +105,7 @@ typedef struct ApstPlan {
 } ApstPlan;
 
 /**
- * apst_quirks() - the kernel's quirk bits for this controller (FACTS §2 list)
+ * apst_quirks() - the kernel's quirk bits for this controller (doc/kernel-apst.md#quirks)
  *
  * Model entries match Identify vid + trimmed model exactly; DMI strings are
  * compared exactly like the kernel's dmi_match(), except that a trailing newline

@@ -9,7 +9,7 @@
  * policyN; each cpuN/cpufreq is a link to its policy) and every write to one
  * CPU's cpufreq/ changes all CPUs of the policy. So everything here works per
  * policy: a CpufreqPolicyState is what was read through one CPU of a policy,
- * a CpufreqSettings is what we record or want for a whole policy (FACTS §4c:
+ * a CpufreqSettings is what we record or want for a whole policy (doc/testing.md#cpufreq-policies:
  * record all policies before changing any).
  *
  * Files involved, relative to /sys/devices/system/cpu/cpuN/cpufreq/:

@@ -12,7 +12,7 @@
  *   - Identify, CNS 01h (controller);
  *   - Get Features, FID 0x0C (APST);
  *   - Set Features, FID 0x0C, without the Save bit.
- * libnvme 1.3's typed APST helpers are broken (FACTS §3): only the generic
+ * libnvme 1.3's typed APST helpers are broken (doc/platform.md): only the generic
  * nvme_get_features()/nvme_set_features()/nvme_identify() are used.
  *
  * Errors: 0 on success; -errno when the ioctl failed (ENODEV after removal,
@@ -59,7 +59,7 @@ bool ctrl_command_allowed(uint8_t opcode, uint32_t cdw10);
  * @devdir: directory of the device node, normally "/dev"
  *
  * Uses open(2), not openat(2): umockdev only attaches its ioctl emulation to
- * nodes opened that way (FACTS §4). Return: 0 or -errno.
+ * nodes opened that way (doc/testing.md). Return: 0 or -errno.
  */
 int ctrl_open(const char *devdir, const char *name, Ctrl **ret);
 Ctrl *ctrl_free(Ctrl *c);

@@ -59,7 +59,9 @@ int idctrl_parse_binary(const void *buf, size_t len, IdCtrl *ret);
  * @ret: filled in on success only
  *
  * Return: 0, -EBADMSG when it is not JSON or lacks the fields (npss, psds,
- * mn, fr, apsta ...), -ERANGE for npss > 31 or an out-of-range number.
+ * mn, fr, apsta ...), -ERANGE for npss > 31 or an out-of-range number,
+ * -ENOMEM. Input beyond 1 MiB or nested deeper than 16 levels is -EBADMSG.
+ * Parsed by json-c: for a key given twice the last one counts.
  */
 int idctrl_parse_json(const char *text, IdCtrl *ret);
 
@@ -70,6 +72,17 @@ int idctrl_parse_json(const char *text, IdCtrl *ret);
  * IDCTRL_SIZE bytes is binary; anything else is -EBADMSG.
  */
 int idctrl_parse_any(const void *buf, size_t len, IdCtrl *ret);
+
+/**
+ * idctrl_parse_any_why() - idctrl_parse_any(), saying why it failed
+ * @reason: on failure, a sentence naming the field and what is wrong with it
+ *          (e.g. "psds[2]: \"exit_lat\" missing", "\"npss\": 32 is larger than 31");
+ *          "" on success or when the error has no more to say (-EINVAL, -ENOMEM).
+ *          May be NULL.
+ * @reason_size: its size; IDCTRL_REASON_MAX holds every message
+ */
+#define IDCTRL_REASON_MAX 160u
+int idctrl_parse_any_why(const void *buf, size_t len, IdCtrl *ret, char *reason, size_t reason_size);
 
 /* Copy a space-padded, not necessarily terminated field, keeping printable ASCII only
  * (others become '?'), and trim trailing blanks. @dst has room for @n + 1 bytes. */

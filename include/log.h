@@ -4,7 +4,7 @@
 /*
  * Logging: journal-native and structured, with the same lines on stderr when
  * not running under systemd (systemd's log.c and dbus-broker's catalog as
- * models; STYLE §4).
+ * models; doc/architecture.md#conventions).
  *
  * Target: the journal when stderr is connected to it ($JOURNAL_STREAM matches
  * stderr's device:inode, as systemd sets it for services) or when

@@ -6,7 +6,7 @@
  *
  * Given a drive's power states, an I/O trace and a policy, sim_run() says how
  * much energy the drive spends and how much latency the I/O pays; sim_optimum()
- * gives the offline limit for the same trace. The model is FACTS §5's; every
+ * gives the offline limit for the same trace. The model is doc/energy-model.md's; every
  * assumption it makes is listed in doc/simulator.md. In short:
  *
  *  - The drive serves one I/O at a time, first come first served, each in
@@ -42,7 +42,7 @@
 
 /* PS0 idle power when the drive does not report it (the PSD's idle-power
  * field is 0 on every sample drive): the value the budget policy assumes when
- * it plans (0.3 W, inside FACTS §5's measured ~0.06–0.7 W), so policy and
+ * it plans (0.3 W, inside doc/energy-model.md's measured ~0.06–0.7 W), so policy and
  * judge agree unless the user says otherwise with --idle-power-w. */
 #define SIM_P0_DEFAULT_UW APST_P0_DEFAULT_UW
 /* Time to serve one I/O: 100 µs, about a 4 KiB read on a consumer NVMe drive

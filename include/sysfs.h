@@ -6,7 +6,7 @@
  *
  * Every function takes the sysfs root ("/sys" on a live system) so tests can
  * point it at a recorded tree. Directories are walked with opendir/readdir,
- * never glob()/scandir(), which umockdev does not redirect (FACTS §4).
+ * never glob()/scandir(), which umockdev does not redirect (doc/testing.md).
  * Strings are trimmed of the kernel's space padding and sanitised to
  * printable ASCII.
  */
@@ -52,7 +52,7 @@ void sysfs_read_platform(const char *sysroot, SysPlatform *ret);
 /**
  * sysfs_ctrl_io_count() - completed I/Os (reads + writes + discards + flushes)
  * summed over the controller's namespaces: nvme<N>n<M> (plain layout) and the
- * hidden per-path disks nvme<N>c<C>n<M> (multipath layout, FACTS §4b), whose
+ * hidden per-path disks nvme<N>c<C>n<M> (multipath layout, doc/sysfs.md), whose
  * `stat` the multipath head does not reflect.
  * Return: 0, or -ENOENT when no namespace stat is readable.
  */

@@ -15,7 +15,7 @@
  *
  *  - blkparse: what `blkparse -i TRACE` prints by default, e.g.
  *      "259,0    1       10     0.000270532  1234  D  WS 2048 + 8 [fio]".
- *    Only the issue (D) or queue (Q) events of one device are kept: D when
+ *    Only the D (issued to the driver) or Q (queued) events of one device are kept: D when
  *    the device has any, else Q (or as TraceOptions asks). Other events and
  *    the summary blkparse prints at the end ("CPU0 (259,0):", "Total ...")
  *    are skipped.

@@ -4,7 +4,7 @@
  *
  * APST_POLICY_KERNEL follows Linux's nvme_configure_apst() in
  * drivers/nvme/host/core.c (unchanged since v5.14, commit ebd8a93aa4f5; rules in
- * FACTS.md §2), with the quirks of core.c's core_quirks[], pci.c's nvme_id_table[]
+ * doc/kernel-apst.md), with the quirks of core.c's core_quirks[], pci.c's nvme_id_table[]
  * and pci.c's check_vendor_combination_bug(), and nvme_init_identify()'s handling of
  * force_apst. It is written from those rules, not copied. The one deliberate
  * difference: the kernel shifts apst_primary/secondary_timeout_ms into the entry
@@ -13,7 +13,7 @@
  *
  * APST_POLICY_BUDGET is ours; doc/policy.md explains it. In short: the budget
  * (max_latency_us) bounds enlat + exlat of every target, idle times are the
- * break-even times of FACTS §5, and the chain only ever goes to lower power.
+ * break-even times of doc/energy-model.md, and the chain only ever goes to lower power.
  */
 
 #include <errno.h>
@@ -220,7 +220,7 @@ static uint32_t us_to_itpt(uint64_t us) {
 
 /*
  * Break-even idle time for going from a state drawing @from_uw to target @to, with both
- * transitions (e + x) charged at P0 (FACTS §5): staying costs from·T, going costs
+ * transitions (e + x) charged at P0 (doc/energy-model.md): staying costs from·T, going costs
  * P0·(e+x) + to·(T − (e+x)); they are equal at T = (e+x)·(P0 − to)/(from − to).
  * From the operational states (from = P0) this is e + x. Callers ensure from > to.
  * Bounds: a chain target has e + x <= budget < 2^32 µs and P0 − to < 2^32 µW, so the

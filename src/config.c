@@ -17,7 +17,7 @@
  * An indented line is refused: inih (INI_ALLOW_MULTILINE) would take it as a
  * continuation of the previous value.
  *
- * Strict where STYLE §5 suggests warn-and-ignore: the issue asks that any
+ * Strict where a daemon might warn and ignore: by design any
  * unknown key or bad value reject the whole file, which is safe because a
  * reload that fails keeps the running configuration, and a typo in a
  * latency budget should not silently fall back to the default.
@@ -492,7 +492,7 @@ _printf_(5, 6) static int fail_key(Parser *p, const char *key, const char *value
         (void) vsnprintf(reason, sizeof(reason), fmt, ap);
         va_end(ap);
 
-        /* Serial numbers stay out of logs (STYLE §4), even as globs. */
+        /* Serial numbers stay out of logs (doc/architecture.md#conventions), even as globs. */
         if (strcmp(key, "match_serial") == 0)
                 snprintf(q, sizeof(q), "(not shown)");
         else

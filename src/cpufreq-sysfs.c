@@ -69,7 +69,7 @@ static int sysfs_list_cpus(void *userdata, CpuSet *ret) {
         CpuSet s = {};
         struct dirent *de;
 
-        /* opendir/readdir: umockdev redirects them, unlike glob() and scandir() (FACTS §4). */
+        /* opendir/readdir: umockdev redirects them, unlike glob() and scandir() (doc/testing.md). */
         d = opendir(CPU_DIR);
         if (!d)
                 return errno == ENOENT ? -ENOENT : -errno;
@@ -237,7 +237,7 @@ static int sysfs_write(void *userdata, unsigned cpu, CpufreqAttr attr, const cha
                                                cpufreq_modify_policy_max(cpu, khz);
                 break;
         case CPUFREQ_ATTR_EPP:
-                /* libcpupower has no call for it (FACTS §3). */
+                /* libcpupower has no call for it (doc/platform.md). */
                 (void) snprintf(path, sizeof path, CPU_DIR "/cpu%u/cpufreq/energy_performance_preference", cpu);
                 return write_attr_file(path, value);
         case _CPUFREQ_ATTR_MAX:

@@ -598,7 +598,7 @@ static int pin(CpuPin *p, const CpuConfig *cfg, const char *reason) {
                 }
         }
 
-        /* Record every policy about to change before the first change (FACTS §4c). */
+        /* Record every policy about to change before the first change (doc/testing.md#cpufreq-policies). */
         if (record_grew) {
                 r = saved_store(p, saved, n_saved);
                 if (r < 0)

@@ -1,27 +1,34 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Identify Controller decoding (pure: no I/O, no allocation, no globals).
+ * Identify Controller decoding (pure: no I/O, no globals, no logging).
  *
  * Two inputs end up in one IdCtrl:
  *  - the 4096 bytes of Identify Controller data (CNS 01h), little endian, as
- *    the drive returns them and as `nvme id-ctrl -b` writes them;
+ *    the drive returns them and as `nvme id-ctrl -b` writes them
+ *    (doc/nvme-apst.md has the layout);
  *  - the JSON `nvme id-ctrl -o json` prints (nvme-cli 2.3: "vid", "ssvid",
  *    "sn", "mn", "fr", "npss", "apsta", "psds": [{"max_power", "flags",
  *    "entry_lat", "exit_lat", "idle_power", "idle_scale", "active_power",
  *    "active_scale", ...}]).
  *
- * Both come from outside (a drive's firmware or a file a user hands us), and
- * the JSON parser will be fuzzed: it is a small strict RFC 8259 parser that
- * works on (pointer, length), never reads past the end, nests at most
- * JSON_MAX_DEPTH levels deep (the only recursion), and keeps nothing but the
- * fields above.
+ * Both come from outside (a drive's firmware or a file a user hands us). The
+ * binary decoder reads fixed offsets of a buffer of exactly IDCTRL_SIZE bytes
+ * and allocates nothing. The JSON is parsed by json-c (a parsing library, no
+ * I/O) within fixed bounds on size and nesting, and the tree is freed before
+ * returning; only the fields above are kept. Both are fuzzed
+ * (tests/fuzz/fuzz-idctrl.c).
  */
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+
+#include <json-c/json.h>
 
 #include "idctrl.h"
 #include "macro.h"
@@ -60,7 +67,8 @@
 
 /* Far above anything nvme-cli prints (about 3 KiB for five states, 16 KiB for 32): bounds the work. */
 #define IDCTRL_JSON_MAX (1024u * 1024u)
-/* nvme-cli output nests two levels (object, psds array, psd object); allow some slack, no more. */
+/* nvme-cli output nests three levels (object, psds array, psd object); allow some slack, no more:
+ * the tokener refuses deeper input before it builds anything for it. */
 #define JSON_MAX_DEPTH 16u
 
 static uint16_t get_le16(const uint8_t *p) {
@@ -85,10 +93,6 @@ static uint32_t scaled_power_uw(uint16_t value, unsigned scale) {
         default:
                 return 0;
         }
-}
-
-static bool streq(const char *a, const char *b) {
-        return strcmp(a, b) == 0;
 }
 
 static bool is_blank(char c) {
@@ -155,564 +159,281 @@ int idctrl_parse_binary(const void *buf, size_t len, IdCtrl *ret) {
 }
 
 /*
- * JSON
+ * JSON, through json-c (fuzzed upstream; libnvme already links it).
  *
- * A cursor over [p, end). Every read checks p < end first. Errors: -EBADMSG for
- * anything that is not JSON or not the shape nvme-cli prints, -ERANGE for a number
- * that does not fit its field.
+ * json-c checks the syntax and builds a tree; this part only bounds the input
+ * (IDCTRL_JSON_MAX bytes, JSON_MAX_DEPTH levels of nesting, enforced by the
+ * tokener before it allocates anything deeper) and checks each field nvme-cli
+ * prints: its type, its range, and that every field we need is there. Errors:
+ * -EBADMSG for anything that is not JSON or not the shape nvme-cli prints,
+ * -ERANGE for a number that does not fit its field; @why names the field.
  */
 
-typedef struct JsonCursor {
-        const char *p;
-        const char *end;
-} JsonCursor;
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_tokener *, json_tokener_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put);
 
-static void json_skip_ws(JsonCursor *c) {
-        while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
-                c->p++;
+typedef struct Why {
+        char *buf;      /* NULL: the caller does not want the reason */
+        size_t size;
+} Why;
+
+_printf_(3, 4) static int fail(Why *why, int r, const char *fmt, ...) {
+        va_list ap;
+
+        if (why->buf && why->size > 0) {
+                va_start(ap, fmt);
+                (void) vsnprintf(why->buf, why->size, fmt, ap);
+                va_end(ap);
+        }
+        return r;
 }
 
-/* Consume @ch (after blanks) or fail. */
-static int json_expect(JsonCursor *c, char ch) {
-        json_skip_ws(c);
-        if (c->p >= c->end || *c->p != ch)
-                return -EBADMSG;
-        c->p++;
+/* An unsigned integer no larger than @max: -ERANGE when negative or too large, -EBADMSG if not an
+ * integer. json-c saturates integers beyond 64 bits, which stay out of range. @where names it. */
+static int json_uint(struct json_object *v, uint64_t max, const char *where, Why *why, uint64_t *ret) {
+        uint64_t u;
+
+        if (!json_object_is_type(v, json_type_int))
+                return fail(why, -EBADMSG, "%s: not an unsigned integer", where);
+        if (json_object_get_int64(v) < 0)
+                return fail(why, -ERANGE, "%s: negative", where);
+        u = json_object_get_uint64(v);
+        if (u > max)
+                return fail(why, -ERANGE, "%s: %" PRIu64 " is larger than %" PRIu64, where, u, max);
+        *ret = u;
         return 0;
 }
 
-/* Peek at the next non-blank character: 0 at the end. */
-static char json_peek(JsonCursor *c) {
-        json_skip_ws(c);
-        return c->p < c->end ? *c->p : 0;
-}
-
-static int hex_value(char ch) {
-        if (ch >= '0' && ch <= '9')
-                return ch - '0';
-        if (ch >= 'a' && ch <= 'f')
-                return ch - 'a' + 10;
-        if (ch >= 'A' && ch <= 'F')
-                return ch - 'A' + 10;
-        return -1;
-}
-
-/*
- * Parse a string. Decoded bytes go to @out (capacity @size, may be NULL to only
- * validate); *@ret_len gets the decoded length, which may exceed @size (then @out
- * holds the first @size bytes). Escaped code points above 0x7e decode to 0x7f,
- * which idctrl_copy_string() turns into '?', as it does raw bytes >= 0x80.
- */
-static int json_string(JsonCursor *c, char *out, size_t size, size_t *ret_len) {
-        size_t len = 0;
-        int r;
-
-        r = json_expect(c, '"');
-        if (r < 0)
-                return r;
-
-        for (;;) {
-                unsigned char ch;
-
-                if (c->p >= c->end)
-                        return -EBADMSG;
-                ch = (unsigned char) *c->p++;
-                if (ch == '"')
-                        break;
-                if (ch < 0x20)
-                        return -EBADMSG;        /* control characters must be escaped */
-                if (ch == '\\') {
-                        if (c->p >= c->end)
-                                return -EBADMSG;
-                        switch (*c->p++) {
-                        case '"':
-                                ch = '"';
-                                break;
-                        case '\\':
-                                ch = '\\';
-                                break;
-                        case '/':
-                                ch = '/';
-                                break;
-                        case 'b':
-                                ch = '\b';
-                                break;
-                        case 'f':
-                                ch = '\f';
-                                break;
-                        case 'n':
-                                ch = '\n';
-                                break;
-                        case 'r':
-                                ch = '\r';
-                                break;
-                        case 't':
-                                ch = '\t';
-                                break;
-                        case 'u': {
-                                unsigned cp = 0;
-
-                                if (c->end - c->p < 4)
-                                        return -EBADMSG;
-                                for (unsigned i = 0; i < 4; i++) {
-                                        int h = hex_value(c->p[i]);
-
-                                        if (h < 0)
-                                                return -EBADMSG;
-                                        cp = (cp << 4) | (unsigned) h;
-                                }
-                                c->p += 4;
-                                /* Only ASCII survives sanitising anyway; surrogates need no pairing. */
-                                ch = cp < 0x7f ? (unsigned char) cp : 0x7f;
-                                break;
-                        }
-                        default:
-                                return -EBADMSG;
-                        }
-                }
-                if (out && len < size)
-                        out[len] = (char) ch;
-                if (len < SIZE_MAX)
-                        len++;
-        }
-
-        if (ret_len)
-                *ret_len = len;
-        return 0;
-}
-
-typedef enum JsonNumberKind {
-        JSON_NUMBER_UINT,       /* non-negative integer that fits uint64_t */
-        JSON_NUMBER_NEGATIVE,
-        JSON_NUMBER_OVERFLOW,
-        JSON_NUMBER_FRACTION,   /* has a fraction or an exponent */
-} JsonNumberKind;
-
-/* Validate a number per RFC 8259 §6 and tell what kind it is; *@ret_value is set for UINT. */
-static int json_number(JsonCursor *c, uint64_t *ret_value, JsonNumberKind *ret_kind) {
-        JsonNumberKind kind = JSON_NUMBER_UINT;
-        uint64_t v = 0;
-        bool neg = false;
-
-        json_skip_ws(c);
-        if (c->p < c->end && *c->p == '-') {
-                neg = true;
-                c->p++;
-        }
-        if (c->p >= c->end || *c->p < '0' || *c->p > '9')
-                return -EBADMSG;
-        if (*c->p == '0') {
-                c->p++;
-        } else {
-                while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
-                        unsigned d = (unsigned) (*c->p - '0');
-
-                        if (v > (UINT64_MAX - d) / 10)
-                                kind = JSON_NUMBER_OVERFLOW;
-                        else
-                                v = v * 10 + d;
-                        c->p++;
-                }
-        }
-        if (c->p < c->end && *c->p == '.') {
-                c->p++;
-                if (c->p >= c->end || *c->p < '0' || *c->p > '9')
-                        return -EBADMSG;
-                while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
-                        c->p++;
-                kind = JSON_NUMBER_FRACTION;
-        }
-        if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
-                c->p++;
-                if (c->p < c->end && (*c->p == '+' || *c->p == '-'))
-                        c->p++;
-                if (c->p >= c->end || *c->p < '0' || *c->p > '9')
-                        return -EBADMSG;
-                while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
-                        c->p++;
-                kind = JSON_NUMBER_FRACTION;
-        }
-        if (neg && kind != JSON_NUMBER_FRACTION && v != 0)
-                kind = JSON_NUMBER_NEGATIVE;
-
-        *ret_kind = kind;
-        *ret_value = kind == JSON_NUMBER_UINT ? v : 0;
-        return 0;
-}
-
-/* An unsigned integer no larger than @max: -ERANGE when negative or too large, -EBADMSG if not an integer. */
-static int json_uint(JsonCursor *c, uint64_t max, uint64_t *ret) {
-        JsonNumberKind kind;
-        uint64_t v;
-        int r;
-
-        if (json_peek(c) != '-' && (json_peek(c) < '0' || json_peek(c) > '9'))
-                return -EBADMSG;        /* a string, object, true ... where a number belongs */
-        r = json_number(c, &v, &kind);
-        if (r < 0)
-                return r;
-        switch (kind) {
-        case JSON_NUMBER_UINT:
-                break;
-        case JSON_NUMBER_NEGATIVE:
-        case JSON_NUMBER_OVERFLOW:
-                return -ERANGE;
-        case JSON_NUMBER_FRACTION:
-                return -EBADMSG;
-        }
-        if (v > max)
-                return -ERANGE;
-        *ret = v;
-        return 0;
-}
-
-static int json_literal(JsonCursor *c, const char *word) {
-        size_t n = strlen(word);
-
-        json_skip_ws(c);
-        if ((size_t) (c->end - c->p) < n || memcmp(c->p, word, n) != 0)
-                return -EBADMSG;
-        c->p += n;
-        return 0;
-}
-
-/* Validate and skip any value; @depth counts the containers we are already in. The recursion is
- * bounded by JSON_MAX_DEPTH (fuzzed: tests/fuzz/fuzz-idctrl.c). */
-static int json_skip_value(JsonCursor *c, unsigned depth) { /* NOLINT(misc-no-recursion): bounded */
-        uint64_t v;
-        JsonNumberKind kind;
-        int r;
-
-        switch (json_peek(c)) {
-        case '"':
-                return json_string(c, NULL, 0, NULL);
-        case 't':
-                return json_literal(c, "true");
-        case 'f':
-                return json_literal(c, "false");
-        case 'n':
-                return json_literal(c, "null");
-        case '{':
-                if (depth >= JSON_MAX_DEPTH)
-                        return -EBADMSG;
-                c->p++;
-                if (json_peek(c) == '}') {
-                        c->p++;
-                        return 0;
-                }
-                for (;;) {
-                        r = json_string(c, NULL, 0, NULL);
-                        if (r < 0)
-                                return r;
-                        r = json_expect(c, ':');
-                        if (r < 0)
-                                return r;
-                        r = json_skip_value(c, depth + 1);
-                        if (r < 0)
-                                return r;
-                        if (json_peek(c) == ',') {
-                                c->p++;
-                                continue;
-                        }
-                        return json_expect(c, '}');
-                }
-        case '[':
-                if (depth >= JSON_MAX_DEPTH)
-                        return -EBADMSG;
-                c->p++;
-                if (json_peek(c) == ']') {
-                        c->p++;
-                        return 0;
-                }
-                for (;;) {
-                        r = json_skip_value(c, depth + 1);
-                        if (r < 0)
-                                return r;
-                        if (json_peek(c) == ',') {
-                                c->p++;
-                                continue;
-                        }
-                        return json_expect(c, ']');
-                }
-        default:
-                return json_number(c, &v, &kind);
-        }
-}
-
-/*
- * Iterate over the members of an object: call with *@first = true; returns 1 with the
- * key in @key (truncated to @size - 1, NUL-terminated; a longer key gets an empty
- * name so it matches nothing) and the cursor on the value, 0 at the closing brace.
- */
-static int json_next_member(JsonCursor *c, bool *first, char *key, size_t size) {
-        size_t len;
-        int r;
-
-        if (*first) {
-                *first = false;
-                r = json_expect(c, '{');
-                if (r < 0)
-                        return r;
-                if (json_peek(c) == '}') {
-                        c->p++;
-                        return 0;
-                }
-        } else {
-                if (json_peek(c) == '}') {
-                        c->p++;
-                        return 0;
-                }
-                r = json_expect(c, ',');
-                if (r < 0)
-                        return r;
-        }
-
-        r = json_string(c, key, size - 1, &len);
-        if (r < 0)
-                return r;
-        if (len > size - 1 || memchr(key, '\0', len))
-                len = 0;
-        key[len] = '\0';
-        r = json_expect(c, ':');
-        if (r < 0)
-                return r;
-        return 1;
-}
-
-/* A JSON string into an IdCtrl field of @n bytes (+1 for the NUL), sanitised like binary data. */
-static int json_field_string(JsonCursor *c, char *dst, size_t n) {
+/* A JSON string into an IdCtrl field of @n bytes (+1 for the NUL), sanitised like binary data. One
+ * character per code point, as the field has one byte per character: ASCII stays, every other code
+ * point (a UTF-8 lead byte; its continuation bytes are dropped) becomes 0x7f, which
+ * idctrl_copy_string() turns into '?'. */
+static int json_field_string(struct json_object *v, const char *name, char *dst, size_t n, Why *why) {
         char raw[IDCTRL_LEN_MN];
-        size_t len;
-        int r;
+        const unsigned char *s;
+        size_t len = 0, slen;
 
         if (n > sizeof(raw))
                 return -EINVAL;
-        r = json_string(c, raw, n, &len);
-        if (r < 0)
-                return r;
-        if (len > n)
-                return -EBADMSG;        /* longer than the Identify field it claims to be */
+        if (!json_object_is_type(v, json_type_string))
+                return fail(why, -EBADMSG, "\"%s\": not a string", name);
+        s = (const unsigned char *) json_object_get_string(v);
+        slen = (size_t) json_object_get_string_len(v);
+        for (size_t i = 0; i < slen; i++) {
+                if (s[i] >= 0x80 && s[i] < 0xc0)
+                        continue;
+                if (len == n)
+                        return fail(why, -EBADMSG, "\"%s\": longer than the %zu bytes of its Identify field",
+                                    name, n);
+                raw[len++] = s[i] < 0x80 ? (char) s[i] : 0x7f;
+        }
         idctrl_copy_string(dst, raw, len);
         return 0;
 }
 
-enum {
-        PSD_HAVE_MAX_POWER = 1u << 0,
-        PSD_HAVE_FLAGS = 1u << 1,
-        PSD_HAVE_ENTRY_LAT = 1u << 2,
-        PSD_HAVE_EXIT_LAT = 1u << 3,
-        PSD_HAVE_IDLE_POWER = 1u << 4,
-        PSD_HAVE_IDLE_SCALE = 1u << 5,
-        PSD_HAVE_ACTIVE_POWER = 1u << 6,
-        PSD_HAVE_ACTIVE_SCALE = 1u << 7,
-        PSD_HAVE_MXPS = 1u << 8,        /* newer nvme-cli: "max_power_scale" */
-        PSD_HAVE_NOPS = 1u << 9,        /* newer nvme-cli: "non-operational_state" */
-};
-
-/* One element of "psds". */
-static int json_psd(JsonCursor *c, IdPsd *ret) {
+/* One element of "psds", @index for the messages. Unknown keys are ignored. */
+static int json_psd(struct json_object *o, unsigned index, Why *why, IdPsd *ret) {
+        enum { MAX_POWER, FLAGS, ENTRY_LAT, EXIT_LAT, IDLE_POWER, IDLE_SCALE, ACTIVE_POWER, ACTIVE_SCALE,
+               MXPS, NOPS, N_FIELDS };
         static const struct {
                 const char *key;
-                unsigned bit;
                 uint64_t max;
-        } fields[] = {
-                { "max_power", PSD_HAVE_MAX_POWER, UINT16_MAX },
-                { "flags", PSD_HAVE_FLAGS, UINT8_MAX },
-                { "entry_lat", PSD_HAVE_ENTRY_LAT, UINT32_MAX },
-                { "exit_lat", PSD_HAVE_EXIT_LAT, UINT32_MAX },
-                { "idle_power", PSD_HAVE_IDLE_POWER, UINT16_MAX },
-                { "idle_scale", PSD_HAVE_IDLE_SCALE, 3 },
-                { "active_power", PSD_HAVE_ACTIVE_POWER, UINT16_MAX },
-                { "active_scale", PSD_HAVE_ACTIVE_SCALE, 3 },
-                { "max_power_scale", PSD_HAVE_MXPS, 1 },
-                { "non-operational_state", PSD_HAVE_NOPS, 1 },
+                bool required;
+        } fields[N_FIELDS] = {
+                [MAX_POWER] = { "max_power", UINT16_MAX, true },
+                [FLAGS] = { "flags", UINT8_MAX, false },
+                [ENTRY_LAT] = { "entry_lat", UINT32_MAX, true },
+                [EXIT_LAT] = { "exit_lat", UINT32_MAX, true },
+                [IDLE_POWER] = { "idle_power", UINT16_MAX, false },
+                [IDLE_SCALE] = { "idle_scale", 3, false },
+                [ACTIVE_POWER] = { "active_power", UINT16_MAX, false },
+                [ACTIVE_SCALE] = { "active_scale", 3, false },
+                [MXPS] = { "max_power_scale", 1, false },        /* newer nvme-cli, instead of "flags" */
+                [NOPS] = { "non-operational_state", 1, false },  /* newer nvme-cli, instead of "flags" */
         };
-        uint64_t val[ELEMENTSOF(fields)] = {};
-        unsigned have = 0;
-        bool first = true;
-        char key[32];
+        uint64_t val[N_FIELDS] = {};
+        bool have[N_FIELDS] = {};
         uint8_t flags;
         int r;
 
-        if (json_peek(c) != '{')
-                return -EBADMSG;
+        if (!json_object_is_type(o, json_type_object))
+                return fail(why, -EBADMSG, "psds[%u]: not an object", index);
 
-        while ((r = json_next_member(c, &first, key, sizeof(key))) > 0) {
-                size_t i;
+        for (size_t i = 0; i < N_FIELDS; i++) {
+                struct json_object *v;
+                char where[64];
 
-                for (i = 0; i < ELEMENTSOF(fields); i++)
-                        if (streq(key, fields[i].key))
-                                break;
-                if (i == ELEMENTSOF(fields)) {
-                        r = json_skip_value(c, 2);
-                        if (r < 0)
-                                return r;
+                if (!json_object_object_get_ex(o, fields[i].key, &v)) {
+                        if (fields[i].required)
+                                return fail(why, -EBADMSG, "psds[%u]: \"%s\" missing", index, fields[i].key);
                         continue;
                 }
-                if (have & fields[i].bit)
-                        return -EBADMSG;        /* duplicate key: which one would nvme-cli mean? */
-                r = json_uint(c, fields[i].max, &val[i]);
+                (void) snprintf(where, sizeof(where), "psds[%u].%s", index, fields[i].key);
+                r = json_uint(v, fields[i].max, where, why, &val[i]);
                 if (r < 0)
                         return r;
-                have |= fields[i].bit;
+                have[i] = true;
         }
-        if (r < 0)
-                return r;
 
-        if (have & PSD_HAVE_FLAGS)
-                flags = (uint8_t) val[1];
-        else if ((have & (PSD_HAVE_MXPS | PSD_HAVE_NOPS)) == (PSD_HAVE_MXPS | PSD_HAVE_NOPS))
-                flags = (uint8_t) ((val[8] ? PSD_FLAG_MXPS : 0) | (val[9] ? PSD_FLAG_NOPS : 0));
+        if (have[FLAGS])
+                flags = (uint8_t) val[FLAGS];
+        else if (have[MXPS] && have[NOPS])
+                flags = (uint8_t) ((val[MXPS] ? PSD_FLAG_MXPS : 0) | (val[NOPS] ? PSD_FLAG_NOPS : 0));
         else
-                return -EBADMSG;
-        if ((have & (PSD_HAVE_MAX_POWER | PSD_HAVE_ENTRY_LAT | PSD_HAVE_EXIT_LAT)) !=
-            (PSD_HAVE_MAX_POWER | PSD_HAVE_ENTRY_LAT | PSD_HAVE_EXIT_LAT))
-                return -EBADMSG;
+                return fail(why, -EBADMSG,
+                            "psds[%u]: \"flags\" missing (or \"max_power_scale\" with \"non-operational_state\")",
+                            index);
 
         *ret = (IdPsd) {
-                .max_power_uw = max_power_uw((uint16_t) val[0], flags),
+                .max_power_uw = max_power_uw((uint16_t) val[MAX_POWER], flags),
                 .non_operational = flags & PSD_FLAG_NOPS,
-                .enlat_us = (uint32_t) val[2],
-                .exlat_us = (uint32_t) val[3],
-                .idle_power_uw = scaled_power_uw((uint16_t) val[4], (unsigned) val[5]),
-                .active_power_uw = scaled_power_uw((uint16_t) val[6], (unsigned) val[7]),
+                .enlat_us = (uint32_t) val[ENTRY_LAT],
+                .exlat_us = (uint32_t) val[EXIT_LAT],
+                .idle_power_uw = scaled_power_uw((uint16_t) val[IDLE_POWER], (unsigned) val[IDLE_SCALE]),
+                .active_power_uw = scaled_power_uw((uint16_t) val[ACTIVE_POWER], (unsigned) val[ACTIVE_SCALE]),
         };
         return 0;
 }
 
-/* "psds": [ {...}, ... ]; *@ret_n gets the number of elements (at most IDCTRL_MAX_PS). */
-static int json_psds(JsonCursor *c, IdPsd psd[static IDCTRL_MAX_PS], unsigned *ret_n) {
-        unsigned n = 0;
+/* "psds": [ {...}, ... ] into @psd; *@ret_n gets the number of elements (at most IDCTRL_MAX_PS). */
+static int json_psds(struct json_object *a, IdPsd psd[static IDCTRL_MAX_PS], Why *why, unsigned *ret_n) {
+        size_t n;
         int r;
 
-        r = json_expect(c, '[');
+        if (!json_object_is_type(a, json_type_array))
+                return fail(why, -EBADMSG, "\"psds\": not an array");
+        n = json_object_array_length(a);
+        if (n > IDCTRL_MAX_PS)
+                return fail(why, -EBADMSG, "\"psds\": %zu power states, the structure has room for %u", n,
+                            IDCTRL_MAX_PS);
+        for (size_t i = 0; i < n; i++) {
+                r = json_psd(json_object_array_get_idx(a, i), (unsigned) i, why, &psd[i]);
+                if (r < 0)
+                        return r;
+        }
+        *ret_n = (unsigned) n;
+        return 0;
+}
+
+/* Look up a top-level field we need. */
+static int json_need(struct json_object *top, const char *key, Why *why, struct json_object **ret) {
+        if (!json_object_object_get_ex(top, key, ret))
+                return fail(why, -EBADMSG, "\"%s\" missing", key);
+        return 0;
+}
+
+static int json_need_uint(struct json_object *top, const char *key, uint64_t max, Why *why, uint64_t *ret) {
+        struct json_object *v;
+        char where[16];
+        int r;
+
+        r = json_need(top, key, why, &v);
         if (r < 0)
                 return r;
-        if (json_peek(c) == ']') {
-                c->p++;
-                *ret_n = 0;
-                return 0;
-        }
-        for (;;) {
-                if (n >= IDCTRL_MAX_PS)
-                        return -EBADMSG;        /* the structure has room for 32 */
-                r = json_psd(c, &psd[n]);
-                if (r < 0)
-                        return r;
-                n++;
-                if (json_peek(c) == ',') {
-                        c->p++;
-                        continue;
-                }
-                r = json_expect(c, ']');
-                if (r < 0)
-                        return r;
-                break;
-        }
-        *ret_n = n;
-        return 0;
+        (void) snprintf(where, sizeof(where), "\"%s\"", key);
+        return json_uint(v, max, where, why, ret);
 }
 
-enum {
-        TOP_HAVE_VID = 1u << 0,
-        TOP_HAVE_SSVID = 1u << 1,
-        TOP_HAVE_SN = 1u << 2,
-        TOP_HAVE_MN = 1u << 3,
-        TOP_HAVE_FR = 1u << 4,
-        TOP_HAVE_NPSS = 1u << 5,
-        TOP_HAVE_APSTA = 1u << 6,
-        TOP_HAVE_PSDS = 1u << 7,
-};
-
-/* What a file must have for us to plan a table: identity for the quirk list, and the states. */
-#define TOP_REQUIRED (TOP_HAVE_VID | TOP_HAVE_MN | TOP_HAVE_FR | TOP_HAVE_NPSS | TOP_HAVE_APSTA | TOP_HAVE_PSDS)
-
-static int idctrl_parse_json_len(const char *text, size_t len, IdCtrl *ret) {
-        static const struct {
-                const char *key;
-                unsigned bit;
-        } keys[] = {
-                { "vid", TOP_HAVE_VID },     { "ssvid", TOP_HAVE_SSVID }, { "sn", TOP_HAVE_SN },
-                { "mn", TOP_HAVE_MN },       { "fr", TOP_HAVE_FR },       { "npss", TOP_HAVE_NPSS },
-                { "apsta", TOP_HAVE_APSTA }, { "psds", TOP_HAVE_PSDS },
-        };
-        JsonCursor c = { .p = text, .end = text + len };
-        IdPsd psd[IDCTRL_MAX_PS] = {};
-        unsigned have = 0, npsd = 0;
-        bool first = true;
-        IdCtrl id = {};
-        char key[32];
-        int r;
+/* Parse @len bytes of JSON text (any bytes after the value but blanks are an error) into a tree. */
+static int json_parse_bounded(const char *text, size_t len, Why *why, struct json_object **ret) {
+        _cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
+        struct json_object *o;
+        size_t end;
 
         if (len > IDCTRL_JSON_MAX)
-                return -EBADMSG;
-        if (json_peek(&c) != '{')
-                return -EBADMSG;
+                return fail(why, -EBADMSG, "larger than %u bytes", IDCTRL_JSON_MAX);
+        /* json-c counts every value on the path as a level, a scalar in the deepest container too:
+         * 16 nested containers are fine, 15 if the innermost holds a number or a string. */
+        tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+        if (!tok)
+                return -ENOMEM;
+        /* trailing characters are checked below, to say so */
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS);
+        o = json_tokener_parse_ex(tok, text, (int) len);
+        if (!o) {
+                enum json_tokener_error e = json_tokener_get_error(tok);
 
-        while ((r = json_next_member(&c, &first, key, sizeof(key))) > 0) {
-                unsigned bit = 0;
-                uint64_t v;
-
-                for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-                        if (streq(key, keys[i].key))
-                                bit = keys[i].bit;
-                if (bit == 0) {
-                        r = json_skip_value(&c, 1);
-                        if (r < 0)
-                                return r;
-                        continue;
+                if (e == json_tokener_continue)
+                        return fail(why, -EBADMSG, "JSON ends early");
+                if (e == json_tokener_success)       /* the text is the literal null */
+                        return fail(why, -EBADMSG, "not a JSON object");
+                return fail(why, -EBADMSG, "not JSON: %s at byte %zu", json_tokener_error_desc(e),
+                            json_tokener_get_parse_end(tok));
+        }
+        for (end = json_tokener_get_parse_end(tok); end < len; end++)
+                if (text[end] != ' ' && text[end] != '\t' && text[end] != '\n' && text[end] != '\r') {
+                        json_object_put(o);
+                        return fail(why, -EBADMSG, "not JSON: garbage after the object at byte %zu", end);
                 }
-                if (have & bit)
-                        return -EBADMSG;
-                have |= bit;
+        *ret = o;
+        return 0;
+}
 
-                switch (bit) {
-                case TOP_HAVE_VID:
-                        r = json_uint(&c, UINT16_MAX, &v);
-                        id.vid = (uint16_t) v;
-                        break;
-                case TOP_HAVE_SSVID:
-                        r = json_uint(&c, UINT16_MAX, &v);
-                        id.ssvid = (uint16_t) v;
-                        break;
-                case TOP_HAVE_SN:
-                        r = json_field_string(&c, id.serial, IDCTRL_LEN_SN);
-                        break;
-                case TOP_HAVE_MN:
-                        r = json_field_string(&c, id.model, IDCTRL_LEN_MN);
-                        break;
-                case TOP_HAVE_FR:
-                        r = json_field_string(&c, id.firmware, IDCTRL_LEN_FR);
-                        break;
-                case TOP_HAVE_NPSS:
-                        r = json_uint(&c, UINT8_MAX, &v);
-                        id.npss = (uint8_t) v;
-                        break;
-                case TOP_HAVE_APSTA:
-                        r = json_uint(&c, UINT8_MAX, &v);
-                        id.apst_supported = v & 0x01;
-                        break;
-                case TOP_HAVE_PSDS:
-                        r = json_psds(&c, psd, &npsd);
-                        break;
-                }
+static int idctrl_parse_json_len(const char *text, size_t len, IdCtrl *ret, Why *why) {
+        _cleanup_(json_object_putp) struct json_object *top = NULL;
+        struct json_object *v;
+        IdPsd psd[IDCTRL_MAX_PS] = {};
+        unsigned npsd = 0;
+        IdCtrl id = {};
+        uint64_t u = 0; /* set on every success; 0 keeps the analyser's view of fail() simple */
+        int r;
+
+        r = json_parse_bounded(text, len, why, &top);
+        if (r < 0)
+                return r;
+        if (!json_object_is_type(top, json_type_object))
+                return fail(why, -EBADMSG, "not a JSON object");
+
+        /* Identity for the quirk list and the power states: what a file must have for us to plan. */
+        r = json_need_uint(top, "vid", UINT16_MAX, why, &u);
+        if (r < 0)
+                return r;
+        id.vid = (uint16_t) u;
+        if (json_object_object_get_ex(top, "ssvid", &v)) {
+                r = json_uint(v, UINT16_MAX, "\"ssvid\"", why, &u);
+                if (r < 0)
+                        return r;
+                id.ssvid = (uint16_t) u;
+        }
+        if (json_object_object_get_ex(top, "sn", &v)) {
+                r = json_field_string(v, "sn", id.serial, IDCTRL_LEN_SN, why);
                 if (r < 0)
                         return r;
         }
+        r = json_need(top, "mn", why, &v);
         if (r < 0)
                 return r;
-        json_skip_ws(&c);
-        if (c.p != c.end)
-                return -EBADMSG;        /* trailing garbage after the object */
+        r = json_field_string(v, "mn", id.model, IDCTRL_LEN_MN, why);
+        if (r < 0)
+                return r;
+        r = json_need(top, "fr", why, &v);
+        if (r < 0)
+                return r;
+        r = json_field_string(v, "fr", id.firmware, IDCTRL_LEN_FR, why);
+        if (r < 0)
+                return r;
+        r = json_need_uint(top, "npss", UINT8_MAX, why, &u);
+        if (r < 0)
+                return r;
+        id.npss = (uint8_t) u;
+        r = json_need_uint(top, "apsta", UINT8_MAX, why, &u);
+        if (r < 0)
+                return r;
+        id.apst_supported = u & 0x01;
+        r = json_need(top, "psds", why, &v);
+        if (r < 0)
+                return r;
+        r = json_psds(v, psd, why, &npsd);
+        if (r < 0)
+                return r;
 
-        if ((have & TOP_REQUIRED) != TOP_REQUIRED)
-                return -EBADMSG;
         r = idctrl_check(&id);
         if (r < 0)
-                return r;
+                return fail(why, r, "\"npss\": %u is larger than %u", id.npss, IDCTRL_MAX_PS - 1);
         /* nvme-cli prints psd[0..npss]: anything else is not its output. */
         if (npsd != (unsigned) id.npss + 1)
-                return -EBADMSG;
+                return fail(why, -EBADMSG, "\"npss\" is %u but \"psds\" has %u power states (want npss + 1)",
+                            id.npss, npsd);
         memcpy(id.psd, psd, sizeof(IdPsd) * npsd);
 
         *ret = id;
@@ -720,15 +441,20 @@ static int idctrl_parse_json_len(const char *text, size_t len, IdCtrl *ret) {
 }
 
 int idctrl_parse_json(const char *text, IdCtrl *ret) {
+        Why why = {};
+
         if (!text || !ret)
                 return -EINVAL;
-        return idctrl_parse_json_len(text, strnlen(text, IDCTRL_JSON_MAX + 1), ret);
+        return idctrl_parse_json_len(text, strnlen(text, IDCTRL_JSON_MAX + 1), ret, &why);
 }
 
-int idctrl_parse_any(const void *buf, size_t len, IdCtrl *ret) {
+int idctrl_parse_any_why(const void *buf, size_t len, IdCtrl *ret, char *reason, size_t reason_size) {
+        Why why = { .buf = reason, .size = reason_size };
         const char *s = buf;
         size_t i = 0;
 
+        if (reason && reason_size > 0)
+                reason[0] = '\0';
         if (!buf || !ret)
                 return -EINVAL;
 
@@ -738,9 +464,19 @@ int idctrl_parse_any(const void *buf, size_t len, IdCtrl *ret) {
                 /* A file read whole may end in a NUL terminator its reader added: not part of the text. */
                 while (len > 0 && s[len - 1] == '\0')
                         len--;
-                return idctrl_parse_json_len(s, len, ret);
+                return idctrl_parse_json_len(s, len, ret, &why);
         }
-        if (len == IDCTRL_SIZE)
-                return idctrl_parse_binary(buf, len, ret);
-        return -EBADMSG;
+        if (len == IDCTRL_SIZE) {
+                int r = idctrl_parse_binary(buf, len, ret);
+
+                return r == -ERANGE ? fail(&why, r, "npss %u is larger than %u", ((const uint8_t *) buf)[IDCTRL_OFF_NPSS],
+                                           IDCTRL_MAX_PS - 1)
+                                    : r;
+        }
+        return fail(&why, -EBADMSG, "%zu bytes: neither the %u bytes of `nvme id-ctrl -b` nor JSON", len,
+                    IDCTRL_SIZE);
+}
+
+int idctrl_parse_any(const void *buf, size_t len, IdCtrl *ret) {
+        return idctrl_parse_any_why(buf, len, ret, NULL, 0);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The policy lab's physical model: a one-server FIFO drive that follows an
- * APST chain while idle (FACTS §1 for the chain, §5 for the energy model).
+ * APST chain while idle (doc/nvme-apst.md for the chain, doc/energy-model.md for the energy model).
  * See sim.h for the model in short and doc/simulator.md for the whole of it.
  *
  * One pass over the trace in time order. Busy time (waking + serving) is

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The "always on in CI" checks of issue 6, after the main build's test run:
+# The "always on in CI" checks, after the main build's test run:
 #   1. asan      the whole test suite in an ASan + UBSan build (build-asan/)
 #   2. valgrind  the integration suites (tests/integration) with valgrind memcheck
 #                wrapping every nvme-apstd they start ($NVME_APSTD_WRAPPER)

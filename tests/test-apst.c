@@ -3,7 +3,7 @@
 
 /*
  * APST table building. Every expected table below was worked out by hand from the
- * rules (FACTS §2 for the kernel policy, doc/policy.md for the budget policy) and the
+ * rules (doc/kernel-apst.md for the kernel policy, doc/policy.md for the budget policy) and the
  * power-state descriptors of tests/data/idctrl/; the reasoning is in the comment above
  * each case. Nothing expected is computed with the code under test: ENT() is the
  * test's own encoding of an entry (bits 7:3 target, 31:8 ms).
@@ -40,7 +40,7 @@
 #define WDC "14-wdc-wds500g2b0c-00pxh0"
 #define EBS "28-amazon-elastic-block-store"
 
-/* The documented defaults of nvme_core (FACTS §2), spelled out here on purpose. */
+/* The documented defaults of nvme_core (doc/kernel-apst.md), spelled out here on purpose. */
 #define PARAMS_FULL(pol, lat, pto, sto, ptol, stol, f)                                          \
         {                                                                                       \
                 .policy = (pol), .max_latency_us = (lat), .primary_timeout_ms = (pto),          \
@@ -129,7 +129,7 @@ static void mut_huge_entry(IdCtrl *id) {
         id->psd[1] = (IdPsd) { .max_power_uw = 110000, .non_operational = true, .enlat_us = UINT32_MAX };
         id->psd[2] = (IdPsd) { .max_power_uw = 100000, .non_operational = true, .enlat_us = UINT32_MAX };
 }
-/* Untrusted Identify data (issue 6): the 970 EVO Plus with ps3 reporting latencies 0 ("not
+/* Untrusted Identify data: the 970 EVO Plus with ps3 reporting latencies 0 ("not
  * reported") and ps4 reporting 2^32−1 for both. */
 static void mut_evo_zero_and_max_latency(IdCtrl *id) {
         id->psd[3].enlat_us = id->psd[3].exlat_us = 0;
@@ -193,7 +193,7 @@ static const Case table_cases[] = {
 
         /* Seed. Walk ps4..ps0. ps4: N, exlat 10000 <= 100000, total 12000 <= 15000 -> primary,
          * last=1, target ps4@100. ps3: gets ps4@100; total 10300 is primary again but last==1 ->
-         * skipped. ps2..ps0 get ps4@100. Worst wake: ps4 2000+10000 = 12.0 ms. (FACTS §2.) */
+         * skipped. ps2..ps0 get ps4@100. Worst wake: ps4 2000+10000 = 12.0 ms. (doc/kernel-apst.md.) */
         { "/apst/kernel/seed", SEED, NULL, {}, PARAMS(K, 100000), APST_OUTCOME_PROGRAM, true,
           { [0 ... 3] = ENT(4, 100) }, 0, false, 12000, "ps0–ps3 → ps4 after 100 ms; worst wake 12.0 ms",
           "ps4@100ms" },
@@ -252,7 +252,7 @@ static const Case table_cases[] = {
 
         /* ---------------- the budget's meaning: enlat + exlat vs the kernel's exlat ---------------- */
 
-        /* Kernel, 11000: ps4 exlat 10000 <= 11000 still qualifies -> unchanged ps4@100 (FACTS §2). */
+        /* Kernel, 11000: ps4 exlat 10000 <= 11000 still qualifies -> unchanged ps4@100 (doc/kernel-apst.md). */
         { "/apst/kernel/seed/latency-11000", SEED, NULL, {}, PARAMS(K, 11000), APST_OUTCOME_PROGRAM, true,
           { [0 ... 3] = ENT(4, 100) }, 0, false, 12000, "ps0–ps3 → ps4 after 100 ms; worst wake 12.0 ms",
           "ps4@100ms" },

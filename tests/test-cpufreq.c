@@ -31,7 +31,7 @@ static bool set_eq(const CpuSet *a, const char *list) {
         return memcmp(a, &b, sizeof b) == 0;
 }
 
-/* An intel_pstate policy as the PoC's cpus.umockdev has it. */
+/* An intel_pstate policy as a recorded cpus.umockdev has it. */
 static CpufreqPolicyState pstate_policy(unsigned cpu, const char *cpus) {
         CpufreqPolicyState s = {
                 .cpu = cpu,

@@ -5,7 +5,7 @@
  * against the available list, EPP refused with EBUSY under `performance`,
  * and `performance` forcing EPP to "performance". Every write is checked
  * against the record file on disk: it must already hold the policy's
- * original values (record before change, FACTS §4c).
+ * original values (record before change, doc/testing.md#cpufreq-policies).
  */
 #undef NDEBUG
 #include <assert.h>

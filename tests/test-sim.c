@@ -248,7 +248,7 @@ static void test_gap_optimum(void) {
         sim_result_done(&r);
 }
 
-/* The seed drive, INTEL SSDPEKKW256G7 (FACTS §2, data/idctrl/00): ps3 70 mW 10000/300 µs,
+/* The seed drive, INTEL SSDPEKKW256G7 (doc/kernel-apst.md, tests/data/idctrl/00): ps3 70 mW 10000/300 µs,
  * ps4 5 mW (MXPS: 50 x 0.0001 W) 2000/10000 µs. */
 static IdCtrl intel_600p(void) {
         IdCtrl id = { .npss = 4, .apst_supported = true };
@@ -273,7 +273,7 @@ static void test_none_and_kernel(void) {
         CHECK(d.ps[0].power_uw == 200000 && !d.p0_reported);     /* psd[0] reports no idle power */
         CHECK(d.ps[4].power_uw == 5000 && d.ps[4].exlat_us == 10000);
 
-        /* The kernel's table for it (FACTS §2 worked example): walking from ps4 down, ps4's
+        /* The kernel's table for it (doc/kernel-apst.md worked example): walking from ps4 down, ps4's
          * enlat + exlat = 12 ms <= 15 ms primary tolerance: ITPT 100 ms; ps3 is skipped (a
          * primary exists); ps0..ps3 all point to ps4 after 100 ms. */
         for (unsigned i = 0; i <= 3; i++)

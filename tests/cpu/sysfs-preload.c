@@ -6,8 +6,8 @@
  * 1. A write to a sysfs attribute replaces the value, but the fake's
  *    attributes are regular files and libcpupower opens them O_WRONLY without
  *    O_TRUNC ("performance" over "powersave"... is fine, "powersave" over
- *    "performance" gives "powersavece"; FACTS §3). Add O_TRUNC to write-opens
- *    of /sys paths (same idea as poc/umockdev-nvme/shim/sysfs_extras.c).
+ *    "performance" gives "powersavece"; doc/platform.md). Add O_TRUNC to write-opens
+ *    of /sys paths (same idea as tests/fake/sysfs_extras.c).
  * 2. The kernel refuses values (EINVAL, intel_pstate's EBUSY for EPP under
  *    `performance`); a file cannot. CPUPIN_TEST_REFUSE="PATH=ERRNO[;PATH=ERRNO]"
  *    (ERRNO: EBUSY, EINVAL, EIO) makes every write(2) to a file opened as

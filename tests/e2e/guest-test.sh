@@ -82,7 +82,7 @@ clean_exit() {
 	[ "$(prop Result)" = success ] && [ "$(prop ExecMainCode)" = 1 ] && [ "$(prop ExecMainStatus)" = 0 ]
 }
 
-# Fields every entry about the controller must carry (FACTS/contract).
+# Fields every entry about the controller must carry (the journal contract in README.md, "Observing it").
 CTRL_ENTRY='(.NVME_CTRL == "nvme0") and (.MESSAGE_ID | type == "string" and test("^[0-9a-f]{32}$"))
   and (.NVME_MODEL | type == "string" and test("QEMU"))
   and (.NVME_FIRMWARE | type == "string" and length > 0)'

@@ -9,7 +9,7 @@
  * /dev/nvmeN, runs COMMAND under the umockdev preload in a GLib main loop, serves a control socket
  * (fake-nvme-ctl) while it runs, then prints every controller's state and the allow-list oracle's
  * violations. Exit: COMMAND's status, 1 if the oracle found a violation, 2 usage, 99 setup error.
- * See README.md. Started from the PoC poc/umockdev-nvme/umockdev/fake_nvme_tb.c. */
+ * See README.md and doc/testing.md. */
 
 #include <endian.h>
 #include <errno.h>
@@ -200,7 +200,7 @@ static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlCli
 
         sz = is64 ? sizeof(struct nvme_passthru_cmd64) : sizeof(struct nvme_passthru_cmd);
         /* copy the passthru struct from the client, then the buffer at ->addr (offset 24); complete()
-         * writes the changed bytes of both back and restores addr (PoC REPORT §A) */
+         * writes the changed bytes of both back and restores addr (doc/testing.md) */
         cmdd = umockdev_ioctl_data_resolve(arg, 0, sz, &err);
         if (!cmdd) {
                 g_warning("%s: resolve cmd: %s", c->name, err ? err->message : "?");
@@ -378,7 +378,7 @@ static char *ctrl_record(Ctrl *c)
                                c->transport);
         if (pcie) /* the PCI parent, relative to nvme/nvmeN */
                 g_string_append_printf(s, "L: device=../../../%s\n", pci_addr);
-        /* pm_qos_latency_tolerance_us exists only when the kernel enabled APST (FACTS §4b) */
+        /* pm_qos_latency_tolerance_us exists only when the kernel enabled APST (doc/sysfs.md) */
         if (c->model.apst_cdw11 & 1)
                 g_string_append(s, "A: power/pm_qos_latency_tolerance_us=100000\\n\n");
         g_string_append(s, "\n");
@@ -409,7 +409,7 @@ static char *ctrl_record(Ctrl *c)
                                        c->name, BLOCK_EXT_MAJOR, 2 * i, (int) strlen(zero_stat) - 1, zero_stat);
         } else {
                 /* nvme_core.multipath=Y: the visible disk lives under the subsystem and its stat stays
-                 * zero; the I/O is counted on the hidden nvme<subsys>c<ctrl>n1 (FACTS §4b) */
+                 * zero; the I/O is counted on the hidden nvme<subsys>c<ctrl>n1 (doc/sysfs.md) */
                 c->ns_syspath = g_strdup_printf("%s/%s", c->subsys_syspath, ns_name);
                 c->hidden_ns_syspath = g_strdup_printf("%s/nvme%uc%un1", c->syspath, i, i);
                 g_string_append_printf(s,
@@ -751,7 +751,7 @@ static void emit_uevent(Harness *h, const char *syspath, const char *action)
 {
         if (h->verbose)
                 fprintf(stderr, "fake: uevent %s %s\n", action, syspath);
-        /* NB: umockdev aborts this process if a listener's queue is full (FACTS §4c): a daemon
+        /* NB: umockdev aborts this process if a listener's queue is full (doc/testing.md): a daemon
          * that stops reading its monitor takes the test down, which is the point. */
         umockdev_testbed_uevent(h->tb, syspath, action);
 }
@@ -788,7 +788,7 @@ static bool ctl_reset(Harness *h, Ctrl *c, const char *table, GString *out, GErr
 
         if (table && !load_table(table, &apste, e, error))
                 return false;
-        /* the kernel's order (FACTS §4b): resetting, connecting, APST rewritten in
+        /* the kernel's order (doc/sysfs.md): resetting, connecting, APST rewritten in
          * nvme_init_ctrl_finish(), live, then one change uevent with NVME_EVENT=connected */
         set_attr(h, c->syspath, "state", "resetting");
         g_usleep(10000);
@@ -1396,7 +1396,7 @@ int main(int argc, char **argv)
         }
         add_dmi(&h, dmi);
         {
-                /* nvme_core's parameters with their defaults (FACTS §2), then overrides */
+                /* nvme_core's parameters with their defaults (doc/kernel-apst.md), then overrides */
                 const char *defaults[] = { "default_ps_max_latency_us=100000", "apst_primary_timeout_ms=100",
                                            "apst_secondary_timeout_ms=2000", "apst_primary_latency_tol_us=15000",
                                            "apst_secondary_latency_tol_us=100000", "force_apst=N",

@@ -14,7 +14,7 @@
 #define SC_INVALID_OPCODE 0x4001 /* DNR | Invalid Command Opcode */
 #define SC_INVALID_FIELD 0x4002  /* DNR | Invalid Field in Command */
 #define IDENTIFY_BYTES 4096
-#define CDW10_SV (UINT32_C(1) << 31) /* Set Features "Save": the kernel never sets it (FACTS §1) */
+#define CDW10_SV (UINT32_C(1) << 31) /* Set Features "Save": the kernel never sets it (doc/nvme-apst.md) */
 
 static void pad(char *dst, size_t n, const char *s)
 {
@@ -176,7 +176,7 @@ static int set_features(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
         case NVME_FEAT_FID_AUTO_PST: {
                 uint64_t e[FAKE_APST_ENTRIES];
 
-                /* QEMU 7.2 answers 0x4002 when apsta = 0 (FACTS §4); so do we */
+                /* QEMU 7.2 answers 0x4002 when apsta = 0 (doc/testing.md); so do we */
                 if (!(c->id.apsta & NVME_CTRL_APSTA_APST))
                         return SC_INVALID_FIELD;
                 /* A real controller DMAs 256 bytes from the buffer whatever data_len says: without

@@ -6,8 +6,7 @@
  * Transport-agnostic and free of GLib: it takes one admin command in CPU byte order with its data
  * buffer already copied to harness memory, and answers it as a controller (and the kernel ioctl)
  * would: 0, an NVMe status > 0, or a negative errno. It also implements the daemon's allow-list
- * oracle (fake_cmd_allowed()) and fault injection. Started from the PoC in
- * poc/umockdev-nvme/common/fakectrl.c. Not thread-safe: the harness serialises calls. */
+ * oracle (fake_cmd_allowed()) and fault injection. Not thread-safe: the harness serialises calls. */
 
 #include <stdbool.h>
 #include <stdint.h>

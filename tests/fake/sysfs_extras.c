@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Helper preload for the fake NVMe harness, loaded *before* libumockdev-preload (fake-nvme-tb puts
- * it first in the child's LD_PRELOAD). From the PoC (poc/umockdev-nvme/shim/sysfs_extras.c):
+ * it first in the child's LD_PRELOAD). Why (doc/testing.md, doc/platform.md):
  *
  * - O_TRUNC on write-opens under /sys: real sysfs replaces an attribute's value on write, a fake
  *   regular file keeps the old tail ("powersave" over "performance" gives "powersavece").
- *   libcpupower opens attributes O_WRONLY without O_TRUNC (FACTS §3).
+ *   libcpupower opens attributes O_WRONLY without O_TRUNC.
  * - scandir() under /sys is redirected into the testbed: glibc's scandir calls its internal
  *   opendir, which umockdev does not see (so libnvme's nvme_scan() would find nothing).
  *

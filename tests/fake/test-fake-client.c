@@ -15,7 +15,7 @@
  *                                              time and checks what each answers
  *
  * Uses only libnvme's generic nvme_{identify,set_features,get_features}() (libnvme 1.3's typed APST
- * helpers are broken, FACTS §3), open() on /dev and sd_device_enumerator_allow_uninitialized(), as
+ * helpers are broken, doc/platform.md), open() on /dev and sd_device_enumerator_allow_uninitialized(), as
  * the harness README tells the daemon to. Exit 0 when every check holds, 1 otherwise. */
 
 #include <endian.h>
@@ -381,7 +381,7 @@ static int count_nvme(void)
 
         if (sd_device_enumerator_new(&en) < 0)
                 return -1;
-        /* no udev database under umockdev: without this, devices with a /dev node are skipped (FACTS §4c) */
+        /* no udev database under umockdev: without this, devices with a /dev node are skipped (doc/sysfs.md) */
         (void) sd_device_enumerator_allow_uninitialized(en);
         (void) sd_device_enumerator_add_match_subsystem(en, "nvme", true);
         for (sd_device *d = sd_device_enumerator_get_device_first(en); d; d = sd_device_enumerator_get_device_next(en))

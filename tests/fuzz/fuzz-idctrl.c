@@ -11,7 +11,9 @@
  *   sel % 4 == 1: idctrl_parse_binary() on the data zero-padded/cut to 4096
  *                 bytes (lets the fuzzer reach the PSD decoding)
  *   sel % 4 == 2: idctrl_parse_json() on a NUL-terminated copy
- *   sel % 4 == 3: idctrl_parse_any() (format detection, JSON by length)
+ *   sel % 4 == 3: idctrl_parse_any_why() (format detection, JSON by length), with
+ *                 a reason buffer whose size the first data byte picks (0..IDCTRL_REASON_MAX):
+ *                 the reason is always NUL-terminated inside it, and empty on success
  */
 #undef NDEBUG
 #include <assert.h>
@@ -62,6 +64,8 @@ static void use(const IdCtrl *id) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        char why[IDCTRL_REASON_MAX];
+        size_t why_size = 0;
         IdCtrl id;
         uint8_t *buf;
         size_t n;
@@ -77,7 +81,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 buf = malloc(n ? n : 1);
                 assert(buf);
                 memcpy(buf, data + 1, n);
-                r = data[0] % 4 == 0 ? idctrl_parse_binary(buf, n, &id) : idctrl_parse_any(buf, n, &id);
+                if (data[0] % 4 == 0) {
+                        r = idctrl_parse_binary(buf, n, &id);
+                        break;
+                }
+                why_size = n > 0 ? buf[0] % (IDCTRL_REASON_MAX + 1) : sizeof(why);
+                memset(why, 'x', sizeof(why));
+                r = idctrl_parse_any_why(buf, n, &id, why_size ? why : NULL, why_size);
+                if (why_size > 0) {
+                        assert(strnlen(why, why_size) < why_size);
+                        assert(r < 0 || why[0] == '\0');
+                }
                 break;
         case 1:
                 buf = calloc(1, IDCTRL_SIZE);

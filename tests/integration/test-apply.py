@@ -20,7 +20,7 @@ BUDGET = write_config("[apst]\npolicy = budget\n")
 SAMSUNG = os.path.join(DATA, "idctrl", "05-samsung-ssd-970-evo-plus-2tb.bin")
 WDC = os.path.join(DATA, "idctrl", "14-wdc-wds500g2b0c-00pxh0.bin")
 
-# Worked out by hand from the kernel's rules (FACTS §2) for the Samsung 970 EVO
+# Worked out by hand from the kernel's rules (doc/kernel-apst.md) for the Samsung 970 EVO
 # Plus (ps3 210+1200 µs, ps4 2000+8000 µs): walking down from ps4, ps4's total
 # 10000 µs <= 15000 makes it the primary target after 100 ms; ps3 (1410 µs) is
 # skipped because a primary exists; ps0..ps3 all point at ps4 after 100 ms:

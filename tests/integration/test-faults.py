@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Faults do not spread (issue 6): `nvme-apstd apply` and the daemon under every
+"""Faults do not spread: `nvme-apstd apply` and the daemon under every
 fault the fake controller can inject, on two controllers where one is faulty.
 Run as the harness's COMMAND (tests/integration/meson.build, suite 'faults'):
 
