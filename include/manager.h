@@ -26,6 +26,7 @@
 #include "cpupin.h"
 #include "cpuset.h"
 #include "macro.h"
+#include "situation.h"
 #include "sysfs.h"
 
 /* How often to look at the I/O counters for a verification that costs no power:
@@ -77,6 +78,7 @@ struct Manager {
         uint64_t verify_interval_usec;
 
         Config config;
+        Situation situation;       /* power source and profile the configuration is resolved for */
         SysPlatform platform;
         ControllerContext ctx;     /* what the engine is called with: points into this Manager */
         ManagerCtrl **ctrls;
