@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include <json.h>
+#include <json-c/json.h>
 
 #include "device.h"
 #include "doctor.h"
@@ -379,13 +379,13 @@ static void check_over_budget(Ctx *c, const DoctorCtrl *d, const DevicePlan *pla
         else
                 fix(c, f, "Set policy = budget in [apst] (or in this controller's [device] section) and "
                           "systemctl reload nvme-apstd: the budget then bounds entry + exit latency.");
-        if (min_exlat > 0)
+        if (min_exlat > 0) {
                 fix(c, f, "Without the daemon, until the next boot: echo %" PRIu32 " > %s/class/nvme/%s/power/"
                           "pm_qos_latency_tolerance_us   (the kernel keeps states whose exit latency is at most "
                           "this; it rewrites the table at once)", min_exlat - 1, sysroot(c), d->sys.name);
-        if (min_exlat > 0)
                 fix(c, f, "Persistently, for every controller: the kernel parameter "
                           "nvme_core.default_ps_max_latency_us=%" PRIu32 ".", min_exlat - 1);
+        }
 }
 
 static void check_apst(Ctx *c, const DoctorCtrl *d) {
@@ -399,7 +399,7 @@ static void check_apst(Ctx *c, const DoctorCtrl *d) {
         if (!d->id.apst_supported) {
                 f = finding_new(c, DOCTOR_APST_FIRMWARE_UNSUPPORTED, d->sys.name);
                 title(c, f, "%s (%s, firmware %s) does not support APST (Identify apsta = 0)", d->sys.name,
-                      d->id.model, d->id.firmware);
+                      d->id.model, d->id.firmware[0] ? d->id.firmware : "not reported");
                 evidence(c, f, "Identify apsta", "0");
                 evidence(c, f, "Identify npss", "%u", d->id.npss);
                 for (unsigned ps = 0; ps <= d->id.npss && ps < IDCTRL_MAX_PS; ps++)

@@ -17,8 +17,7 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
         char tmp[PATH_MAX], dir[PATH_MAX];
         const char *slash, *base;
         const char *p = data;
-        _cleanup_close_ int fd = -EBADF;
-        int r = 0;
+        int fd, r = 0;
 
         if (!path || !*path || path[strlen(path) - 1] == '/')
                 return -EINVAL;
@@ -50,8 +49,9 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
         }
         if (r >= 0 && (flags & WRITE_FILE_SYNC) && fsync(fd) < 0)
                 r = negative_errno();
-        /* a failed close() can be the first report of a failed write (NFS, quotas) */
-        if (close(TAKE_FD(fd)) < 0 && r >= 0)
+        /* no early return between mkostemp() and here; a failed close() can be the first
+         * report of a failed write (NFS, quotas) */
+        if (close(fd) < 0 && r >= 0)
                 r = negative_errno();
         if (r >= 0 && rename(tmp, path) < 0)
                 r = negative_errno();
