@@ -366,7 +366,7 @@ static void check_over_budget(Ctx *c, const DoctorCtrl *d, const DevicePlan *pla
         evidence(c, f, src, "%" PRIu32, budget);
         pm_qos_evidence(c, f, d);
         nvme_core_evidence(c, f);
-        why(c, f, "Since Linux 4.12 (commit da87591bea92, June 2017) nvme_configure_apst() admits a "
+        why(c, f, "Since June 2017 (kernel commit da87591bea92) nvme_configure_apst() admits a "
                   "non-operational state when its exit latency alone is within the latency tolerance, but a "
                   "command that arrives while the drive is still entering the state waits for the rest of the "
                   "entry and then the whole exit: up to entry + exit latency. On the drive these reports came "
