@@ -10,7 +10,8 @@
 #   test-doctor.sh CASE                 (outer: builds the machine, runs the harness)
 #   test-doctor.sh --inner CASE TMPDIR  (inside the harness: runs doctor, checks)
 #
-# Environment: NVME_APSTD, FAKE_TB, UMOCKDEV_WRAPPER, TEST_DATA_DIR (+ the fake's).
+# Environment: NVME_APSTD, FAKE_TB, UMOCKDEV_WRAPPER, TEST_DATA_DIR (+ the fake's);
+# NVME_APSTD_WRAPPER (e.g. valgrind ... --error-exitcode=99) runs doctor under it.
 set -u
 
 fail() { echo "test-doctor $case: FAIL: $*"; exit 1; }
@@ -96,7 +97,8 @@ out=$tmp/out.txt
 
 # doctor [ARGS] -> $out, exit status in $rc
 doctor() {
-        "$NVME_APSTD" doctor --config "$tmp/nvme-apstd.conf" --proc-root "$tmp/proc" \
+        # shellcheck disable=SC2086 # the wrapper is a command line
+        ${NVME_APSTD_WRAPPER:-} "$NVME_APSTD" doctor --config "$tmp/nvme-apstd.conf" --proc-root "$tmp/proc" \
                 --kernel-log "$tmp/kernel.log" "$@" > "$out" 2>&1
         rc=$?
         cat "$out"
