@@ -607,6 +607,14 @@ static void check_cpu(Ctx *c) {
                                 continue;
                 }
                 cpuset_or(&looked, &p->state.cpus);
+                {
+                        char pc[256];
+                        cpuset_format(&p->state.cpus, pc, sizeof pc);
+                        note(c, false, false, "cpu", "policy of CPUs %s: driver %s, governor %s, EPP %s, "
+                             "%" PRIu32 "-%" PRIu32 " kHz", pc, p->driver[0] ? p->driver : "unknown",
+                             p->state.governor, p->state.has_epp ? p->state.epp : "(none)", p->state.min_khz,
+                             p->state.max_khz);
+                }
                 if (strcmp(p->driver, "intel_pstate") == 0 && strcmp(s->pstate_status, "active") == 0 &&
                     strcmp(p->state.governor, "powersave") == 0 && p->state.has_epp &&
                     strcmp(p->state.epp, "performance") != 0 && s->hwp_dynamic_boost != 1) {
@@ -618,6 +626,10 @@ static void check_cpu(Ctx *c) {
         note(c, false, false, "cpu", "CPU frequency: %zu policies, looked at CPUs %s (%s)", s->n_policies,
              cpus[0] ? cpus : "none", s->have_irq_cpus ? "those taking NVMe interrupts" :
                                       "all: the NVMe interrupts' CPUs are unknown");
+        if (s->pstate_status[0])
+                note(c, false, false, "cpu", "intel_pstate: status %s, hwp_dynamic_boost %s, min_perf_pct %d",
+                     s->pstate_status, s->hwp_dynamic_boost < 0 ? "absent" : s->hwp_dynamic_boost ? "1" : "0",
+                     s->min_perf_pct);
         if (!any)
                 return;
         if (cfg->pin != CPU_PIN_OFF && s->daemon == DOCTOR_DAEMON_RUNNING) {

@@ -360,8 +360,12 @@ static void test_cpu(void) {
         s.config = &cfg;
         s.daemon = DOCTOR_DAEMON_RUNNING;
         assert(doctor_examine(&s, &r) == 0 && r.n_findings == 0);
-        assert(r.n_examined == 3);
-        assert(strstr(r.examined[2].text, "nvme-apstd runs with [cpu] pin = busy"));
+        /* no NVMe, one line per policy, the summary, intel_pstate's globals, why there is no finding */
+        assert(r.n_examined == 7);
+        assert(strcmp(r.examined[1].text, "policy of CPUs 0: driver intel_pstate, governor powersave, "
+                      "EPP balance_performance, 800000-3600000 kHz") == 0);
+        assert(strcmp(r.examined[5].text, "intel_pstate: status active, hwp_dynamic_boost 0, min_perf_pct -1") == 0);
+        assert(strstr(r.examined[6].text, "nvme-apstd runs with [cpu] pin = busy"));
         doctor_report_done(&r);
         /* ... but not when it is not running */
         s.daemon = DOCTOR_DAEMON_NOT_RUNNING;
