@@ -589,7 +589,7 @@ static void check_cpu(Ctx *c) {
         CpuSet slow = {}, looked = {};
         bool any = false;
         DoctorFinding *f;
-        char cpus[256], src[400], irq[256];
+        char cpus[256], src[400], irq[256], pct[16];
 
         if (s->cpufreq_error < 0) {
                 note(c, true, false, "cpu", "CPU frequency: no cpufreq in sysfs (a VM or container?)");
@@ -626,10 +626,11 @@ static void check_cpu(Ctx *c) {
         note(c, false, false, "cpu", "CPU frequency: %zu policies, looked at CPUs %s (%s)", s->n_policies,
              cpus[0] ? cpus : "none", s->have_irq_cpus ? "those taking NVMe interrupts" :
                                       "all: the NVMe interrupts' CPUs are unknown");
+        (void) snprintf(pct, sizeof pct, "%d", s->min_perf_pct);
         if (s->pstate_status[0])
-                note(c, false, false, "cpu", "intel_pstate: status %s, hwp_dynamic_boost %s, min_perf_pct %d",
+                note(c, false, false, "cpu", "intel_pstate: status %s, hwp_dynamic_boost %s, min_perf_pct %s",
                      s->pstate_status, s->hwp_dynamic_boost < 0 ? "absent" : s->hwp_dynamic_boost ? "1" : "0",
-                     s->min_perf_pct);
+                     s->min_perf_pct < 0 ? "absent" : pct);
         if (!any)
                 return;
         if (cfg->pin != CPU_PIN_OFF && s->daemon == DOCTOR_DAEMON_RUNNING) {
@@ -645,8 +646,12 @@ static void check_cpu(Ctx *c) {
                 (void) snprintf(subject, sizeof subject, "cpu%s", cpus);
                 f = finding_new(c, DOCTOR_CPU_SLOW_RAMP, subject);
         }
-        title(c, f, "CPUs %s ramp their frequency slowly for I/O-bound work: intel_pstate active, governor "
-                    "powersave, EPP not performance, no hwp_dynamic_boost", cpus);
+        {
+                bool one = cpuset_count(&slow) == 1;
+                title(c, f, "%s %s ramp%s %s frequency slowly for I/O-bound work: intel_pstate active, governor "
+                            "powersave, EPP not performance, no hwp_dynamic_boost", one ? "CPU" : "CPUs", cpus,
+                      one ? "s" : "", one ? "its" : "their");
+        }
         (void) snprintf(src, sizeof src, "%s/devices/system/cpu/intel_pstate/status", sysroot(c));
         evidence(c, f, src, "%s", s->pstate_status);
         (void) snprintf(src, sizeof src, "%s/devices/system/cpu/intel_pstate/hwp_dynamic_boost", sysroot(c));
@@ -684,9 +689,10 @@ static void check_cpu(Ctx *c) {
                   "completion interrupt and the code after it run slowly: I/O latency grows and throughput "
                   "drops, although neither CPU nor drive is busy. hwp_dynamic_boost raises the frequency when "
                   "a task wakes from I/O; EPP performance biases HWP towards high frequencies.");
-        fix(c, f, "Let nvme-apstd pin these CPUs while the drives are busy, in nvme-apstd.conf:\n"
-                  "[cpu]\npin = busy\ncpus = %s\nenergy_performance_preference = performance\n"
-                  "then systemctl reload nvme-apstd.", s->have_irq_cpus ? "nvme-irq" : cpus);
+        fix(c, f, "Let nvme-apstd pin these CPUs while the drives are busy: add to nvme-apstd.conf, then "
+                  "systemctl reload nvme-apstd (or start it):\n"
+                  "[cpu]\npin = busy\ncpus = %s\nenergy_performance_preference = performance",
+            s->have_irq_cpus ? "nvme-irq" : cpus);
         fix(c, f, "Or let intel_pstate boost on I/O wake-ups, for every CPU, until reboot: echo 1 > "
                   "%s/devices/system/cpu/intel_pstate/hwp_dynamic_boost", sysroot(c));
 }

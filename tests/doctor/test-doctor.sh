@@ -217,7 +217,7 @@ cpu-slow-ramp)
         doctor
         expect_rc 1
         expect_ids "apst-daemon-not-running cpu-slow-ramp"
-        has "[cpu-slow-ramp] cpu1: CPUs 1 ramp their frequency slowly"
+        has "[cpu-slow-ramp] cpu1: CPU 1 ramps its frequency slowly"
         has "/sys/devices/system/cpu/intel_pstate/status = active"
         has "/sys/devices/system/cpu/intel_pstate/hwp_dynamic_boost = 0"
         has "/sys/devices/system/cpu/intel_pstate/min_perf_pct = 20"
