@@ -12,6 +12,7 @@
  *                   enable, and any [apst] key; the first section that matches wins
  *   [cpu]           pin, release_after_ms, governor, min_freq, max_freq,
  *                   energy_performance_preference, cpus
+ *   [metrics]       path (a Prometheus text file for node_exporter; unset = off)
  *
  * Errors are strict: an unknown section or key, a bad number, a value out of
  * range, a key given twice in one section: the whole file is rejected with a
@@ -97,12 +98,20 @@ typedef struct CpuConfig {
         CpuSet cpus;                /* when select == CPU_SELECT_LIST */
 } CpuConfig;
 
+/* Longest [metrics] path accepted (PATH_MAX less room for the temporary file's suffix). */
+#define METRICS_PATH_MAX 4000u
+
+typedef struct MetricsConfig {
+        char *path;                 /* absolute, ends in ".prom"; NULL = no metrics file (default) */
+} MetricsConfig;
+
 typedef struct Config {
         char *path;                 /* file it came from, for messages ("<string>" when parsed from memory) */
         ApstParams apst;            /* [apst] */
         DeviceSection *devices;     /* [device NAME] sections in file order */
         size_t n_devices;
         CpuConfig cpu;              /* [cpu] */
+        MetricsConfig metrics;      /* [metrics] */
 } Config;
 
 /* What a [device] section matches against. Strings are trimmed; NULL matches only a missing match_ key. */

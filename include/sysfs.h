@@ -60,3 +60,15 @@ int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret);
 
 /* Read a small attribute file into @buf, trimmed; -errno on failure. */
 int sysfs_read_attr(const char *path, char *buf, size_t n);
+
+/**
+ * sysfs_ctrl_queue_limits() - the request size limits of a controller's first namespace
+ * @disk: set to its name ("nvme0n1", or "nvme0c0n1" in the multipath layout, whose
+ *      per-path disk carries the controller's own limits), lowest name first
+ * @ret_max_hw_kb, @ret_max_kb: queue/max_hw_sectors_kb and queue/max_sectors_kb
+ *
+ * Return: 0; -ENOENT when the controller has no namespace; -ENODATA when @disk was
+ * found but its queue files are unreadable (@disk is set then too); -errno.
+ */
+int sysfs_ctrl_queue_limits(const char *sysroot, const char *name, char *disk, size_t disk_size,
+                            uint32_t *ret_max_hw_kb, uint32_t *ret_max_kb);

@@ -14,3 +14,6 @@
 
 /* `nvme-apstd simulate`: score APST policies on a trace (src/cmd-simulate.c, doc/simulator.md). */
 int verb_simulate(int argc, char *argv[]);
+
+/* `nvme-apstd doctor`: read-only diagnosis (src/cmd-doctor.c, src/doctor.c). */
+int verb_doctor(int argc, char *argv[]);

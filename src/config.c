@@ -65,6 +65,7 @@ typedef enum SectionKind {
         SECTION_APST,
         SECTION_DEVICE,
         SECTION_CPU,
+        SECTION_METRICS,
         _SECTION_KIND_MAX,
         _SECTION_KIND_INVALID = -EINVAL,
 } SectionKind;
@@ -79,7 +80,7 @@ struct ConfigKey {
         const char *name;
         unsigned sections;      /* SEC() mask */
         ParseFn parse;
-        size_t offset;          /* in ApstParams, DeviceSection or CpuConfig, by section */
+        size_t offset;          /* in ApstParams, DeviceSection, CpuConfig or MetricsConfig, by section */
         uint32_t min, max;
         unsigned apst_bit;      /* ApstKeyBit for [apst] keys in [device] sections */
 };
@@ -94,7 +95,7 @@ typedef struct Parser {
         SectionKind section;
         char section_name[SECTION_NAME_MAX + 1];  /* as written between the brackets */
         unsigned section_line;
-        bool seen_apst, seen_cpu;
+        bool seen_apst, seen_cpu, seen_metrics;
         unsigned *key_line;     /* per row: line where the current section set it, 0 = not yet */
         unsigned min_freq_line, max_freq_line;
 
@@ -350,6 +351,35 @@ static int parse_cpus(const ConfigKey *k, const char *v, void *dest, char *reaso
         return 0;
 }
 
+/*
+ * [metrics] path: where node_exporter's textfile collector looks. It reads only
+ * "*.prom" files in its directory, so any other name would be written and never
+ * scraped; a relative path would depend on the daemon's working directory.
+ */
+static int parse_metrics_path(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        size_t len = strlen(v);
+        const char *base = strrchr(v, '/');
+
+        if (v[0] != '/') {
+                snprintf(reason, n, "not an absolute path");
+                return -EINVAL;
+        }
+        if (len > k->max) {
+                snprintf(reason, n, "path too long (at most %" PRIu32 " characters)", k->max);
+                return -EINVAL;
+        }
+        if (strstr(v, "/../") || strstr(v, "/./") || strstr(v, "//")) {
+                snprintf(reason, n, "not a plain path (no \"//\", \"/./\" or \"/../\")");
+                return -EINVAL;
+        }
+        if (!base || strlen(base + 1) <= strlen(".prom") || strcmp(v + len - strlen(".prom"), ".prom") != 0) {
+                snprintf(reason, n, "the file name must end in \".prom\" (node_exporter's textfile collector "
+                         "reads only those)");
+                return -EINVAL;
+        }
+        return set_string(dest, v, reason, n);
+}
+
 #define APST_KEY(n, fn, field, lo, hi, bit)                                                  \
         { n, SEC(SECTION_APST) | SEC(SECTION_DEVICE), fn, offsetof(ApstParams, field), lo, hi, bit }
 #define DEVICE_KEY(n, fn, field) { n, SEC(SECTION_DEVICE), fn, offsetof(DeviceSection, field), 0, 0, 0 }
@@ -381,6 +411,8 @@ static const ConfigKey config_keys[] = {
         CPU_KEY("max_freq", parse_freq, max_freq, 0, 0),
         CPU_KEY("energy_performance_preference", parse_word, epp, 1, EPP_MAX),
         { "cpus", SEC(SECTION_CPU), parse_cpus, 0, 0, 0, 0 },     /* sets both select and cpus */
+
+        { "path", SEC(SECTION_METRICS), parse_metrics_path, offsetof(MetricsConfig, path), 0, METRICS_PATH_MAX, 0 },
 };
 
 static const ConfigKey *key_find(const char *name) {
@@ -421,6 +453,7 @@ void config_done(Config *c) {
         free(c->devices);
         free(c->cpu.governor);
         free(c->cpu.epp);
+        free(c->metrics.path);
         /* Back to defaults, so a second config_done() or a reuse is harmless. */
         config_init(c);
 }
@@ -572,6 +605,14 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 return 0;
         }
         /* cppcheck-suppress knownConditionTrueFalse */
+        if ((size_t) (e - s) == 7 && memcmp(s, "metrics", 7) == 0) {
+                if (p->seen_metrics)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
+                p->seen_metrics = true;
+                p->section = SECTION_METRICS;
+                return 0;
+        }
+        /* cppcheck-suppress knownConditionTrueFalse */
         if ((size_t) (e - s) >= 6 && memcmp(s, "device", 6) == 0 &&
             (e - s == 6 || s[6] == ' ' || s[6] == '\t')) {
                 DeviceSection *n;
@@ -612,7 +653,7 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 return 0;
         }
 
-        return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu] or [device NAME])", q);
+        return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])", q);
 }
 
 static bool is_blank(char c) {
@@ -717,7 +758,7 @@ static int handler(void *user, const char *section, const char *name, const char
 
         if (p->section == SECTION_NONE) {
                 fail_key(p, name, value, -EINVAL,
-                         "outside any section; put it under [apst], [cpu] or [device NAME]");
+                         "outside any section; put it under [apst], [cpu], [metrics] or [device NAME]");
                 return 0;
         }
         if (strcmp(section, p->section_name) != 0) {
@@ -738,6 +779,7 @@ static int handler(void *user, const char *section, const char *name, const char
         if (!(k->sections & SEC(p->section))) {
                 fail_key(p, name, value, -EINVAL, "unknown key in this section (it belongs in %s)",
                          k->sections & SEC(SECTION_CPU) ? "[cpu]" :
+                         k->sections & SEC(SECTION_METRICS) ? "[metrics]" :
                          k->sections & SEC(SECTION_APST) ? "[apst] or [device NAME]" : "[device NAME]");
                 return 0;
         }
@@ -774,6 +816,9 @@ static int handler(void *user, const char *section, const char *name, const char
                 break;
         case SECTION_CPU:
                 base = &p->config.cpu;
+                break;
+        case SECTION_METRICS:
+                base = &p->config.metrics;
                 break;
         case SECTION_NONE:
         case _SECTION_KIND_MAX:

@@ -19,7 +19,8 @@ static void help(void) {
                "  run        run the daemon (the default; what nvme-apstd.service starts)\n"
                "  plan       show what would be programmed, write nothing\n"
                "  apply      program every controller once, verify, and exit\n"
-               "  simulate   score a policy on an I/O trace: energy and added latency\n\n"
+               "  simulate   score a policy on an I/O trace: energy and added latency\n"
+               "  doctor     look for APST, request size and CPU frequency problems; change nothing\n\n"
                "Run `nvme-apstd COMMAND --help` for the options of each command.\n"
                "  -h --help      show this help\n"
                "     --version  show the version\n");
@@ -34,6 +35,7 @@ int main(int argc, char *argv[]) {
                 { "plan", verb_plan },
                 { "apply", verb_apply },
                 { "simulate", verb_simulate },
+                { "doctor", verb_doctor },
         };
 
         log_open();

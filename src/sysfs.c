@@ -11,6 +11,7 @@
 #include "idctrl.h"
 #include "macro.h"
 #include "sysfs.h"
+#include "util.h"
 
 bool sysfs_is_ctrl_name(const char *name) {
         if (strncmp(name, "nvme", 4) != 0 || !name[4])
@@ -218,5 +219,37 @@ int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret) {
         if (!found)
                 return -ENOENT;
         *ret = total;
+        return 0;
+}
+
+int sysfs_ctrl_queue_limits(const char *sysroot, const char *name, char *disk, size_t disk_size,
+                            uint32_t *ret_max_hw_kb, uint32_t *ret_max_kb) {
+        char dir[256], best[64] = "", path[600], buf[32];
+        uint32_t hw, soft;
+        struct dirent *de;
+        DIR *d;
+
+        if (!sysfs_is_ctrl_name(name) || disk_size == 0)
+                return -EINVAL;
+        (void) snprintf(dir, sizeof dir, "%s/class/nvme/%s", sysroot, name);
+        d = opendir(dir);
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d)))
+                if (is_namespace_of(name, de->d_name) && strlen(de->d_name) < sizeof best &&
+                    (!best[0] || strverscmp(de->d_name, best) < 0))
+                        (void) snprintf(best, sizeof best, "%s", de->d_name);
+        closedir(d);
+        if (!best[0])
+                return -ENOENT;
+        (void) snprintf(disk, disk_size, "%s", best);
+        (void) snprintf(path, sizeof path, "%s/%s/queue/max_hw_sectors_kb", dir, best);
+        if (sysfs_read_attr(path, buf, sizeof buf) < 0 || safe_atou32(buf, &hw) < 0)
+                return -ENODATA;
+        (void) snprintf(path, sizeof path, "%s/%s/queue/max_sectors_kb", dir, best);
+        if (sysfs_read_attr(path, buf, sizeof buf) < 0 || safe_atou32(buf, &soft) < 0)
+                return -ENODATA;
+        *ret_max_hw_kb = hw;
+        *ret_max_kb = soft;
         return 0;
 }

@@ -63,6 +63,7 @@ static void assert_defaults(const Config *c) {
         assert(c->cpu.min_freq.kind == FREQ_UNSET && c->cpu.max_freq.kind == FREQ_UNSET);
         assert(c->cpu.select == CPU_SELECT_ALL);
         assert(cpuset_is_empty(&c->cpu.cpus));
+        assert(!c->metrics.path);
 }
 
 /* ---- good files ---- */
@@ -151,6 +152,13 @@ static void check_cpu_minmax(const Config *c) {
         assert(c->cpu.release_after_ms == 0);
 }
 
+static void check_metrics_path(const Config *c) {
+        assert(c->metrics.path);
+        assert(strcmp(c->metrics.path, "/var/lib/prometheus/node-exporter/nvme-apstd.prom") == 0);
+        /* the other sections keep their defaults */
+        assert(c->apst.max_latency_us == 100000 && c->cpu.pin == CPU_PIN_OFF);
+}
+
 static void check_force_on(const Config *c) {
         assert(c->apst.force);
 }
@@ -188,6 +196,9 @@ static const GoodCase good_cases[] = {
           check_apst_all },
         { "/config/good/apst/latency-zero-disables", "[apst]\nmax_latency_us = 0\n", check_latency_zero },
         { "/config/good/apst/leading-zeros", "[apst]\nmax_latency_us = 000\n", check_latency_zero },
+        { "/config/good/metrics/path",
+          "[metrics]\npath = /var/lib/prometheus/node-exporter/nvme-apstd.prom\n", check_metrics_path },
+        { "/config/good/metrics/empty-section-is-off", "[metrics]\n", check_defaults },
         { "/config/good/bool/yes", "[apst]\nforce = yes\n", check_force_on },
         { "/config/good/bool/true", "[apst]\nforce = true\n", check_force_on },
         { "/config/good/bool/one", "[apst]\nforce = 1\n", check_force_on },
@@ -381,9 +392,9 @@ typedef struct BadCase {
 static const BadCase bad_cases[] = {
         /* sections */
         { "/config/bad/section/unknown", "[apst]\n[foo]\n", -EINVAL,
-          "2: [foo]: unknown section (expected [apst], [cpu] or [device NAME])" },
+          "2: [foo]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])" },
         { "/config/bad/section/unknown-empty-at-end", "[apst]\nforce = no\n[cpus]\n", -EINVAL,
-          "3: [cpus]: unknown section (expected [apst], [cpu] or [device NAME])" },
+          "3: [cpus]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])" },
         { "/config/bad/section/apst-twice", "[apst]\nforce = no\n[apst]\npolicy = kernel\n", -EINVAL,
           "3: [apst]: section given twice" },
         { "/config/bad/section/cpu-twice", "[cpu]\n[cpu]\n", -EINVAL, "2: [cpu]: section given twice" },
@@ -397,7 +408,7 @@ static const BadCase bad_cases[] = {
         { "/config/bad/section/device-two-words", "[device a b]\nmatch_name = nvme0\n", -EINVAL,
           "1: [device a b]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', '.' and ':'" },
         { "/config/bad/section/device-glued", "[devicea]\n", -EINVAL,
-          "1: [devicea]: unknown section (expected [apst], [cpu] or [device NAME])" },
+          "1: [devicea]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])" },
         { "/config/bad/section/device-without-match",
           "[device everything]\nmax_latency_us = 0\n[apst]\n", -EINVAL,
           "1: [device everything]: no match_ key (match_name, match_model, match_serial, match_pci or "
@@ -418,9 +429,26 @@ static const BadCase bad_cases[] = {
         { "/config/bad/section/trailing-hash", "[apst] # comment\n", -EINVAL,
           "1: [apst] # comment: text after the section header" },
 
+        /* [metrics] */
+        { "/config/bad/metrics/relative", "[metrics]\npath = nvme-apstd.prom\n", -EINVAL,
+          "2: [metrics] path = nvme-apstd.prom: not an absolute path" },
+        { "/config/bad/metrics/not-prom", "[metrics]\npath = /var/lib/nvme-apstd.txt\n", -EINVAL,
+          "2: [metrics] path = /var/lib/nvme-apstd.txt: the file name must end in \".prom\" (node_exporter's "
+          "textfile collector reads only those)" },
+        { "/config/bad/metrics/only-suffix", "[metrics]\npath = /var/lib/.prom\n", -EINVAL,
+          "2: [metrics] path = /var/lib/.prom: the file name must end in \".prom\" (node_exporter's "
+          "textfile collector reads only those)" },
+        { "/config/bad/metrics/dotdot", "[metrics]\npath = /var/lib/../x.prom\n", -EINVAL,
+          "2: [metrics] path = /var/lib/../x.prom: not a plain path (no \"//\", \"/./\" or \"/../\")" },
+        { "/config/bad/metrics/twice", "[metrics]\n[metrics]\n", -EINVAL, "2: [metrics]: section given twice" },
+        { "/config/bad/metrics/path-in-apst", "[apst]\npath = /x.prom\n", -EINVAL,
+          "2: [apst] path = /x.prom: unknown key in this section (it belongs in [metrics])" },
+        { "/config/bad/metrics/apst-key", "[metrics]\nforce = yes\n", -EINVAL,
+          "2: [metrics] force = yes: unknown key in this section (it belongs in [apst] or [device NAME])" },
+
         /* keys */
         { "/config/bad/key/outside-section", "policy = kernel\n[apst]\n", -EINVAL,
-          "1: policy = kernel: outside any section; put it under [apst], [cpu] or [device NAME]" },
+          "1: policy = kernel: outside any section; put it under [apst], [cpu], [metrics] or [device NAME]" },
         { "/config/bad/key/unknown", "[apst]\nmax_latency = 5\n", -EINVAL,
           "2: [apst] max_latency = 5: unknown key" },
         { "/config/bad/key/cpu-key-in-apst", "[apst]\npin = busy\n", -EINVAL,
@@ -656,7 +684,7 @@ static void test_null_filename(void) {
         Config c;
 
         assert(config_parse_string("[x]\n", NULL, &c, &error) == -EINVAL);
-        assert(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu] or [device NAME])") == 0);
+        assert(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])") == 0);
         assert(config_parse_string("", NULL, &c, NULL) == 0);
         assert(strcmp(c.path, "<string>") == 0);
         config_done(&c);

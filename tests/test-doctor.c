@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * doctor.c on constructed snapshots (no I/O): the decisions the fake-harness
+ * tests (tests/doctor) do not reach — quirks, pm_qos = 0, a running daemon
+ * with another table, policy = kernel, thresholds of the request size checks,
+ * [cpu] pinning already in place — the exit status, the kernel log filter,
+ * and the exact JSON of one finding (the schema, pinned).
+ */
+#undef NDEBUG
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor.h"
+#include "macro.h"
+
+static IdCtrl intel;   /* INTEL SSDPEKKW256G7: ps3 and ps4 non-operational */
+
+static void load_intel(void) {
+        FILE *f = fopen(TEST_DATA_DIR "/idctrl/00-intel-ssdpekkw256g7.bin", "re");
+        uint8_t buf[IDCTRL_SIZE];
+
+        assert(f);
+        assert(fread(buf, 1, sizeof buf, f) == sizeof buf);
+        fclose(f);
+        assert(idctrl_parse_binary(buf, sizeof buf, &intel) == 0);
+        assert(intel.apst_supported && intel.npss == 4);
+}
+
+static DoctorCtrl ctrl_with(const ApstTable *t) {
+        DoctorCtrl d = {
+                .sys = { .name = "nvme0", .transport = "pcie", .state = "live", .pci_vendor = 0x8086,
+                         .pci_device = 0x0010 },
+                .id = intel,
+                .table = *t,
+                .have_pm_qos = true,
+                .pm_qos_latency_tolerance_us = 100000,
+                .disk = "nvme0n1",
+                .have_queue = true,
+                .max_hw_sectors_kb = 4096,
+                .max_sectors_kb = 1280,
+        };
+        return d;
+}
+
+static ApstTable kernel_default_table(void) {
+        ApstParams p = APST_PARAMS_DEFAULT;
+        ApstPlan plan;
+
+        p.policy = APST_POLICY_KERNEL;
+        assert(apst_build(&intel, NULL, &p, &plan) == 0);
+        return plan.table;
+}
+
+static DoctorSnapshot snapshot(const Config *cfg, DoctorCtrl *d) {
+        DoctorSnapshot s = {
+                .sysfs_root = "/sys",
+                .proc_root = "/proc",
+                .config = cfg,
+                .have_nvme_core = true,
+                .nvme_core = APST_PARAMS_DEFAULT,
+                .ctrls = d,
+                .n_ctrls = d ? 1 : 0,
+                .daemon = DOCTOR_DAEMON_NOT_RUNNING,
+                .cpufreq_error = -ENODEV,
+                .hwp_dynamic_boost = -1,
+                .min_perf_pct = -1,
+                .have_kernel_log = true,
+        };
+        s.nvme_core.policy = APST_POLICY_KERNEL;
+        return s;
+}
+
+static Config parse(const char *text) {
+        Config c;
+        assert(config_parse_string(text, "t.conf", &c, NULL) == 0);
+        return c;
+}
+
+static const DoctorFinding *find(const DoctorReport *r, DoctorFindingId id) {
+        for (size_t i = 0; i < r->n_findings; i++)
+                if (r->findings[i].id == id)
+                        return &r->findings[i];
+        return NULL;
+}
+
+static const char *evidence_of(const DoctorFinding *f, const char *source) {
+        for (size_t i = 0; i < f->n_evidence; i++)
+                if (strcmp(f->evidence[i].source, source) == 0)
+                        return f->evidence[i].value;
+        return NULL;
+}
+
+static bool fix_has(const DoctorFinding *f, const char *text) {
+        for (size_t i = 0; i < f->n_fix; i++)
+                if (strstr(f->fix[i], text))
+                        return true;
+        return false;
+}
+
+static void test_ids(void) {
+        for (DoctorFindingId i = 0; i < _DOCTOR_FINDING_MAX; i++) {
+                const char *s = doctor_finding_id_to_string(i);
+                assert(s);
+                for (DoctorFindingId k = 0; k < i; k++)
+                        assert(strcmp(s, doctor_finding_id_to_string(k)) != 0);
+        }
+        assert(!doctor_finding_id_to_string(_DOCTOR_FINDING_MAX));
+        printf("ok /doctor/ids\n");
+}
+
+static void test_kernel_log_filter(void) {
+        assert(doctor_kernel_log_relevant("software IO TLB: mapped [mem 0x00000000bbfdf000-0x00000000bffdf000] (64MB)"));
+        assert(doctor_kernel_log_relevant("DMAR: IOMMU enabled"));
+        assert(doctor_kernel_log_relevant("iommu: Default domain type: Translated"));
+        assert(doctor_kernel_log_relevant("AMD-Vi: Interrupt remapping enabled"));
+        assert(doctor_kernel_log_relevant("Memory Encryption Features active: AMD SME"));
+        assert(doctor_kernel_log_relevant("SEV: Status: SEV SEV-ES"));
+        assert(!doctor_kernel_log_relevant("nvme nvme0: pci function 0000:01:00.0"));
+        assert(!doctor_kernel_log_relevant("several things happened"));
+        assert(!doctor_kernel_log_relevant(""));
+        printf("ok /doctor/kernel-log-filter\n");
+}
+
+static void test_exit_status(void) {
+        DoctorNote ok = { .subject = (char *) "nvme0", .text = (char *) "x", .error = false };
+        DoctorNote bad = { .subject = (char *) "nvme1", .text = (char *) "y", .error = true };
+        DoctorFinding f = { .id = DOCTOR_CPU_SLOW_RAMP };
+        DoctorReport r = {};
+
+        assert(doctor_exit_status(&r) == 0);
+        r.skipped = &ok;
+        r.n_skipped = 1;
+        assert(doctor_exit_status(&r) == 0);    /* not looked at, but nothing that should have been */
+        r.skipped = &bad;
+        assert(doctor_exit_status(&r) == 2);
+        r.findings = &f;
+        r.n_findings = 1;
+        assert(doctor_exit_status(&r) == 1);    /* findings win: they are real even if the look was partial */
+        printf("ok /doctor/exit-status\n");
+}
+
+/* The NO_APST quirk turned APST off: the fix is force = yes, not "start the daemon". */
+static void test_quirk(void) {
+        Config cfg = parse("");
+        ApstTable off = {};
+        DoctorCtrl d = ctrl_with(&off);
+        DoctorSnapshot s;
+        DoctorReport r;
+        const DoctorFinding *f;
+
+        (void) snprintf(d.id.model, sizeof d.id.model, "THNSF5256GPUK TOSHIBA");
+        d.id.vid = 0x1179;
+        d.have_pm_qos = false;
+        s = snapshot(&cfg, &d);
+        /* with the quirk our own plan also keeps APST off: nothing to report */
+        assert(doctor_examine(&s, &r) == 0);
+        assert(r.n_findings == 0);
+        doctor_report_done(&r);
+
+        /* force = yes in the configuration: we would turn it on, the kernel did not */
+        config_done(&cfg);
+        cfg = parse("[apst]\nforce = yes\n");
+        s = snapshot(&cfg, &d);
+        assert(doctor_examine(&s, &r) == 0);
+        assert(r.n_findings == 1);
+        f = find(&r, DOCTOR_APST_KERNEL_DISABLED);
+        assert(f);
+        assert(strstr(f->why, "the cause seen here is: the NO_APST quirk"));
+        assert(fix_has(f, "force = yes"));
+        assert(!fix_has(f, "Start nvme-apstd"));
+        assert(strstr(evidence_of(f, "kernel quirk list (drivers/nvme/host/core.c, pci.c)"), "NVME_QUIRK_NO_APST"));
+        assert(strcmp(evidence_of(f, "/sys/class/nvme/nvme0/power/pm_qos_latency_tolerance_us"),
+                      "(absent: the kernel did not enable APST)") == 0);
+        doctor_report_done(&r);
+        config_done(&cfg);
+        printf("ok /doctor/apst/quirk\n");
+}
+
+static void test_pm_qos_zero(void) {
+        Config cfg = parse("");
+        ApstTable off = {};
+        DoctorCtrl d = ctrl_with(&off);
+        DoctorSnapshot s;
+        DoctorReport r;
+        const DoctorFinding *f;
+
+        d.pm_qos_latency_tolerance_us = 0;
+        s = snapshot(&cfg, &d);
+        assert(doctor_examine(&s, &r) == 0);
+        f = find(&r, DOCTOR_APST_KERNEL_DISABLED);
+        assert(f && r.n_findings == 1);    /* not also "daemon not running" for the same controller */
+        assert(strstr(f->why, "pm_qos_latency_tolerance_us=0"));
+        assert(fix_has(f, "echo 100000 > /sys/class/nvme/nvme0/power/pm_qos_latency_tolerance_us"));
+        doctor_report_done(&r);
+        config_done(&cfg);
+        printf("ok /doctor/apst/pm-qos-zero\n");
+}
+
+/* A running daemon and another table than this configuration's; and the same table: clean. */
+static void test_table_differs(void) {
+        Config cfg = parse("");
+        ApstTable k = kernel_default_table();
+        DoctorCtrl d = ctrl_with(&k);
+        DoctorSnapshot s;
+        DoctorReport r;
+        const DoctorFinding *f;
+
+        s = snapshot(&cfg, &d);
+        s.daemon = DOCTOR_DAEMON_RUNNING;
+        s.daemon_pid = 4242;
+        assert(doctor_examine(&s, &r) == 0);
+        f = find(&r, DOCTOR_APST_TABLE_DIFFERS);
+        assert(f && r.n_findings == 1);
+        assert(strstr(f->title, "pid 4242"));
+        assert(fix_has(f, "systemctl reload nvme-apstd"));
+        assert(fix_has(f, "journalctl -u nvme-apstd NVME_CTRL=nvme0"));
+        doctor_report_done(&r);
+
+        /* policy = kernel in the configuration: the kernel's table is the one we would write */
+        config_done(&cfg);
+        cfg = parse("[apst]\npolicy = kernel\n");
+        s = snapshot(&cfg, &d);
+        s.daemon = DOCTOR_DAEMON_RUNNING;
+        assert(doctor_examine(&s, &r) == 0);
+        assert(r.n_findings == 0);
+        assert(doctor_exit_status(&r) == 0);
+        doctor_report_done(&r);
+        /* ... and without a daemon that is no finding either: the kernel restores the same table */
+        s.daemon = DOCTOR_DAEMON_NOT_RUNNING;
+        assert(doctor_examine(&s, &r) == 0);
+        assert(r.n_findings == 0);
+        doctor_report_done(&r);
+        config_done(&cfg);
+        printf("ok /doctor/apst/table-differs\n");
+}
+
+/* The exit-only check under policy = kernel with a budget in a [device] section. */
+static void test_over_budget_device_section(void) {
+        Config cfg = parse("[device seed]\nmatch_model = INTEL SSDPEKKW*\npolicy = kernel\nmax_latency_us = 11000\n");
+        ApstTable k = kernel_default_table();
+        DoctorCtrl d = ctrl_with(&k);
+        DoctorSnapshot s = snapshot(&cfg, &d);
+        DoctorReport r;
+        const DoctorFinding *f;
+
+        s.daemon = DOCTOR_DAEMON_NOT_RUNNING;
+        assert(doctor_examine(&s, &r) == 0);
+        f = find(&r, DOCTOR_APST_STATE_OVER_BUDGET);
+        assert(f);
+        assert(strcmp(evidence_of(f, "t.conf [device seed] max_latency_us"), "11000") == 0);
+        assert(strstr(f->title, "ps4 (12000 µs)"));
+        assert(fix_has(f, "Set policy = budget"));
+        assert(fix_has(f, "echo 9999 >"));
+        doctor_report_done(&r);
+        config_done(&cfg);
+        printf("ok /doctor/apst/over-budget-device-section\n");
+}
+
+static void test_request_size_thresholds(void) {
+        static const struct {
+                uint8_t mdts;
+                uint32_t hw, soft;
+                bool dma, soft_finding;
+        } v[] = {
+                { 0, 4096, 1280, false, false },   /* no MDTS: the driver's 4 MiB */
+                { 0, 8192, 1280, false, false },   /* newer kernels: 8 MiB */
+                { 0, 2048, 1280, true, false },
+                { 5, 128, 128, false, false },     /* MDTS 5: 128 KiB, exactly what the drive allows */
+                { 6, 128, 128, true, false },      /* MDTS 6: 256 KiB */
+                { 10, 4096, 1280, false, false },  /* MDTS 4 MiB: the driver's cap */
+                { 0, 4096, 1279, false, true },    /* soft limit lowered below the default */
+                { 5, 128, 64, false, true },
+                { 0, 4096, 4096, false, false },   /* raised: fine */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(v); i++) {
+                Config cfg = parse("[apst]\npolicy = kernel\n");
+                ApstTable k = kernel_default_table();
+                DoctorCtrl d = ctrl_with(&k);
+                DoctorSnapshot s;
+                DoctorReport r;
+
+                d.mdts = v[i].mdts;
+                d.max_hw_sectors_kb = v[i].hw;
+                d.max_sectors_kb = v[i].soft;
+                s = snapshot(&cfg, &d);
+                assert(doctor_examine(&s, &r) == 0);
+                if (!!find(&r, DOCTOR_REQUEST_SIZE_DMA_LIMIT) != v[i].dma ||
+                    !!find(&r, DOCTOR_REQUEST_SIZE_SOFT_LIMIT) != v[i].soft_finding) {
+                        fprintf(stderr, "case %zu: mdts %u hw %u soft %u\n", i, v[i].mdts, v[i].hw, v[i].soft);
+                        assert(false);
+                }
+                doctor_report_done(&r);
+                config_done(&cfg);
+        }
+        printf("ok /doctor/request-size/thresholds\n");
+}
+
+static DoctorCpuPolicy pstate_policy(unsigned cpu, const char *governor, const char *epp) {
+        DoctorCpuPolicy p = { .state = { .cpu = cpu, .has_epp = true, .min_khz = 800000, .max_khz = 3600000,
+                                         .hw_min_khz = 800000, .hw_max_khz = 3600000 } };
+
+        cpuset_add(&p.state.cpus, cpu);
+        (void) snprintf(p.state.governor, sizeof p.state.governor, "%s", governor);
+        (void) snprintf(p.state.epp, sizeof p.state.epp, "%s", epp);
+        (void) snprintf(p.driver, sizeof p.driver, "intel_pstate");
+        return p;
+}
+
+static void test_cpu(void) {
+        DoctorCpuPolicy pol[3] = {
+                pstate_policy(0, "powersave", "balance_performance"),
+                pstate_policy(1, "powersave", "performance"),
+                pstate_policy(2, "performance", "performance"),
+        };
+        Config cfg = parse("");
+        DoctorSnapshot s = snapshot(&cfg, NULL);
+        DoctorReport r;
+        const DoctorFinding *f;
+
+        s.cpufreq_error = 0;
+        s.policies = pol;
+        s.n_policies = ELEMENTSOF(pol);
+        (void) snprintf(s.pstate_status, sizeof s.pstate_status, "active");
+
+        assert(doctor_examine(&s, &r) == 0);
+        f = find(&r, DOCTOR_CPU_SLOW_RAMP);
+        assert(f && r.n_findings == 1);
+        assert(strcmp(f->subject, "cpu0") == 0);
+        /* without known interrupt CPUs the snippet names the CPUs, not nvme-irq */
+        assert(fix_has(f, "cpus = 0\nenergy_performance_preference = performance"));
+        assert(strstr(f->title, "CPU 0 ramps its frequency slowly"));
+        doctor_report_done(&r);
+
+        /* the interrupts go to CPU 1 and 2 only: nothing slow there */
+        s.have_irq_cpus = true;
+        cpuset_add(&s.irq_cpus, 1);
+        cpuset_add(&s.irq_cpus, 2);
+        assert(doctor_examine(&s, &r) == 0);
+        assert(r.n_findings == 0);
+        doctor_report_done(&r);
+
+        /* passive mode (intel_cpufreq) or hwp_dynamic_boost: not the slow-ramp combination */
+        s.have_irq_cpus = false;
+        (void) snprintf(s.pstate_status, sizeof s.pstate_status, "passive");
+        assert(doctor_examine(&s, &r) == 0 && r.n_findings == 0);
+        doctor_report_done(&r);
+        (void) snprintf(s.pstate_status, sizeof s.pstate_status, "active");
+        s.hwp_dynamic_boost = 1;
+        assert(doctor_examine(&s, &r) == 0 && r.n_findings == 0);
+        doctor_report_done(&r);
+        s.hwp_dynamic_boost = 0;
+
+        /* a running daemon that pins while busy takes care of it */
+        config_done(&cfg);
+        cfg = parse("[cpu]\npin = busy\nenergy_performance_preference = performance\n");
+        s.config = &cfg;
+        s.daemon = DOCTOR_DAEMON_RUNNING;
+        assert(doctor_examine(&s, &r) == 0 && r.n_findings == 0);
+        /* no NVMe, one line per policy, the summary, intel_pstate's globals, why there is no finding */
+        assert(r.n_examined == 7);
+        assert(strcmp(r.examined[1].text, "policy of CPUs 0: driver intel_pstate, governor powersave, "
+                      "EPP balance_performance, 800000-3600000 kHz") == 0);
+        assert(strcmp(r.examined[5].text, "intel_pstate: status active, hwp_dynamic_boost 0, min_perf_pct absent") == 0);
+        assert(strstr(r.examined[6].text, "nvme-apstd runs with [cpu] pin = busy"));
+        doctor_report_done(&r);
+        /* ... but not when it is not running */
+        s.daemon = DOCTOR_DAEMON_NOT_RUNNING;
+        assert(doctor_examine(&s, &r) == 0 && r.n_findings == 1);
+        doctor_report_done(&r);
+        config_done(&cfg);
+        printf("ok /doctor/cpu\n");
+}
+
+/* The schema, pinned: the JSON of one finding, byte for byte. */
+static void test_json(void) {
+        static const char want[] =
+                "{\n"
+                "  \"version\": 1,\n"
+                "  \"exit_status\": 1,\n"
+                "  \"findings\": [\n"
+                "    {\n"
+                "      \"id\": \"apst-firmware-unsupported\",\n"
+                "      \"subject\": \"nvme0\",\n"
+                "      \"title\": \"nvme0 (INTEL SSDPEKKW256G7, firmware PSF121C) does not support APST (Identify apsta = 0)\",\n"
+                "      \"evidence\": [\n"
+                "        {\n"
+                "          \"source\": \"Identify apsta\",\n"
+                "          \"value\": \"0\"\n"
+                "        },\n"
+                "        {\n"
+                "          \"source\": \"Identify npss\",\n"
+                "          \"value\": \"0\"\n"
+                "        },\n"
+                "        {\n"
+                "          \"source\": \"Identify nvme0 ps0\",\n"
+                "          \"value\": \"operational, enlat 0 µs, exlat 0 µs, max power 9.0000 W\"\n"
+                "        }\n"
+                "      ],\n"
+                "      \"why\": \"Without APST the drive moves to a low-power state only when the host tells it to (Set Features, Power Management), which Linux does not do at run time: it stays in an operational state while idle. Neither the kernel nor nvme-apstd can program anything here.\",\n"
+                "      \"fix\": [\n"
+                "        \"Nothing to configure. Look for a firmware update from the drive's vendor that enables APST; nvme-apstd leaves this controller alone.\"\n"
+                "      ]\n"
+                "    }\n"
+                "  ],\n"
+                "  \"examined\": [\n"
+                "    {\n"
+                "      \"subject\": \"nvme0\",\n"
+                "      \"text\": \"request size: nvme0n1 max_hw_sectors_kb 4096, max_sectors_kb 1280, MDTS allows any size; the driver 4096 KiB\"\n"
+                "    }\n"
+                "  ],\n"
+                "  \"skipped\": [\n"
+                "    {\n"
+                "      \"subject\": \"cpu\",\n"
+                "      \"text\": \"CPU frequency: no cpufreq in sysfs (a VM or container?)\",\n"
+                "      \"error\": false\n"
+                "    }\n"
+                "  ]\n"
+                "}";
+        Config cfg = parse("");
+        ApstTable off = {};
+        DoctorCtrl d = ctrl_with(&off);
+        DoctorSnapshot s;
+        DoctorReport r;
+        _cleanup_free_ char *json = NULL, *text = NULL;
+
+        d.id.apst_supported = false;
+        (void) snprintf(d.id.firmware, sizeof d.id.firmware, "PSF121C");
+        d.id.npss = 0;
+        memset(&d.id.psd[1], 0, sizeof d.id.psd - sizeof d.id.psd[0]);
+        d.id.psd[0] = (IdPsd) { .max_power_uw = 9000000 };
+        d.table_error = -ENOMSG;
+        s = snapshot(&cfg, &d);
+        assert(doctor_examine(&s, &r) == 0);
+        assert(doctor_format_json(&r, &json) == 0);
+        if (strcmp(json, want) != 0) {
+                fprintf(stderr, "got:\n%s\n", json);
+                assert(false);
+        }
+        assert(doctor_format_text(&r, &text) == 0);
+        assert(strncmp(text, "[apst-firmware-unsupported] nvme0: nvme0 (INTEL SSDPEKKW256G7", 61) == 0);
+        assert(strstr(text, "\n  seen:\n    Identify apsta = 0\n"));
+        assert(strstr(text, "\n1 finding.\n"));
+        doctor_report_done(&r);
+        doctor_report_done(&r);
+        config_done(&cfg);
+        printf("ok /doctor/json\n");
+}
+
+int main(void) {
+        load_intel();
+        test_ids();
+        test_kernel_log_filter();
+        test_exit_status();
+        test_quirk();
+        test_pm_qos_zero();
+        test_table_differs();
+        test_over_budget_device_section();
+        test_request_size_thresholds();
+        test_cpu();
+        test_json();
+        return 0;
+}

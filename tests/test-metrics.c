@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The metrics module: the exact text for a known state (names, HELP/TYPE,
+ * units, label escaping), empty state, determinism, the writer's
+ * write-on-change, and the errors of a missing or unwritable directory.
+ * With "print" as argument it prints a full example for promtool
+ * (tests/test-metrics-promtool.sh).
+ */
+#undef NDEBUG
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "metrics.h"
+
+static const MetricsController example_ctrls[] = {
+        {
+                .name = "nvme0",
+                .model = "INTEL SSDPEKKW256G7",
+                .firmware = "PSF121C",
+                .policy = "budget",
+                .table = "ps3@100ms\xe2\x86\x92ps4@2000ms",
+                .max_latency_us = 100000,
+                .worst_wake_us = 12000,
+                .table_writes = 3,
+                .kernel_overwrites = 2,
+                .errors = 1,
+                .have_watcher = true,
+                .observed_ios = 1234567,
+                .observed_stall_us = 430000,
+                .have_energy = true,
+                .energy_joules = 812.25,
+                .kernel_energy_joules = 640.5,
+        },
+        {
+                /* a hostile model string: quote, backslash, newline, invalid UTF-8 */
+                .name = "nvme1",
+                .model = "A \"B\" C\\D\nE\xff",
+                .firmware = NULL,
+                .policy = "unmanaged",
+                .table = "off",
+        },
+};
+
+static const MetricsCpuPolicy example_policies[] = {
+        { .policy = 0, .cpus = "0-3", .pinned = true },
+        { .policy = 4, .cpus = "4-7", .pinned = false },
+};
+
+static const MetricsState example = {
+        .start_time_seconds = 1764572400.25,
+        .config_reloads = 2,
+        .config_reload_failures = 1,
+        .controllers = example_ctrls,
+        .n_controllers = ELEMENTSOF(example_ctrls),
+        .cpu_policies = example_policies,
+        .n_cpu_policies = ELEMENTSOF(example_policies),
+};
+
+static const char example_text[] =
+        "# HELP nvme_apstd_start_time_seconds Start time of the daemon, seconds since the Unix epoch.\n"
+        "# TYPE nvme_apstd_start_time_seconds gauge\n"
+        "nvme_apstd_start_time_seconds 1764572400.250\n"
+        "# HELP nvme_apstd_config_reloads_total Configuration reloads that took effect.\n"
+        "# TYPE nvme_apstd_config_reloads_total counter\n"
+        "nvme_apstd_config_reloads_total 2\n"
+        "# HELP nvme_apstd_config_reload_failures_total Configuration reloads rejected (the running configuration was kept).\n"
+        "# TYPE nvme_apstd_config_reload_failures_total counter\n"
+        "nvme_apstd_config_reload_failures_total 1\n"
+        "# HELP nvme_apstd_controller_info NVMe controller seen by the daemon: model, firmware, APST policy and the table in force (value 1).\n"
+        "# TYPE nvme_apstd_controller_info gauge\n"
+        "nvme_apstd_controller_info{controller=\"nvme0\",model=\"INTEL SSDPEKKW256G7\",firmware=\"PSF121C\",policy=\"budget\",table=\"ps3@100ms\xe2\x86\x92ps4@2000ms\"} 1\n"
+        "nvme_apstd_controller_info{controller=\"nvme1\",model=\"A \\\"B\\\" C\\\\D\\nE?\",firmware=\"\",policy=\"unmanaged\",table=\"off\"} 1\n"
+        "# HELP nvme_apstd_max_latency_seconds Latency budget that applies to the controller (max_latency_us).\n"
+        "# TYPE nvme_apstd_max_latency_seconds gauge\n"
+        "nvme_apstd_max_latency_seconds{controller=\"nvme0\"} 0.100000\n"
+        "nvme_apstd_max_latency_seconds{controller=\"nvme1\"} 0.000000\n"
+        "# HELP nvme_apstd_worst_wake_seconds Longest wait a command can see under the table in force (entry + exit latency, 0 = APST off).\n"
+        "# TYPE nvme_apstd_worst_wake_seconds gauge\n"
+        "nvme_apstd_worst_wake_seconds{controller=\"nvme0\"} 0.012000\n"
+        "nvme_apstd_worst_wake_seconds{controller=\"nvme1\"} 0.000000\n"
+        "# HELP nvme_apstd_table_writes_total APST tables written (Set Features 0x0C that succeeded).\n"
+        "# TYPE nvme_apstd_table_writes_total counter\n"
+        "nvme_apstd_table_writes_total{controller=\"nvme0\"} 3\n"
+        "nvme_apstd_table_writes_total{controller=\"nvme1\"} 0\n"
+        "# HELP nvme_apstd_kernel_overwrites_total Times the table written was found replaced by the kernel (reset, resume).\n"
+        "# TYPE nvme_apstd_kernel_overwrites_total counter\n"
+        "nvme_apstd_kernel_overwrites_total{controller=\"nvme0\"} 2\n"
+        "nvme_apstd_kernel_overwrites_total{controller=\"nvme1\"} 0\n"
+        "# HELP nvme_apstd_errors_total Failed admin commands and table verifications.\n"
+        "# TYPE nvme_apstd_errors_total counter\n"
+        "nvme_apstd_errors_total{controller=\"nvme0\"} 1\n"
+        "nvme_apstd_errors_total{controller=\"nvme1\"} 0\n"
+        "# HELP nvme_apstd_observed_ios_total I/Os completed on the controller's namespaces, as the I/O watcher saw them.\n"
+        "# TYPE nvme_apstd_observed_ios_total counter\n"
+        "nvme_apstd_observed_ios_total{controller=\"nvme0\"} 1234567\n"
+        "# HELP nvme_apstd_observed_stall_seconds_total Time the I/O watcher attributes to commands waiting for the drive to wake.\n"
+        "# TYPE nvme_apstd_observed_stall_seconds_total counter\n"
+        "nvme_apstd_observed_stall_seconds_total{controller=\"nvme0\"} 0.430000\n"
+        "# HELP nvme_apstd_estimated_energy_joules_total Estimated energy of the drive since start: table=\"in-force\" with the table in force, table=\"kernel\" had the kernel's table stayed.\n"
+        "# TYPE nvme_apstd_estimated_energy_joules_total counter\n"
+        "nvme_apstd_estimated_energy_joules_total{controller=\"nvme0\",table=\"in-force\"} 812.250\n"
+        "nvme_apstd_estimated_energy_joules_total{controller=\"nvme0\",table=\"kernel\"} 640.500\n"
+        "# HELP nvme_apstd_cpufreq_policy_pinned 1 while the [cpu] settings are in force on the cpufreq policy, else 0.\n"
+        "# TYPE nvme_apstd_cpufreq_policy_pinned gauge\n"
+        "nvme_apstd_cpufreq_policy_pinned{policy=\"policy0\",cpus=\"0-3\"} 1\n"
+        "nvme_apstd_cpufreq_policy_pinned{policy=\"policy4\",cpus=\"4-7\"} 0\n";
+
+static void assert_text(const char *got, const char *want) {
+        if (strcmp(got, want) != 0) {
+                size_t i = 0;
+                while (got[i] && got[i] == want[i])
+                        i++;
+                fprintf(stderr, "differs at byte %zu:\n--- got\n%s\n--- want\n%s\n", i, got + i, want + i);
+                assert(false);
+        }
+}
+
+static void test_format(void) {
+        _cleanup_free_ char *a = NULL, *b = NULL;
+
+        assert(metrics_format(&example, &a) == 0);
+        assert_text(a, example_text);
+        /* deterministic: the writer relies on it */
+        assert(metrics_format(&example, &b) == 0);
+        assert(strcmp(a, b) == 0);
+        printf("ok /metrics/format\n");
+}
+
+static void test_empty(void) {
+        _cleanup_free_ char *t = NULL;
+        const MetricsState s = {};
+        unsigned help = 0, type = 0, samples = 0;
+
+        assert(metrics_format(&s, &t) == 0);
+        /* every family announced, only the daemon-wide ones with samples */
+        for (const char *l = t; *l; l = strchr(l, '\n') + 1) {
+                if (strncmp(l, "# HELP ", 7) == 0)
+                        help++;
+                else if (strncmp(l, "# TYPE ", 7) == 0)
+                        type++;
+                else
+                        samples++;
+        }
+        assert(help == 13 && type == 13);
+        assert(samples == 3);
+        assert(strstr(t, "\nnvme_apstd_start_time_seconds 0.000\n"));
+        printf("ok /metrics/empty\n");
+}
+
+static void test_bad(void) {
+        const MetricsController c = { .name = "" };
+        const MetricsState s = { .controllers = &c, .n_controllers = 1 };
+        char *t = NULL;
+
+        assert(metrics_format(&s, &t) == -EINVAL);
+        assert(!t);
+        printf("ok /metrics/no-name\n");
+}
+
+static char *slurp(const char *path) {
+        static char buf[16384];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t k;
+
+        assert(fd >= 0);
+        k = read(fd, buf, sizeof buf - 1);
+        assert(k >= 0);
+        buf[k] = 0;
+        close(fd);
+        return buf;
+}
+
+static unsigned count_entries(const char *dir) {
+        char cmd[512];
+        FILE *p;
+        unsigned n = 0;
+        int c;
+
+        (void) snprintf(cmd, sizeof cmd, "ls -A '%s'", dir);
+        p = popen(cmd, "re");
+        assert(p);
+        while ((c = fgetc(p)) != EOF)
+                n += c == '\n';
+        pclose(p);
+        return n;
+}
+
+static void test_writer(void) {
+        char dir[] = "/tmp/test-metrics-XXXXXX", path[256], msg[512];
+        MetricsWriter w;
+        MetricsController c = example_ctrls[0];
+        MetricsState s = example;
+        struct stat st;
+        bool new_error;
+
+        assert(mkdtemp(dir));
+        (void) snprintf(path, sizeof path, "%s/nvme-apstd.prom", dir);
+        s.controllers = &c;
+        s.n_controllers = 1;
+
+        assert(metrics_writer_init(&w, path) == 0);
+        assert(metrics_writer_update(&w, &s, &new_error) == 1 && !new_error);
+        assert(strstr(slurp(path), "nvme_apstd_table_writes_total{controller=\"nvme0\"} 3\n"));
+        assert(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644);
+        /* no temporary file left behind */
+        assert(count_entries(dir) == 1);
+
+        /* unchanged: nothing written, even if the file was removed meanwhile (we never look at it) */
+        assert(unlink(path) == 0);
+        assert(metrics_writer_update(&w, &s, NULL) == 0);
+        assert(access(path, F_OK) < 0 && errno == ENOENT);
+
+        /* a kernel reset seen: written again with the new value */
+        c.kernel_overwrites++;
+        c.table_writes++;
+        assert(metrics_writer_update(&w, &s, NULL) == 1);
+        assert(strstr(slurp(path), "nvme_apstd_kernel_overwrites_total{controller=\"nvme0\"} 3\n"));
+        assert(strstr(slurp(path), "nvme_apstd_table_writes_total{controller=\"nvme0\"} 4\n"));
+        s.config_reloads++;
+        assert(metrics_writer_update(&w, &s, NULL) == 1);
+        assert(strstr(slurp(path), "\nnvme_apstd_config_reloads_total 3\n"));
+        assert(unlink(path) == 0);
+        metrics_writer_done(&w);
+        metrics_writer_done(&w);
+
+        /* the directory is missing: one clear error, reported as new once */
+        {
+                char missing[300];
+                (void) snprintf(missing, sizeof missing, "%s/gone/nvme-apstd.prom", dir);
+                assert(metrics_writer_init(&w, missing) == 0);
+                assert(metrics_writer_update(&w, &s, &new_error) == -ENOENT && new_error);
+                assert(metrics_writer_update(&w, &s, &new_error) == -ENOENT && !new_error);
+                metrics_strerror(missing, -ENOENT, msg, sizeof msg);
+                {
+                        char want[512];
+                        (void) snprintf(want, sizeof want, "cannot write %s: directory %s/gone does not exist "
+                                        "(create it, or change [metrics] path)", missing, dir);
+                        assert(strcmp(msg, want) == 0);
+                }
+                /* once the directory exists, the same text is written (a failed write is retried) */
+                {
+                        char gone[300];
+                        (void) snprintf(gone, sizeof gone, "%s/gone", dir);
+                        assert(mkdir(gone, 0755) == 0);
+                        assert(metrics_writer_update(&w, &s, &new_error) == 1 && !new_error);
+                        assert(access(missing, F_OK) == 0);
+                        assert(unlink(missing) == 0 && rmdir(gone) == 0);
+                }
+                metrics_writer_done(&w);
+        }
+
+        /* a directory that cannot be written: chmod for a normal user; root ignores modes, but not sysfs's */
+        {
+                char ro[100], where[300];
+                int r;
+                if (geteuid() != 0) {
+                        (void) snprintf(ro, sizeof ro, "%s/ro", dir);
+                        assert(mkdir(ro, 0555) == 0);
+                        (void) snprintf(where, sizeof where, "%s/nvme-apstd.prom", ro);
+                } else
+                        (void) snprintf(where, sizeof where, "/sys/nvme-apstd-test.prom");
+                assert(metrics_writer_init(&w, where) == 0);
+                r = metrics_writer_update(&w, &s, &new_error);
+                assert(r < 0 && new_error);
+                metrics_strerror(where, r, msg, sizeof msg);
+                fprintf(stderr, "unwritable directory: %d: %s\n", r, msg);
+                assert(r == -EACCES || r == -EROFS || r == -EPERM);
+                assert(strncmp(msg, "cannot write ", 13) == 0 && !strstr(msg, "does not exist"));
+                metrics_writer_done(&w);
+                if (geteuid() != 0)
+                        assert(rmdir(ro) == 0);
+        }
+
+        /* the writer underneath (tested in full in test-util): replaces, keeps the mode */
+        (void) snprintf(path, sizeof path, "%s/x", dir);
+        assert(write_file_atomic(path, "one", 3, 0600) == 0);
+        assert(write_file_atomic(path, "two", 3, 0600) == 0);
+        assert(strcmp(slurp(path), "two") == 0);
+        assert(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
+        assert(unlink(path) == 0);
+        assert(count_entries(dir) == 0);
+        assert(rmdir(dir) == 0);
+        printf("ok /metrics/writer\n");
+}
+
+int main(int argc, char *argv[]) {
+        if (argc > 1 && strcmp(argv[1], "print") == 0) {
+                _cleanup_free_ char *t = NULL;
+                assert(metrics_format(&example, &t) == 0);
+                fputs(t, stdout);
+                return 0;
+        }
+        test_format();
+        test_empty();
+        test_bad();
+        test_writer();
+        return 0;
+}
