@@ -50,10 +50,21 @@ typedef struct ManagerOptions {
 
 typedef struct Manager Manager;
 
+/* What the daemon has done to one controller since it first saw it: what status, the D-Bus API and
+ * the metrics show. Updated by manager_ctrl_sync() only. */
+typedef struct ManagerCtrlStats {
+        uint64_t table_writes;           /* Set Features 0x0C sent and verified (not: found in place) */
+        uint64_t kernel_overwrites;      /* our table found replaced (reset, resume, pm_qos, another tool) */
+        uint64_t errors;                 /* attempts that ended in CONTROLLER_FAILED */
+        uint64_t last_change_usec;       /* CLOCK_REALTIME of the last table write; 0 = none yet */
+        char last_change_reason[64];     /* why: "start", "reset", "resume", "reload", "verify", ... */
+} ManagerCtrlStats;
+
 /* One controller in the daemon: the engine's state and the daemon's bookkeeping around it. */
 typedef struct ManagerCtrl {
         Manager *manager;
         Controller controller;
+        ManagerCtrlStats stats;
         bool failed;               /* the last attempt failed; retried on the next event */
         uint64_t io_count;
         bool io_known;

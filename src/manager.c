@@ -106,14 +106,36 @@ static void manager_ctrl_retry_transient(ManagerCtrl *c, int error, uint16_t nvm
         manager_ctrl_schedule_retry(c);
 }
 
+/* Count what one engine call did, for status, the D-Bus API and the metrics. @prev_written: what we
+ * had written and verified before the call (NULL: nothing yet), to tell an overwrite. */
+static void manager_ctrl_account(ManagerCtrl *c, const char *reason, const ControllerOutcome *o,
+                                 const ApstTable *prev_written) {
+        if (o->result == CONTROLLER_FAILED)
+                c->stats.errors++;
+        if (prev_written && o->apply.have_before && !apst_table_equal(&o->apply.before, prev_written))
+                c->stats.kernel_overwrites++;
+        if ((o->result == CONTROLLER_PROGRAMMED && !o->apply.unchanged) || o->result == CONTROLLER_RESTORED) {
+                struct timespec ts;
+
+                c->stats.table_writes++;
+                if (clock_gettime(CLOCK_REALTIME, &ts) == 0)
+                        c->stats.last_change_usec = (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+                (void) snprintf(c->stats.last_change_reason, sizeof c->stats.last_change_reason, "%s", reason);
+        }
+}
+
 /* Run the engine on one controller and act on the outcome: retry, or remember success. */
 static int manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
         ControllerOutcome o;
         int r;
 
+        bool had_written = c->controller.have_written;
+        ApstTable prev_written = c->controller.written;
+
         if (strcmp(reason, "retry") != 0)
                 c->n_retries = 0;   /* an event: a fresh start */
         r = controller_sync(&c->controller, &c->manager->ctx, reason, &o);
+        manager_ctrl_account(c, reason, &o, had_written ? &prev_written : NULL);
         switch (o.result) {
         case CONTROLLER_NOT_LIVE:
                 manager_ctrl_schedule_retry(c);
@@ -278,8 +300,10 @@ static size_t manager_replan_all(Manager *m) {
                 changed++;
                 if (c->controller.plan.verdict == DEVICE_MANAGE)
                         (void) manager_ctrl_sync(c, "reload");
-                else    /* no longer ours (enable = no): give back what was there */
+                else {  /* no longer ours (enable = no): give back what was there */
                         (void) controller_restore(&c->controller, &m->ctx, "reload", &o);
+                        manager_ctrl_account(c, "reload", &o, NULL);
+                }
         }
         return changed;
 }
