@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,8 +136,10 @@ void manager_metrics_update(Manager *m) {
                         (void) log_error_errno(-ENOMEM, "Metrics: out of memory.");
                         return;
                 }
-                if (clock_gettime(CLOCK_REALTIME, &ts) == 0)
-                        m->metrics->start_time_seconds = (double) ts.tv_sec + (double) (ts.tv_nsec / 1000000) / 1e3;
+                if (clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+                        int64_t ms = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;  /* whole ms: stable text */
+                        m->metrics->start_time_seconds = (double) ms / 1e3;
+                }
         }
         mm = m->metrics;
         if (!metrics_follow_path(m))
