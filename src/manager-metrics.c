@@ -39,9 +39,10 @@ struct ManagerMetrics {
         size_t n_policies;
 };
 
-/* Table and worst wake to report: what we wrote, else what was found on the controller. */
-static void ctrl_table(const Controller *c, char *buf, size_t n, uint32_t *ret_worst) {
-        const ApstTable *t = c->have_written ? &c->written : c->have_original ? &c->original : NULL;
+/* Table and worst wake to report: what we wrote, else what was found on the controller; "unknown"
+ * (worst wake 0) while the last attempt failed: our table may have been replaced and not rewritten. */
+static void ctrl_table(const Controller *c, bool failed, char *buf, size_t n, uint32_t *ret_worst) {
+        const ApstTable *t = failed ? NULL : c->have_written ? &c->written : c->have_original ? &c->original : NULL;
 
         *ret_worst = 0;
         if (!t) {
@@ -159,7 +160,7 @@ void manager_metrics_update(Manager *m) {
         for (size_t i = 0; i < m->n_ctrls; i++) {
                 const ManagerCtrl *c = m->ctrls[i];
 
-                ctrl_table(&c->controller, tables[i], sizeof tables[i], &ctl[i].worst_wake_us);
+                ctrl_table(&c->controller, c->failed, tables[i], sizeof tables[i], &ctl[i].worst_wake_us);
                 ctl[i].name = c->controller.name;
                 ctl[i].model = controller_model(&c->controller);
                 ctl[i].firmware = controller_firmware(&c->controller);

@@ -165,6 +165,7 @@ if scenario == "lifecycle":
         check(value(s, "nvme_apstd_kernel_overwrites_total", controller="nvme0") == 2, "second overwrite counted")
         check(value(s, "nvme_apstd_table_writes_total", controller="nvme0") == 3, "no write counted for the failure")
         check(value(s, "nvme_apstd_errors_total", controller="nvme1") == 0, "nvme1 unaffected")
+        check(info(s, "nvme0").get("table") == "unknown", "table label 'unknown' while the last attempt failed")
         ctl("clear", "nvme0")
         print("---- metrics file ----")
         with open(PROM) as f:
