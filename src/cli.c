@@ -55,25 +55,29 @@ void json_string(FILE *f, const char *s) {
         fputc('"', f);
 }
 
-CliOption cli_common_option(int c, const char *arg, void (*help)(void)) {
-        switch (c) {
-        case 'h':
-                help();
-                return CLI_OPTION_EXIT;
-        case CLI_ARG_VERSION:
-                printf("nvme-apstd %s\n", PACKAGE_VERSION);
-                return CLI_OPTION_EXIT;
-        case CLI_ARG_SYSFS_ROOT:
-                arg_sysfs_root = arg;
-                return CLI_OPTION_HANDLED;
-        case CLI_ARG_DEV_DIR:
-                arg_dev_dir = arg;
-                return CLI_OPTION_HANDLED;
-        case CLI_ARG_PROC_ROOT:
-                arg_proc_root = arg;
-                return CLI_OPTION_HANDLED;
-        default:
-                return CLI_OPTION_NOT_MINE;
+int cli_getopt(int argc, char *argv[], const char *shortopts, const struct option *options, void (*help)(void)) {
+        for (;;) {
+                int c = getopt_long(argc, argv, shortopts, options, NULL);
+
+                switch (c) {
+                case 'h':
+                        help();
+                        return CLI_GETOPT_EXIT;
+                case CLI_ARG_VERSION:
+                        printf("nvme-apstd %s\n", PACKAGE_VERSION);
+                        return CLI_GETOPT_EXIT;
+                case CLI_ARG_SYSFS_ROOT:
+                        arg_sysfs_root = optarg;
+                        break;
+                case CLI_ARG_DEV_DIR:
+                        arg_dev_dir = optarg;
+                        break;
+                case CLI_ARG_PROC_ROOT:
+                        arg_proc_root = optarg;
+                        break;
+                default:
+                        return c;
+                }
         }
 }
 

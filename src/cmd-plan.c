@@ -216,15 +216,7 @@ static int parse_argv(int argc, char *argv[], PlanArgs *a) {
         int c;
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "c:ji:h", options, NULL)) >= 0) {
-                switch (cli_common_option(c, optarg, help)) {
-                case CLI_OPTION_EXIT:
-                        return 0;
-                case CLI_OPTION_HANDLED:
-                        continue;
-                case CLI_OPTION_NOT_MINE:
-                        break;
-                }
+        while ((c = cli_getopt(argc, argv, "c:ji:h", options, help)) >= 0) {
                 switch (c) {
                 case 'c':
                         a->config_path = optarg;
@@ -254,6 +246,8 @@ static int parse_argv(int argc, char *argv[], PlanArgs *a) {
                         return 2;
                 }
         }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
         a->names = argv + optind;
         a->n_names = argc - optind;
         if (a->n_files > 0 && a->n_names > 0) {

@@ -98,15 +98,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
         int c;
 
         optind = 0;   /* a full reset: main.c may have run getopt already */
-        while ((c = getopt_long(argc, argv, "i:t:c:p:w:s:ld:P:e:jh", options, NULL)) >= 0) {
-                switch (cli_common_option(c, optarg, help)) {
-                case CLI_OPTION_EXIT:
-                        return 0;
-                case CLI_OPTION_HANDLED:
-                        continue;
-                case CLI_OPTION_NOT_MINE:
-                        break;
-                }
+        while ((c = cli_getopt(argc, argv, "i:t:c:p:w:s:ld:P:e:jh", options, help)) >= 0) {
                 switch (c) {
                 case 'i':
                         o->id_ctrl = optarg;
@@ -181,6 +173,8 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         abort();
                 }
         }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
         if (optind < argc) {
                 fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, argv[optind]);
                 return -EINVAL;

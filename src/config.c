@@ -82,6 +82,7 @@ struct ConfigKey {
         size_t offset;          /* in ApstParams, DeviceSection or CpuConfig, by section */
         uint32_t min, max;
         unsigned apst_bit;      /* ApstKeyBit for [apst] keys in [device] sections */
+        size_t apst_size;       /* and the size of their field in ApstParams */
 };
 
 typedef struct Parser {
@@ -351,9 +352,10 @@ static int parse_cpus(const ConfigKey *k, const char *v, void *dest, char *reaso
 }
 
 #define APST_KEY(n, fn, field, lo, hi, bit)                                                  \
-        { n, SEC(SECTION_APST) | SEC(SECTION_DEVICE), fn, offsetof(ApstParams, field), lo, hi, bit }
-#define DEVICE_KEY(n, fn, field) { n, SEC(SECTION_DEVICE), fn, offsetof(DeviceSection, field), 0, 0, 0 }
-#define CPU_KEY(n, fn, field, lo, hi) { n, SEC(SECTION_CPU), fn, offsetof(CpuConfig, field), lo, hi, 0 }
+        { n, SEC(SECTION_APST) | SEC(SECTION_DEVICE), fn, offsetof(ApstParams, field), lo, hi, bit, \
+          sizeof(((ApstParams *) NULL)->field) }
+#define DEVICE_KEY(n, fn, field) { n, SEC(SECTION_DEVICE), fn, offsetof(DeviceSection, field), 0, 0, 0, 0 }
+#define CPU_KEY(n, fn, field, lo, hi) { n, SEC(SECTION_CPU), fn, offsetof(CpuConfig, field), lo, hi, 0, 0 }
 
 static const ConfigKey config_keys[] = {
         APST_KEY("policy", parse_policy, policy, 0, 0, APST_KEY_POLICY),
@@ -1042,20 +1044,11 @@ bool config_resolve(const Config *c, const DeviceIdent *dev, ApstParams *ret, co
                 if (!device_matches(d, dev))
                         continue;
 
-                if (d->set & APST_KEY_POLICY)
-                        a.policy = d->apst.policy;
-                if (d->set & APST_KEY_MAX_LATENCY)
-                        a.max_latency_us = d->apst.max_latency_us;
-                if (d->set & APST_KEY_PRIMARY_TIMEOUT)
-                        a.primary_timeout_ms = d->apst.primary_timeout_ms;
-                if (d->set & APST_KEY_SECONDARY_TIMEOUT)
-                        a.secondary_timeout_ms = d->apst.secondary_timeout_ms;
-                if (d->set & APST_KEY_PRIMARY_TOL)
-                        a.primary_latency_tol_us = d->apst.primary_latency_tol_us;
-                if (d->set & APST_KEY_SECONDARY_TOL)
-                        a.secondary_latency_tol_us = d->apst.secondary_latency_tol_us;
-                if (d->set & APST_KEY_FORCE)
-                        a.force = d->apst.force;
+                /* the [apst] keys the section sets, through the key table */
+                for (size_t k = 0; k < ELEMENTSOF(config_keys); k++)
+                        if (config_keys[k].apst_bit & d->set)
+                                memcpy((char *) &a + config_keys[k].offset,
+                                       (const char *) &d->apst + config_keys[k].offset, config_keys[k].apst_size);
 
                 if (ret)
                         *ret = a;
