@@ -31,6 +31,7 @@
 #include "macro.h"
 #include "sim.h"
 #include "trace.h"
+#include "util.h"
 #include "verbs.h"
 
 /* Identify data is 4 KiB binary or ~3 KiB of JSON; 1 MiB is ample and bounded. */
@@ -79,6 +80,34 @@ static void help(void) {
                SIM_P0_DEFAULT_UW / 1e6, (unsigned) (SIM_SERVICE_DEFAULT_NS / 1000));
 }
 
+/* --idle-power-w: 100 W is beyond any NVMe drive's PS0 (the spec's MP tops out at 655 W, real
+ * ones at ~25 W); 1 µW is the model's unit. */
+static int parse_watts(const char *arg, uint32_t *ret_uw) {
+        char *end;
+        double w;
+
+        errno = 0;
+        w = strtod(arg, &end);
+        if (errno != 0 || end == arg || *end != 0 || !isfinite(w) || w < 1e-6 || w > 100) {
+                fprintf(stderr, "%s: --idle-power-w: expected watts in 0.000001..100, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret_uw = (uint32_t) lround(w * 1e6);
+        return 0;
+}
+
+/* --service-us: one second per I/O is far past any drive; the model needs > 0. */
+static int parse_service_us(const char *arg, uint64_t *ret_ns) {
+        uint32_t us;
+
+        if (safe_atou32(arg, &us) < 0 || us == 0 || us > 1000000) {
+                fprintf(stderr, "%s: --service-us: expected microseconds in 1..1000000, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret_ns = (uint64_t) us * 1000;
+        return 0;
+}
+
 static int parse_options(int argc, char *argv[], Options *o) {
         static const struct option options[] = {
                 { "id-ctrl", required_argument, NULL, 'i' },
@@ -117,34 +146,14 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         }
                         o->policy = optarg;
                         break;
-                case 'w': {
-                        char *end;
-                        errno = 0;
-                        double w = strtod(optarg, &end);
-                        /* 100 W is beyond any NVMe drive's PS0 (the spec's MP tops out at 655 W,
-                         * real ones at ~25 W); 1 µW is the model's unit. */
-                        if (errno != 0 || end == optarg || *end != 0 || !isfinite(w) || w < 1e-6 || w > 100) {
-                                fprintf(stderr, "%s: --idle-power-w: expected watts in 0.000001..100, got \"%s\"\n",
-                                        prog, optarg);
+                case 'w':
+                        if (parse_watts(optarg, &o->p0_uw) < 0)
                                 return -EINVAL;
-                        }
-                        o->p0_uw = (uint32_t) lround(w * 1e6);
                         break;
-                }
-                case 's': {
-                        char *end;
-                        errno = 0;
-                        unsigned long long us = strtoull(optarg, &end, 10);
-                        /* one second per I/O is far past any drive; the model needs > 0 */
-                        if (errno != 0 || end == optarg || *end != 0 || optarg[0] == '-' || us == 0 ||
-                            us > 1000000) {
-                                fprintf(stderr, "%s: --service-us: expected microseconds in 1..1000000, got \"%s\"\n",
-                                        prog, optarg);
+                case 's':
+                        if (parse_service_us(optarg, &o->service_ns) < 0)
                                 return -EINVAL;
-                        }
-                        o->service_ns = us * 1000;
                         break;
-                }
                 case 'l':
                         o->closed_loop = true;
                         break;
@@ -382,42 +391,43 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
         }
 }
 
-static int run(const Options *o) {
-        _cleanup_free_ char *id_buf = NULL, *trace_buf = NULL;
-        size_t id_len = 0, trace_len = 0;   /* set by read_full_file() on success; see cmd-plan.c */
-        IdCtrl id;
-        SimDrive d;
-        Trace t = {};
-        TraceError te = {};
-        TraceOptions topts = { .device = o->device, .action = o->event };
-        ApstParams params;
-        ApstTable tables[3];
-        char section[128];
-        int kind, r;
+/* The drive: Identify data from a file, as the model sees it. */
+static int load_drive(const Options *o, IdCtrl *id, SimDrive *d) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;   /* set by read_full_file() on success; see cmd-plan.c */
+        int r;
 
-        r = read_full_file(o->id_ctrl, IDCTRL_FILE_MAX, READ_FULL_ALLOW_STDIN, &id_buf, &id_len);
+        r = read_full_file(o->id_ctrl, IDCTRL_FILE_MAX, READ_FULL_ALLOW_STDIN, &buf, &len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
                 return r;
         }
-        r = idctrl_parse_any(id_buf, id_len, &id);
+        r = idctrl_parse_any(buf, len, id);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: not Identify Controller data (binary or nvme-cli JSON): %s\n", prog,
                         o->id_ctrl, strerror(-r));
                 return r;
         }
-        r = sim_drive_from_idctrl(&id, o->p0_uw, &d);
-        if (r < 0) {
+        r = sim_drive_from_idctrl(id, o->p0_uw, d);
+        if (r < 0)
                 fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
-                return r;
-        }
+        return r;
+}
 
-        r = read_full_file(o->trace, TRACE_FILE_MAX, READ_FULL_ALLOW_STDIN, &trace_buf, &trace_len);
+/* The workload: a trace file (or standard input). */
+static int load_trace(const Options *o, Trace *t) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        TraceError te = {};
+        TraceOptions topts = { .device = o->device, .action = o->event };
+        int r;
+
+        r = read_full_file(o->trace, TRACE_FILE_MAX, READ_FULL_ALLOW_STDIN, &buf, &len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
                 return r;
         }
-        r = trace_parse(trace_buf, trace_len, &topts, &t, &te);
+        r = trace_parse(buf, len, &topts, t, &te);
         if (r == -EBADMSG) {
                 fprintf(stderr, "%s: %s:%zu: %s\n", prog, strcmp(o->trace, "-") == 0 ? "<stdin>" : o->trace,
                         te.line, te.reason);
@@ -427,8 +437,26 @@ static int run(const Options *o) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
                 return r;
         }
-        if (t.n == 0)
+        if (t->n == 0)
                 fprintf(stderr, "%s: %s: warning: no I/O in the trace\n", prog, o->trace);
+        return 0;
+}
+
+static int run(const Options *o) {
+        IdCtrl id;
+        SimDrive d;
+        Trace t = {};
+        ApstParams params;
+        ApstTable tables[3];
+        char section[128];
+        int kind, r;
+
+        r = load_drive(o, &id, &d);
+        if (r < 0)
+                return r;
+        r = load_trace(o, &t);
+        if (r < 0)
+                return r;
 
         r = resolve_policy(o, &id, &params, &kind, section, sizeof section);
         if (r < 0)
