@@ -108,6 +108,19 @@ static int parse_service_us(const char *arg, uint64_t *ret_ns) {
         return 0;
 }
 
+/* After the options: no arguments, and both inputs given. Return: 1 or -EINVAL. */
+static int options_complete(const Options *o, int argc, char *argv[]) {
+        if (optind < argc) {
+                fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, argv[optind]);
+                return -EINVAL;
+        }
+        if (!o->id_ctrl || !o->trace) {
+                fprintf(stderr, "%s: --id-ctrl and --trace are required (see --help)\n", prog);
+                return -EINVAL;
+        }
+        return 1;
+}
+
 static int parse_options(int argc, char *argv[], Options *o) {
         static const struct option options[] = {
                 { "id-ctrl", required_argument, NULL, 'i' },
@@ -184,15 +197,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
         }
         if (c == CLI_GETOPT_EXIT)
                 return 0;
-        if (optind < argc) {
-                fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, argv[optind]);
-                return -EINVAL;
-        }
-        if (!o->id_ctrl || !o->trace) {
-                fprintf(stderr, "%s: --id-ctrl and --trace are required (see --help)\n", prog);
-                return -EINVAL;
-        }
-        return 1;
+        return options_complete(o, argc, argv);
 }
 
 /* Which policy and knobs: the daemon's own decision (device_plan(), as `run`, `apply` and `plan`

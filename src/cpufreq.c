@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CPU frequency policy planning and the recorded-state file (see cpufreq.h).
+ * CPU frequency policy planning and the recorded-state file (see cpufreq-policy.h).
  * Pure: no I/O, no logging; cpupin.c acts and logs.
  */
 
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpufreq.h"
+#include "cpufreq-policy.h"
 #include "macro.h"
 #include "record.h"
 #include "util.h"
