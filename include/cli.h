@@ -24,8 +24,6 @@ int cli_load_config(const char *path, Config *ret);
 /* "8086:f1a5": exactly four hex digits, ':', four hex digits. Return 0 or -EINVAL. */
 int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device);
 
-/* Write @s as a JSON string literal (with quotes). */
-void json_string(FILE *f, const char *s);
 
 /* Where the daemon and apply look for sysfs and device nodes (overridable for tests). */
 extern const char *arg_sysfs_root;

@@ -40,21 +40,6 @@ int cli_load_config(const char *path, Config *ret) {
         return 0;
 }
 
-void json_string(FILE *f, const char *s) {
-        fputc('"', f);
-        for (const unsigned char *p = (const unsigned char *) s; p && *p; p++) {
-                if (*p == '"' || *p == '\\')
-                        fprintf(f, "\\%c", *p);
-                else if (*p < 0x20 || *p == 0x7f)
-                        fprintf(f, "\\u%04x", *p);
-                /* bytes >= 0x80 are passed through: JSON text is UTF-8, and only our own
-                 * messages ("–", "→") contain any; strings from drives are sanitised to ASCII */
-                else
-                        fputc(*p, f);
-        }
-        fputc('"', f);
-}
-
 int cli_getopt(int argc, char *argv[], const char *shortopts, const struct option *options, void (*help)(void)) {
         for (;;) {
                 int c = getopt_long(argc, argv, shortopts, options, NULL);
