@@ -107,15 +107,7 @@ int verb_apply(int argc, char *argv[]) {
         };
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0) {
-                switch (cli_common_option(c, optarg, help)) {
-                case CLI_OPTION_EXIT:
-                        return 0;
-                case CLI_OPTION_HANDLED:
-                        continue;
-                case CLI_OPTION_NOT_MINE:
-                        break;
-                }
+        while ((c = cli_getopt(argc, argv, "c:h", options, help)) >= 0) {
                 switch (c) {
                 case 'c':
                         config_path = optarg;
@@ -124,6 +116,8 @@ int verb_apply(int argc, char *argv[]) {
                         return 2;
                 }
         }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
 
         r = cli_load_config(config_path, &cfg);
         if (r < 0)

@@ -137,7 +137,7 @@ grep -q '"verdict": "disabled"' "$tmp/plan-off.json" && grep -q '"section": "int
 checks=$((checks + 1))
 "$bin" simulate --json -c "$tmp/off.conf" -i "$intel_bin" -t "$tmp/tiny.txt" >"$tmp/sim-off.json" 2>"$tmp/err" ||
         fail "simulate, enable = no: $(cat "$tmp/err")"
-grep -q '"policy":"kernel","config_section":"intel"' "$tmp/sim-off.json" ||
+grep -q '^"policy":"kernel",$' "$tmp/sim-off.json" && grep -q '^"config_section":"intel",$' "$tmp/sim-off.json" ||
         fail "simulate, enable = no: the chosen row is not the kernel's table: $(grep '"policy"' "$tmp/sim-off.json")"
 checks=$((checks + 1))
 "$bin" plan --json -c "$tmp/zero.conf" -i "$intel_bin" >"$tmp/plan-zero.json" 2>"$tmp/err" ||
@@ -149,7 +149,7 @@ checks=$((checks + 1))
 "$bin" simulate --json -c "$tmp/zero.conf" -i "$intel_bin" -t "$tmp/tiny.txt" >"$tmp/sim-zero.json" 2>"$tmp/err" ||
         fail "simulate, max_latency_us = 0: $(cat "$tmp/err")"
 # APST off: the chosen policy's first programmed table has APSTE clear, and it spends what "none" spends
-grep -q '"policy":"budget","config_section":"intel"' "$tmp/sim-zero.json" &&
+grep -q '^"policy":"budget",$' "$tmp/sim-zero.json" && grep -q '^"config_section":"intel",$' "$tmp/sim-zero.json" &&
         [ "$(field "$tmp/sim-zero.json" budget energy_j)" = "$(field "$tmp/sim-zero.json" none energy_j)" ] ||
         fail "simulate, max_latency_us = 0 in [device intel]: budget is not APST off"
 
