@@ -59,7 +59,10 @@ static int apply_one(const ControllerContext *ctx, const SysCtrl *sys) {
                 return o.error;
         case CONTROLLER_FAILED:
                 break;
-        default:
+        case CONTROLLER_PLANNED:   /* not in CONTROLLER_MODE_APPLY */
+        case CONTROLLER_RESTORED:
+        case _CONTROLLER_RESULT_MAX:
+        case _CONTROLLER_RESULT_INVALID:
                 return r < 0 ? r : -EINVAL;
         }
         switch (o.failed_step) {
@@ -79,7 +82,10 @@ static int apply_one(const ControllerContext *ctx, const SysCtrl *sys) {
                        : res->dirty                          ? "; previous table written back, but not verified"
                                                              : "; previous table put back");
                 break;
-        default:
+        case CONTROLLER_STEP_PLAN:
+        case CONTROLLER_STEP_NONE:
+        case _CONTROLLER_STEP_MAX:
+        case _CONTROLLER_STEP_INVALID:
                 printf("%s: FAILED (cannot plan: %s)\n", c.name, strerror(-o.error));
                 break;
         }
