@@ -74,6 +74,18 @@ typedef struct SimDrive {
  */
 int sim_drive_from_idctrl(const IdCtrl *id, uint32_t p0_fallback_uw, SimDrive *ret);
 
+/* A drive that wakes slower than it says: exit latencies a multiple of the advertised ones. */
+#define SIM_EXLAT_SCALE_MAX 100.0
+
+/**
+ * sim_drive_scale_exlat() - make every state's real exit latency @scale times the
+ * advertised one (rounded to µs, capped at UINT32_MAX). The policies still plan
+ * from the Identify data, so this is a drive that lies about its wake-up: the
+ * seed drive's ps4 took ~3x its advertised exit latency (doc/simulator.md).
+ * Return: 0, or -EINVAL unless 0 < @scale <= SIM_EXLAT_SCALE_MAX (1 = honest).
+ */
+int sim_drive_scale_exlat(SimDrive *d, double scale);
+
 /**
  * sim_table_check() - can the model follow this table on this drive?
  *

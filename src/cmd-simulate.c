@@ -46,6 +46,7 @@ typedef struct Options {
         uint32_t p0_uw;
         ApstPlatform platform;       /* PCI ids from --pci; DMI unknown */
         uint64_t service_ns;
+        double exlat_scale;          /* real exit latency / advertised; 1 = honest drive */
         bool closed_loop, json;
 } Options;
 
@@ -65,6 +66,8 @@ static void help(void) {
                "  -p --policy NAME      budget (default), kernel or none; overrides the config\n"
                "  -w --idle-power-w W   PS0 idle power when the drive reports none (default %.1f)\n"
                "  -s --service-us US    time to serve one I/O (default %u)\n"
+               "  -x --exlat-scale X    the drive really wakes X times slower than it advertises\n"
+               "                        (policies still plan from the advertised latencies)\n"
                "  -l --closed-loop      each I/O waits for the previous one (one synchronous job):\n"
                "                        lateness shifts every later I/O\n"
                "  -P --pci VVVV:DDDD    the drive's PCI vendor:device, for the kernel's quirks and\n"
@@ -86,6 +89,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 { "idle-power-w", required_argument, NULL, 'w' },
                 { "service-us", required_argument, NULL, 's' },
                 { "closed-loop", no_argument, NULL, 'l' },
+                { "exlat-scale", required_argument, NULL, 'x' },
                 { "device", required_argument, NULL, 'd' },
                 { "pci", required_argument, NULL, 'P' },
                 { "event", required_argument, NULL, 'e' },
@@ -96,7 +100,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
         int c;
 
         optind = 0;   /* a full reset: main.c may have run getopt already */
-        while ((c = getopt_long(argc, argv, "i:t:c:p:w:s:ld:P:e:jh", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "i:t:c:p:w:s:lx:d:P:e:jh", options, NULL)) >= 0) {
                 switch (cli_common_option(c, optarg, help)) {
                 case CLI_OPTION_EXIT:
                         return 0;
@@ -154,6 +158,19 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 case 'l':
                         o->closed_loop = true;
                         break;
+                case 'x': {
+                        char *end;
+                        errno = 0;
+                        double x = strtod(optarg, &end);
+                        if (errno != 0 || end == optarg || *end != 0 || !isfinite(x) || x <= 0 ||
+                            x > SIM_EXLAT_SCALE_MAX) {
+                                fprintf(stderr, "%s: --exlat-scale: expected a factor in (0, %g], got \"%s\"\n", prog,
+                                        SIM_EXLAT_SCALE_MAX, optarg);
+                                return -EINVAL;
+                        }
+                        o->exlat_scale = x;
+                        break;
+                }
                 case 'd':
                         o->device = optarg;
                         break;
@@ -309,8 +326,8 @@ static void print_json(const Options *o, const IdCtrl *id, const SimDrive *d, co
         fprintf(f, ",\"format\":\"%s\",\"ios\":%zu", trace_format_to_string(t->format), t->n);
         if (t->format == TRACE_FORMAT_BLKPARSE)
                 fprintf(f, ",\"device\":\"%s\",\"event\":\"%c\"", t->device, t->action);
-        fprintf(f, "},\n\"model\":{\"service_us\":%.3f,\"closed_loop\":%s},\n", (double) o->service_ns / 1e3,
-                o->closed_loop ? "true" : "false");
+        fprintf(f, "},\n\"model\":{\"service_us\":%.3f,\"closed_loop\":%s,\"exlat_scale\":%g},\n",
+                (double) o->service_ns / 1e3, o->closed_loop ? "true" : "false", o->exlat_scale);
         fprintf(f, "\"policy\":\"%s\",\"config_section\":", chosen);
         if (section[0])
                 json_string(f, section);
@@ -363,8 +380,10 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
                (double) span * 1e-9);
         if (t->format == TRACE_FORMAT_BLKPARSE)
                 printf(" (device %s, %c events)", t->device, t->action);
-        printf("\nModel:  %.0f µs per I/O, %s loop\n", (double) o->service_ns / 1e3,
-               o->closed_loop ? "closed" : "open");
+        printf("\nModel:  %.0f µs per I/O, %s loop", (double) o->service_ns / 1e3, o->closed_loop ? "closed" : "open");
+        if (o->exlat_scale != 1.0)
+                printf(", exit latencies %g x the advertised ones", o->exlat_scale);
+        printf("\n");
         apst_describe(chosen_table, id, desc, sizeof desc);
         printf("Policy: %s%s%s%s: %s\n\n", chosen, section[0] ? " (config section " : "", section,
                section[0] ? ")" : "", desc);
@@ -413,6 +432,8 @@ static int run(const Options *o) {
                 return r;
         }
         r = sim_drive_from_idctrl(&id, o->p0_uw, &d);
+        if (r >= 0)
+                r = sim_drive_scale_exlat(&d, o->exlat_scale);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
                 return r;
@@ -491,7 +512,7 @@ finish:
 }
 
 int verb_simulate(int argc, char *argv[]) {
-        Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS };
+        Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS, .exlat_scale = 1.0 };
         int r;
 
         r = parse_options(argc, argv, &o);

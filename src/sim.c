@@ -63,6 +63,16 @@ int sim_drive_from_idctrl(const IdCtrl *id, uint32_t p0_fallback_uw, SimDrive *r
         return 0;
 }
 
+int sim_drive_scale_exlat(SimDrive *d, double scale) {
+        if (!(scale > 0 && scale <= SIM_EXLAT_SCALE_MAX))   /* also refuses NaN */
+                return -EINVAL;
+        for (unsigned i = 0; i <= d->npss && i < APST_ENTRIES; i++) {
+                double x = (double) d->ps[i].exlat_us * scale + 0.5;
+                d->ps[i].exlat_us = x >= (double) UINT32_MAX ? UINT32_MAX : (uint32_t) x;
+        }
+        return 0;
+}
+
 int sim_table_check(const SimDrive *d, const ApstTable *t) {
         if (!t->apste)
                 return 0;

@@ -92,6 +92,24 @@ else
         fail "simulate --pci exited $?"
 fi
 
+# A drive that wakes 3x slower than it says: the kernel's table is the same (it plans from the
+# advertised 10 ms), but io2 now waits 30 ms for ps4's exit; the optimum still wakes in time.
+out=$tmp/lie.json
+checks=$((checks + 1))
+if "$bin" simulate --id-ctrl "$intel_bin" --trace "$tmp/tiny.txt" --idle-power-w 0.2 --exlat-scale 3 \
+        --json >"$out"; then
+        expect "$out" kernel stall_s 0.03
+        expect "$out" kernel max 0.03
+        expect "$out" none stall_s 0
+        grep -q '"exlat_scale":3' "$out" || fail "--exlat-scale: not in the model"
+else
+        fail "simulate --exlat-scale exited $?"
+fi
+checks=$((checks + 1))
+"$bin" simulate -i "$intel_bin" -t "$tmp/tiny.txt" --exlat-scale 0 >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "bad --exlat-scale: rc $rc"
+
 # The trace from standard input, and the human table
 checks=$((checks + 1))
 if ! "$bin" simulate -i "$intel_bin" -t - <"$tmp/tiny.txt" | grep -q '^kernel '; then
