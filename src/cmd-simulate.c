@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "adapt.h"
 #include "apst.h"
 #include "config-build.h"
 #include "config.h"
@@ -63,7 +64,7 @@ static void help(void) {
                "                        text output; - reads standard input\n"
                "  -c --config FILE      nvme-apstd.conf to take the policy and its knobs from\n"
                "                        (the drive is matched as controller \"sim0\")\n"
-               "  -p --policy NAME      budget (default), kernel or none; overrides the config\n"
+               "  -p --policy NAME      budget (default), kernel, adaptive or none; overrides the config\n"
                "  -w --idle-power-w W   PS0 idle power when the drive reports none (default %.1f)\n"
                "  -s --service-us US    time to serve one I/O (default %u)\n"
                "  -x --exlat-scale X    the drive really wakes X times slower than it advertises\n"
@@ -121,7 +122,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         break;
                 case 'p':
                         if (strcmp(optarg, "none") != 0 && apst_policy_from_string(optarg) < 0) {
-                                fprintf(stderr, "%s: --policy: expected budget, kernel or none, got \"%s\"\n",
+                                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n",
                                         prog, optarg);
                                 return -EINVAL;
                         }
@@ -248,7 +249,7 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                 else {
                         ApstPolicyKind k = apst_policy_from_string(o->policy);
                         if (k < 0) {
-                                fprintf(stderr, "%s: --policy: expected budget, kernel or none, got \"%s\"\n",
+                                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n",
                                         prog, o->policy);
                                 return -EINVAL;
                         }
@@ -480,8 +481,18 @@ static int run(const Options *o) {
         size_t done = 0;
         for (; done < 3; done++) {
                 SimPolicy pol;
+                Adapt adapt;
                 rows[done].name = names[done];
                 sim_policy_static(&pol, names[done], &tables[done]);
+                if (done == 0 && kind == APST_POLICY_ADAPTIVE) {
+                        /* The daemon's own decision code, fed the counters it would read. */
+                        r = adapt_init(&adapt, &id, &o->platform, &params, 0, &tables[0]);
+                        if (r < 0) {
+                                fprintf(stderr, "%s: adaptive policy: %s\n", prog, strerror(-r));
+                                goto free_rows;
+                        }
+                        adapt_sim_policy(&pol, &adapt);
+                }
                 r = sim_run(&d, t.io, t.n, &sp, &pol, &rows[done].res);
                 if (r < 0) {
                         fprintf(stderr, "%s: simulating %s: %s\n", prog, names[done], strerror(-r));
