@@ -61,6 +61,7 @@ typedef struct WatchReport {
          * and holds at most WATCH_SMALL_IOS I/Os (small = true); else 0 */
         double wake_ms;
         bool small;
+        uint64_t wake_gap_ns;      /* with small: the idle gap that wake followed (0 = unknown) */
         uint64_t next_ns;          /* when to read next */
 } WatchReport;
 
@@ -70,6 +71,8 @@ typedef struct Watch {
         WatchStat last;
         bool prev_active;
         bool seen_active;
+        bool wake_pending;            /* a gap ended, its I/O has not completed yet */
+        uint64_t pending_gap_ns;
         uint64_t last_active_mid_ns;  /* middle of the last interval with activity */
         uint64_t last_active_ns;      /* end of it */
         uint64_t next_ns;

@@ -215,9 +215,9 @@ static void search(Search *s, unsigned next_chain, unsigned next_grid, double re
 static void update_exlat_factor(Adapt *a, const WatchReport *r) {
         double e, stall;
 
-        if (!r->small || r->gap_ns == 0)
+        if (!r->small || r->wake_gap_ns == 0)
                 return;
-        gap_cost(a, &a->current, (double) r->gap_ns, 1.0, &e, &stall);
+        gap_cost(a, &a->current, (double) r->wake_gap_ns, 1.0, &e, &stall);
         if (stall <= 0)
                 return;
         /* Decay the evidence like the watcher's statistics, so a firmware update that
@@ -260,8 +260,13 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
         s.limit_ns = MIN(elapsed * a->budget_cpct / 10000.0, k_s);
         /* Also a drive that stalls more than its advertised latencies explain: the observed
          * wake cost counts against the table in force. */
-        overrun = cur_s > s.limit_ns * 1.05 + 1e-3 ||
+        /* Slack of a tenth of the budget, so gaps that hover around a threshold do not
+         * make the limit flip the table back and forth. */
+        overrun = cur_s > s.limit_ns * 1.25 + elapsed * a->budget_cpct / 100000.0 ||
                   watch_stall_fraction(&a->watch) > 1.5 * a->budget_cpct / 10000.0 + 1e-6;
+        /* A band: a new table must fit in 80% of the limit, the one in force is kept up to
+         * 125% (plus a tenth of the budget), so the limit's noise does not flip tables. */
+        s.limit_ns *= 0.8;
         search(&s, 0, 0, 0);
         if (!s.found || chain_equal(&s.best, &a->current))
                 return 0;

@@ -174,19 +174,28 @@ void watch_feed(Watch *w, uint64_t now_ns, const WatchStat *st, WatchReport *ret
                         add_gaps(w, (double) inner, span / (inner + (w->prev_active ? 0 : 1)));
         }
 
+        /* The I/O that ended a gap may complete only in a later interval (it was in flight at
+         * the reading): its ticks, wake-up included, land there. */
         if (dios > 0) {
                 double per = (double) dticks / (double) dios;
-                if (w->prev_active) {
-                        /* The drive was awake: what an I/O costs without a wake-up. */
-                        w->baseline_ms = w->have_baseline ? 0.9 * w->baseline_ms + 0.1 * per : per;
-                        w->have_baseline = true;
-                } else if (dios <= WATCH_SMALL_IOS) {
+                bool after_gap = !w->prev_active || w->wake_pending;
+                if (after_gap && dios <= WATCH_SMALL_IOS) {
                         double wake = (double) dticks - (double) dios * w->baseline_ms;
                         r.small = true;
                         r.wake_ms = wake > 0 ? wake : 0;
+                        r.wake_gap_ns = w->wake_pending ? w->pending_gap_ns : r.gap_ns;
                         w->wake_ms += r.wake_ms;
                         w->total_wake_ms += r.wake_ms;
+                } else if (!after_gap && w->last.in_flight == 0) {
+                        /* The drive was awake and these I/Os all started in this interval:
+                         * what an I/O costs without a wake-up. */
+                        w->baseline_ms = w->have_baseline ? 0.9 * w->baseline_ms + 0.1 * per : per;
+                        w->have_baseline = true;
                 }
+                w->wake_pending = false;
+        } else if (arrivals > 0 && !w->prev_active) {
+                w->wake_pending = true;
+                w->pending_gap_ns = r.gap_ns;
         }
 
         if (active) {
