@@ -257,16 +257,18 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
         chain_score(a, &a->kernel, a->exlat_factor, &k_e, &k_s);
         chain_score(a, &a->current, a->exlat_factor, &cur_e, &cur_s);
         s = (Search) { .a = a, .xf = a->exlat_factor };
-        s.limit_ns = MIN(elapsed * a->budget_cpct / 10000.0, k_s);
+        double budget_ns = elapsed * a->budget_cpct / 10000.0;
+        s.limit_ns = MIN(budget_ns, k_s);
         /* Also a drive that stalls more than its advertised latencies explain: the observed
          * wake cost counts against the table in force. */
         /* Slack of a tenth of the budget, so gaps that hover around a threshold do not
          * make the limit flip the table back and forth. */
-        overrun = cur_s > s.limit_ns * 1.25 + elapsed * a->budget_cpct / 100000.0 ||
+        overrun = cur_s > s.limit_ns * 1.25 + budget_ns / 10 ||
                   watch_stall_fraction(&a->watch) > 1.5 * a->budget_cpct / 10000.0 + 1e-6;
-        /* A band: a new table must fit in 80% of the limit, the one in force is kept up to
-         * 125% (plus a tenth of the budget), so the limit's noise does not flip tables. */
-        s.limit_ns *= 0.8;
+        /* A band: a new table must fit in 80% of the budget (and the kernel's cost), the one
+         * in force is kept up to 125% of its limit plus a tenth of the budget, so the noise
+         * of the estimates does not flip tables. */
+        s.limit_ns = MIN(0.8 * budget_ns, k_s);
         search(&s, 0, 0, 0);
         if (!s.found || chain_equal(&s.best, &a->current))
                 return 0;
