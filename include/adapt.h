@@ -27,7 +27,7 @@
 #define ADAPT_MAX_STEPS 3u
 #define ADAPT_DECIDE_NS UINT64_C(2000000000)        /* think at most every 2 s */
 #define ADAPT_RATE_LIMIT_NS UINT64_C(20000000000)   /* reprogram for energy at most every 20 s */
-#define ADAPT_FIX_NS UINT64_C(5000000000)           /* ... for a stall overrun at most every 5 s */
+#define ADAPT_FIX_NS UINT64_C(2000000000)           /* ... for a stall overrun at most every 2 s */
 #define ADAPT_MIN_GAIN 0.10                         /* idle energy saved, to be worth a command */
 #define ADAPT_WARMUP_GAPS 8.0                       /* gaps seen before the first decision */
 

@@ -56,14 +56,14 @@ typedef struct ApstParams {
         uint32_t secondary_latency_tol_us; /* default 100000 */
         bool force;                        /* default false; true overrides the quirk list like force_apst */
         /* adaptive: the share of elapsed time I/O may spend waiting for wake-ups, in
-         * hundredths of a percent (200 = 2%); 0 = no wake-up may cost anything. */
+         * hundredths of a percent (100 = 1%); 0 = no wake-up may cost anything. */
         uint32_t stall_budget_cpct;
 } ApstParams;
 
-/* 2% of elapsed time: the seed job (13 s of sporadic small writes) may lose at most
- * 260 ms to wake-ups, not the 430 ms (3.3%) it lost on its drive; on the benchmark this
- * keeps the adaptive policy's total wake delay below the kernel's (doc/policy.md). */
-#define APST_STALL_BUDGET_DEFAULT_CPCT 200u
+/* 1% of elapsed time: the seed job (13 s of sporadic small writes) may lose at most
+ * 130 ms to wake-ups, not the 430 ms (3.3%) it lost on its drive; on the benchmark this
+ * keeps the adaptive policy's total wake delay at 0.44x the kernel's (doc/policy.md). */
+#define APST_STALL_BUDGET_DEFAULT_CPCT 100u
 #define APST_STALL_BUDGET_MAX_CPCT 10000u
 
 #define APST_PARAMS_DEFAULT                                                             \

@@ -27,7 +27,7 @@
 #define NS_PER_US 1000.0
 #define EXLAT_FACTOR_MAX 20.0
 /* Advertised wake cost the factor needs before it moves: a few wake-ups' worth. */
-#define EXLAT_EVIDENCE_MS 20.0
+#define EXLAT_EVIDENCE_MS 5.0
 
 static const uint32_t grid_ms[] = { 1,   2,   5,    10,   20,   35,   50,   75,    100,   150,  200,
                                     300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 30000 };
@@ -263,10 +263,10 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
          * wake cost counts against the table in force. */
         /* Slack of a tenth of the budget, so gaps that hover around a threshold do not
          * make the limit flip the table back and forth. */
-        overrun = cur_s > s.limit_ns * 1.25 + budget_ns / 10 ||
+        overrun = cur_s > s.limit_ns * 1.1 + budget_ns / 20 ||
                   watch_stall_fraction(&a->watch) > 1.5 * a->budget_cpct / 10000.0 + 1e-6;
         /* A band: a new table must fit in 80% of the budget (and the kernel's cost), the one
-         * in force is kept up to 125% of its limit plus a tenth of the budget, so the noise
+         * in force is kept up to 110% of its limit plus 5% of the budget, so the noise
          * of the estimates does not flip tables. */
         s.limit_ns = MIN(0.8 * budget_ns, k_s);
         search(&s, 0, 0, 0);
@@ -275,7 +275,10 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
         if (overrun) {
                 if (now_ns - a->last_program_ns < ADAPT_FIX_NS || s.best_s >= cur_s)
                         return 0;
-        } else if (now_ns - a->last_program_ns < ADAPT_RATE_LIMIT_NS || s.best_e > (1.0 - ADAPT_MIN_GAIN) * cur_e)
+        } else if ((a->programs > 0 && now_ns - a->last_program_ns < ADAPT_RATE_LIMIT_NS) ||
+                   s.best_e > (1.0 - ADAPT_MIN_GAIN) * cur_e)
+                /* The first change after the start table needs no wait: the start table is the
+                 * cautious guess, the first estimate is already better informed. */
                 return 0;
 
         AdaptDecision d = {

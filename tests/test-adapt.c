@@ -189,11 +189,15 @@ static void test_seed(void) {
                 double dur = (double) o.adaptive.duration_ns;
                 /* The kernel's table (ps4 after 100 ms) wakes from ps4 on every write. */
                 CHECK(o.kernel.wakeups[4] >= n - 2);
-                /* Adaptive keeps the job's added time within the 2% budget and well under the kernel's. */
-                CHECK((double) o.adaptive.added_wall_ns <= 0.02 * dur);
+                /* Adaptive keeps the job's added time within the budget (default 1%; the lying
+                 * drive is caught after a few wake-ups) and well under the kernel's. */
+                CHECK((double) o.adaptive.added_wall_ns <= APST_STALL_BUDGET_DEFAULT_CPCT / 10000.0 * dur);
                 CHECK(o.adaptive.stall_ns * 2 <= o.kernel.stall_ns);
-                /* ... while still sleeping between the writes: less energy than staying in PS0 (0.3 W). */
-                CHECK(o.adaptive.energy_j < 0.3 * dur * 1e-9 * 0.9);
+                /* ... the honest drive while still sleeping between the writes: less energy than
+                 * staying in PS0 (0.3 W). On the lying one ps3's real 3.6 ms exit every ~300 ms is
+                 * over the budget: it stays awake. */
+                if (!lie)
+                        CHECK(o.adaptive.energy_j < 0.3 * dur * 1e-9 * 0.9);
                 /* It did learn: at least one table after the start one, and few of them. */
                 CHECK(o.adaptive.n_reprograms >= 2 && o.adaptive.n_reprograms <= 8);
                 if (lie) {
