@@ -100,10 +100,10 @@ for f in $families; do
 done
 cp "$tmp/seed.txt" "$tmp/seed-x3.txt"
 if [ "$real" = yes ]; then
-        for t in "$root"/bench/traces/*.txt; do
+        for t in "$root"/bench/traces/*.txt.gz; do
                 [ -f "$t" ] || continue
-                f=real-$(basename "$t" .txt)
-                cp "$t" "$tmp/$f.txt"
+                f=real-$(basename "$t" .txt.gz)
+                gzip -dc "$t" >"$tmp/$f.txt"
                 families="$families $f"
         done
 fi

@@ -139,12 +139,13 @@ void adapt_chain_describe(const AdaptChain *c, char *buf, size_t n) {
 
 int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstParams *p, uint64_t now_ns,
                ApstTable *ret_table) {
-        ApstParams kp = APST_PARAMS_DEFAULT, ap = *p;
+        ApstParams kp = APST_PARAMS_DEFAULT, ap;
         ApstPlan plan;
         int r;
 
         if (!a || !id || !p || !ret_table)
                 return -EINVAL;
+        ap = *p;
         *a = (Adapt) { .id = *id, .budget_cpct = p->stall_budget_cpct, .exlat_factor = 1.0 };
         a->p0_uw = id->psd[0].idle_power_uw ? id->psd[0].idle_power_uw : APST_P0_DEFAULT_UW;
 
@@ -184,7 +185,7 @@ typedef struct Search {
         bool found;
 } Search;
 
-static void search(Search *s, unsigned next_chain, unsigned next_grid, double reach_ms) {
+static void consider(Search *s) {
         double e, st;
 
         chain_score(s->a, &s->cur, s->xf, &e, &st);
@@ -194,22 +195,47 @@ static void search(Search *s, unsigned next_chain, unsigned next_grid, double re
                 s->best_s = st;
                 s->found = true;
         }
-        if (s->cur.n == ADAPT_MAX_STEPS)
-                return;
-        for (unsigned j = next_chain; j < s->a->n_chain; j++) {
-                unsigned state = s->a->chain[j];
-                double enter_ms = ceil(s->a->id.psd[state].enlat_us / 1000.0);
-                for (unsigned g = next_grid; g < ELEMENTSOF(grid_ms); g++) {
-                        /* grid_ms[g] is when the entry starts, counted from the last completion */
-                        if (grid_ms[g] <= reach_ms)
+}
+
+/* Step @k of the candidate: chain state index @j entered when the idle time reaches
+ * grid_ms[@g] (counted from the last completion), after the previous step's entry is
+ * over at @reach_ms. Return: false when the grid point comes too early. */
+static bool set_step(Search *s, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
+        unsigned state = s->a->chain[j];
+
+        if (grid_ms[g] <= reach_ms)
+                return false;
+        s->cur.n = k + 1;
+        s->cur.state[k] = state;
+        s->cur.itpt_ms[k] = (uint32_t) (grid_ms[g] - reach_ms);
+        *ret_reach_ms = grid_ms[g] + ceil(s->a->id.psd[state].enlat_us / 1000.0);
+        return true;
+}
+
+/* Every chain of up to three steps, states in chain order, entry times increasing on the grid. */
+static void search(Search *s) {
+        const unsigned nc = s->a->n_chain, ng = ELEMENTSOF(grid_ms);
+        double r1, r2, r3;
+
+        _Static_assert(ADAPT_MAX_STEPS == 3, "search() enumerates three steps");
+        s->cur.n = 0;
+        consider(s);
+        for (unsigned j1 = 0; j1 < nc; j1++)
+                for (unsigned g1 = 0; g1 < ng; g1++) {
+                        if (!set_step(s, 0, j1, g1, 0, &r1))
                                 continue;
-                        s->cur.state[s->cur.n] = state;
-                        s->cur.itpt_ms[s->cur.n] = (uint32_t) (grid_ms[g] - reach_ms);
-                        s->cur.n++;
-                        search(s, j + 1, g + 1, grid_ms[g] + enter_ms);
-                        s->cur.n--;
+                        consider(s);
+                        for (unsigned j2 = j1 + 1; j2 < nc; j2++)
+                                for (unsigned g2 = g1 + 1; g2 < ng; g2++) {
+                                        if (!set_step(s, 1, j2, g2, r1, &r2))
+                                                continue;
+                                        consider(s);
+                                        for (unsigned j3 = j2 + 1; j3 < nc; j3++)
+                                                for (unsigned g3 = g2 + 1; g3 < ng; g3++)
+                                                        if (set_step(s, 2, j3, g3, r2, &r3))
+                                                                consider(s);
+                                }
                 }
-        }
 }
 
 static void update_exlat_factor(Adapt *a, const WatchReport *r) {
@@ -269,7 +295,7 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
          * in force is kept up to 110% of its limit plus 5% of the budget, so the noise
          * of the estimates does not flip tables. */
         s.limit_ns = MIN(0.8 * budget_ns, k_s);
-        search(&s, 0, 0, 0);
+        search(&s);
         if (!s.found || chain_equal(&s.best, &a->current))
                 return 0;
         if (overrun) {
