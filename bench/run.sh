@@ -108,8 +108,11 @@ if [ "$real" = yes ]; then
         done
 fi
 # The regime trace cut at its 60 s boundaries, each segment shifted to start at 0.
-awk -v dir="$tmp" '!/^#/ && NF { seg = int($1 / 60); f = dir "/regime-seg" seg ".txt"
-        printf "%.9f %s %s\n", $1 - seg * 60, $2, $3 > f }' "$tmp/regime.txt"
+# Each ends with a 4 KiB read at 60 s, so the segments together span the whole trace
+# (the model stops counting at the last completion).
+awk -v dir="$tmp" '!/^#/ && NF { seg = int($1 / 60); f = dir "/regime-seg" seg ".txt"; seen[f] = 1
+        printf "%.9f %s %s\n", $1 - seg * 60, $2, $3 > f }
+        END { for (f in seen) printf "60.000000000 R 4096\n" >> f }' "$tmp/regime.txt"
 printf '0 W 4096\n' >"$tmp/probe.txt"
 
 # PCI vendor:device of the sample drives (data/idctrl/README.md names their quirks;

@@ -73,13 +73,20 @@ static void gap_cost(const Adapt *a, const AdaptChain *c, double g, double xf, d
 static void chain_score(const Adapt *a, const AdaptChain *c, double xf, double *ret_e, double *ret_stall) {
         double e = 0, s = 0;
 
+        /* A bucket spans a factor 2^(1/4) and its gaps are only known to about a quarter of
+         * their length: score each at its mean and a quarter below and above it, so a
+         * threshold just inside the spread is not taken for a clean miss. */
+        static const double spread[3] = { 0.75, 1.0, 1.25 }, weight[3] = { 0.25, 0.5, 0.25 };
         for (unsigned b = 0; b < WATCH_BUCKETS; b++) {
                 double n = a->watch.gap_count[b], ge, gs;
                 if (n <= 1e-6)
                         continue;
-                gap_cost(a, c, a->watch.gap_sum_ns[b] / n, xf, &ge, &gs);
-                e += n * ge;
-                s += n * gs;
+                double mean = a->watch.gap_sum_ns[b] / n;
+                for (unsigned k = 0; k < 3; k++) {
+                        gap_cost(a, c, mean * spread[k], xf, &ge, &gs);
+                        e += weight[k] * n * ge;
+                        s += weight[k] * n * gs;
+                }
         }
         *ret_e = e;
         *ret_stall = s;
