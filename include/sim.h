@@ -117,6 +117,9 @@ typedef struct SimPolicy {
          * moment. Return 1 and fill @ret_table to reprogram, 0 to keep the
          * table, or negative errno to abort the run. May be NULL. */
         int (*sample)(void *userdata, uint64_t now_ns, const SimBlockStat *st, ApstTable *ret_table);
+        /* Why the table just returned by sample() was chosen, in words (what the daemon
+         * would log). May be NULL. */
+        void (*reason)(void *userdata, char *buf, size_t n);
         void *userdata;
 } SimPolicy;
 
@@ -134,9 +137,12 @@ typedef struct SimParams {
 
 #define SIM_PARAMS_DEFAULT ((SimParams) { .service_ns = SIM_SERVICE_DEFAULT_NS, .closed_loop = false })
 
+#define SIM_REASON_MAX 384
+
 typedef struct SimReprogram {
         uint64_t t_ns;
         ApstTable table;
+        char reason[SIM_REASON_MAX];   /* from SimPolicy.reason(), "" when none */
 } SimReprogram;
 
 typedef struct SimResult {

@@ -373,12 +373,20 @@ static int sim_sample(void *userdata, uint64_t now_ns, const SimBlockStat *st, A
         return adapt_feed(a, now_ns, &w, ret_table, NULL);
 }
 
+static void sim_reason(void *userdata, char *buf, size_t n) {
+        const Adapt *a = userdata;
+
+        if (n > 0 && snprintf(buf, n, "%s", a->last.reason) < 0)
+                buf[0] = 0;
+}
+
 void adapt_sim_policy(SimPolicy *ret, Adapt *a) {
         *ret = (SimPolicy) {
                 .name = "adaptive",
                 .sample_period_ns = WATCH_FAST_NS,
                 .start = sim_start,
                 .sample = sim_sample,
+                .reason = sim_reason,
                 .userdata = a,
         };
 }

@@ -296,7 +296,12 @@ static void json_reprograms(FILE *f, const SimResult *r) {
                         (double) r->reprograms[i].t_ns * 1e-9, r->reprograms[i].table.apste ? "true" : "false");
                 for (unsigned e = 0; e < APST_ENTRIES; e++)
                         fprintf(f, "%s\"0x%016" PRIx64 "\"", e ? "," : "", r->reprograms[i].table.entry[e]);
-                fputs("]}", f);
+                fputs("]", f);
+                if (r->reprograms[i].reason[0]) {
+                        fputs(",\"reason\":", f);
+                        json_string(f, r->reprograms[i].reason);
+                }
+                fputs("}", f);
         }
         fputs("]", f);
 }

@@ -206,6 +206,12 @@ static void test_seed(void) {
                 } else
                         CHECK(o.a.exlat_factor < 1.3);
                 CHECK(o.a.last.reason[0] != 0 && strstr(o.a.last.reason, "ps0→ps") != NULL);
+                /* The simulator keeps each table's reason, as the daemon would log it. */
+                CHECK(o.adaptive.reprograms[0].reason[0] == 0);
+                CHECK(strcmp(o.adaptive.reprograms[o.adaptive.n_reprograms - 1].reason, o.a.last.reason) == 0);
+                CHECK(strstr(o.a.last.reason, "budget 1.00%") != NULL);
+                if (lie)
+                        CHECK(strstr(o.a.last.reason, "slower than it says") != NULL);
                 done(&o);
         }
 }
