@@ -278,7 +278,7 @@ void apst_table_from_chain(const IdCtrl *id, const unsigned *states, const uint3
         *ret = t;
 }
 
-/* The break-even ITPT of each step of @chain (FACTS §5), ms. */
+/* The break-even ITPT of each step of @chain (doc/energy-model.md), ms. */
 static void chain_break_even(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t *ret_ms) {
         const uint64_t p0_uw = id->psd[0].idle_power_uw != 0 ? id->psd[0].idle_power_uw : APST_P0_DEFAULT_UW;
 
