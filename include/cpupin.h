@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "cpufreq.h"
+#include "cpufreq-policy.h"
 #include "cpuset.h"
 #include "macro.h"
 

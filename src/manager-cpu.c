@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "cpufreq.h"
+#include "cpufreq-policy.h"
 #include "log.h"
 #include "manager.h"
 

@@ -153,7 +153,11 @@ static int manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
         case CONTROLLER_LEFT_ALONE:
                 c->failed = false;
                 break;
-        default:
+        case CONTROLLER_GONE:      /* the uevent that removes it follows */
+        case CONTROLLER_PLANNED:   /* not in CONTROLLER_MODE_DAEMON */
+        case CONTROLLER_RESTORED:
+        case _CONTROLLER_RESULT_MAX:
+        case _CONTROLLER_RESULT_INVALID:
                 break;
         }
         return r;
