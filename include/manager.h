@@ -49,6 +49,7 @@ typedef struct ManagerOptions {
 } ManagerOptions;
 
 typedef struct Manager Manager;
+typedef struct ManagerMetrics ManagerMetrics;
 
 /* What the daemon has done to one controller since it first saw it: what status, the D-Bus API and
  * the metrics show. Updated by manager_ctrl_sync() only. */
@@ -100,6 +101,10 @@ struct Manager {
         sd_event_source *iowatch_timer;  /* pin = busy only */
         uint64_t iowatch_total;
         bool iowatch_known;
+
+        ManagerMetrics *metrics;   /* src/manager-metrics.c; NULL until the first update */
+        uint64_t config_reloads;   /* SIGHUPs that took effect */
+        uint64_t config_reload_failures;  /* SIGHUPs whose file was rejected */
 };
 
 int manager_new(const ManagerOptions *o, Manager **ret);
@@ -114,3 +119,7 @@ void manager_status_text(const Manager *m, char *buf, size_t n);
 /* CPU frequency pinning glue (src/manager-cpu.c). */
 void manager_cpu_apply(Manager *m, const char *reason);
 void manager_cpu_controllers_changed(Manager *m, const char *reason);
+
+/* The [metrics] file (src/manager-metrics.c): rewritten after an event when its text changed. */
+void manager_metrics_update(Manager *m);
+void manager_metrics_free(Manager *m);
