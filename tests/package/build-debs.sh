@@ -42,24 +42,6 @@ log() { echo "[package $(date +%T) +$(($(date +%s) - T0))s] $*" >&2; }
 fail() { echo "PACKAGE FAIL: $*" >&2; exit 1; }
 skip() { echo "PACKAGE SKIP: $*" >&2; exit 77; }
 
-# ------------------------------------------------------------------ tools
-tools_ok() {
-	command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null &&
-		command -v lintian >/dev/null && command -v dpkg-checkbuilddeps >/dev/null
-}
-if ! tools_ok && [ "$(id -u)" = 0 ] && [ -x "$SRC/tests/deps.sh" ]; then
-	log "installing the packaging tools (tests/deps.sh package)"
-	"$SRC/tests/deps.sh" package >&2 || true
-fi
-tools_ok || skip "dpkg-buildpackage, debhelper or lintian not installed and not installable (tests/deps.sh package)"
-# An override must say why: a comment line right above it.
-for f in "$SRC"/debian/*lintian-overrides "$SRC"/debian/source/lintian-overrides; do
-	[ -f "$f" ] || continue
-	awk -v f="$f" '/^[^#[:space:]]/ && prev !~ /^#/ {print f ":" NR ": override without a reason comment above it: " $0; bad=1}
-		{prev=$0} END {exit bad}' "$f" || fail "lintian override without its reason"
-done
-(cd "$SRC" && dpkg-checkbuilddeps) || fail "build dependencies missing (debian/control Build-Depends; tests/deps.sh build)"
-
 # ---------------------------------------------------------- the tree's files
 # As git lists them (tracked and untracked, not ignored: no build dirs), or
 # every file but build directories and .git outside a git checkout.
@@ -83,6 +65,26 @@ if [ "$(cat "$OUT/.stamp" 2>/dev/null)" = "$HASH" ]; then
 	cat "$OUT/lintian.txt" "$OUT/info.txt"
 	exit 0
 fi
+
+# ------------------------------------------------------------------ tools
+# (checked after the stamp: reusing the packages needs none of them)
+tools_ok() {
+	command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null &&
+		command -v lintian >/dev/null && command -v dpkg-checkbuilddeps >/dev/null
+}
+if ! tools_ok && [ "$(id -u)" = 0 ] && [ -x "$SRC/tests/deps.sh" ]; then
+	log "installing the packaging tools (tests/deps.sh package)"
+	"$SRC/tests/deps.sh" package >&2 || true
+fi
+tools_ok || skip "dpkg-buildpackage, debhelper or lintian not installed and not installable (tests/deps.sh package)"
+# An override must say why: a comment line right above it.
+for f in "$SRC"/debian/*lintian-overrides "$SRC"/debian/source/lintian-overrides; do
+	[ -f "$f" ] || continue
+	awk -v f="$f" '/^[^#[:space:]]/ && prev !~ /^#/ {print f ":" NR ": override without a reason comment above it: " $0; bad=1}
+		{prev=$0} END {exit bad}' "$f" || fail "lintian override without its reason"
+done
+(cd "$SRC" && dpkg-checkbuilddeps) || fail "build dependencies missing (debian/control Build-Depends; tests/deps.sh build)"
+
 rm -rf "$OUT"/*.deb "$OUT"/upgrade "$OUT"/work "$OUT"/*.txt "$OUT/.stamp"
 
 # copy_tree DIR: the tree's files into DIR (dpkg-buildpackage writes its
