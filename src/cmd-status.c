@@ -251,6 +251,16 @@ static void format_since(uint64_t usec, char *buf, size_t n) {
                 (void) snprintf(buf, n, "%s; %" PRIu64 "s ago", when, ago);
 }
 
+/* 100000 -> "100 ms", 10300 -> "10.3 ms", 800 -> "800 us" */
+static void format_usec(uint64_t us, char *buf, size_t n) {
+        if (us < 1000)
+                (void) snprintf(buf, n, "%" PRIu64 " us", us);
+        else if (us % 1000 == 0)
+                (void) snprintf(buf, n, "%" PRIu64 " ms", us / 1000);
+        else
+                (void) snprintf(buf, n, "%" PRIu64 ".%" PRIu64 " ms", us / 1000, us % 1000 / 100);
+}
+
 static const char *state_mark(const char *state) {
         if (strcmp(state, "programmed") == 0)
                 return "●";
@@ -262,7 +272,7 @@ static const char *state_mark(const char *state) {
 static void print_ctrl(const Props *c) {
         const char *state = prop_s(c, "State"), *policy = prop_s(c, "Policy"), *section = prop_s(c, "DeviceSection");
         const char *fw = prop_s(c, "Firmware");
-        char since[128];
+        char since[128], t1[32], t2[32];
 
         printf("%s %s - %s%s%s%s\n", state_mark(state), prop_s(c, "Name"), prop_s(c, "Model"), fw[0] ? " (firmware " : "",
                fw, fw[0] ? ")" : "");
@@ -271,7 +281,8 @@ static void print_ctrl(const Props *c) {
         if (prop_t(c, "LastChangeUSec"))
                 printf("     Reason: %s\n", prop_s(c, "LastChangeReason"));
         if (policy[0]) {
-                printf("        Why: %s policy, max_latency %" PRIu64 " us", policy, prop_t(c, "MaxLatencyUSec"));
+                format_usec(prop_t(c, "MaxLatencyUSec"), t1, sizeof t1);
+                printf("        Why: %s policy, latency budget %s", policy, t1);
                 if (section[0])
                         printf(", [device %s]", section);
                 printf("\n");
@@ -284,13 +295,13 @@ static void print_ctrl(const Props *c) {
         if (prop_s(c, "Table")[0]) {
                 printf("      Table: %s\n", prop_s(c, "Table"));
                 printf("             %s\n", prop_s(c, "TableDescription"));
-                printf("  WorstWake: %" PRIu64 " us\n", prop_t(c, "WorstWakeUSec"));
         }
         printf("     Writes: %" PRIu64 ", kernel overwrites seen: %" PRIu64 ", errors: %" PRIu64 "\n",
                prop_t(c, "TableWrites"), prop_t(c, "KernelOverwrites"), prop_t(c, "Errors"));
-        if (prop(c, "ObservedStallUSec"))
-                printf("   Observed: %" PRIu64 " I/Os, %" PRIu64 " us of stall\n", prop_t(c, "ObservedIOs"),
-                       prop_t(c, "ObservedStallUSec"));
+        if (prop(c, "ObservedStallUSec")) {   /* not published yet: see doc/dbus-api.md */
+                format_usec(prop_t(c, "ObservedStallUSec"), t2, sizeof t2);
+                printf("   Observed: %" PRIu64 " I/Os, %s of stall\n", prop_t(c, "ObservedIOs"), t2);
+        }
 }
 
 /* ---- no daemon: the plan ---- */

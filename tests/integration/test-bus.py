@@ -240,7 +240,7 @@ def scenario_api():
               "status: one block per controller with model and firmware")
         check(re.search(r"State: programmed; table last written: \w{3} \d{4}-\d\d-\d\d .* ago", s.stdout),
               "status: state and since when")
-        check(re.search(r"Table: ps\d@", s.stdout) and "Why: budget policy" in s.stdout, "status: table and why")
+        check(re.search(r"Table: ps\d@", s.stdout) and "Why: budget policy, latency budget 100 ms" in s.stdout, "status: table and why")
         sj = run("status", "--json", env=status_env(addr))
         j = json.loads(sj.stdout) if sj.returncode == 0 else {}
         check(j.get("running") is True and j.get("power_source") == "ac" and len(j.get("controllers", [])) == 2,
