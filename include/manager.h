@@ -21,6 +21,7 @@
 #include <systemd/sd-device.h>
 #include <systemd/sd-event.h>
 
+#include "bus-api.h"
 #include "config.h"
 #include "controller.h"
 #include "cpupin.h"
@@ -78,6 +79,7 @@ struct Manager {
         sd_device_monitor *monitor;
         sd_bus *bus;
         sd_bus_slot *sleep_slot;
+        BusApi *bus_api;           /* the read-only D-Bus API; NULL without a system bus */
         sd_event_source *verify_timer;
         sd_event_source *sighup;
 

@@ -17,3 +17,6 @@ int verb_simulate(int argc, char *argv[]);
 
 /* `nvme-apstd doctor`: read-only diagnosis (src/cmd-doctor.c, src/doctor.c). */
 int verb_doctor(int argc, char *argv[]);
+
+/* `nvme-apstd status`: the running daemon's state over its D-Bus API, or the plan (src/cmd-status.c). */
+int verb_status(int argc, char *argv[]);

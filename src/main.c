@@ -19,6 +19,7 @@ static void help(void) {
                "  run        run the daemon (the default; what nvme-apstd.service starts)\n"
                "  plan       show what would be programmed, write nothing\n"
                "  apply      program every controller once, verify, and exit\n"
+               "  status     what the running daemon does to each controller (over D-Bus)\n"
                "  simulate   score a policy on an I/O trace: energy and added latency\n"
                "  doctor     look for APST, request size and CPU frequency problems; change nothing\n\n"
                "Run `nvme-apstd COMMAND --help` for the options of each command.\n"
@@ -34,6 +35,7 @@ int main(int argc, char *argv[]) {
                 { "run", verb_run },
                 { "plan", verb_plan },
                 { "apply", verb_apply },
+                { "status", verb_status },
                 { "simulate", verb_simulate },
                 { "doctor", verb_doctor },
         };

@@ -23,6 +23,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "apstd-ids.h"
+#include "bus-api.h"
 #include "config-build.h"
 #include "log.h"
 #include "manager.h"
@@ -70,6 +71,7 @@ static void manager_notify_status(Manager *m, const char *prefix) {
         manager_status_text(m, status, sizeof status);
         (void) sd_notifyf(false, "%sSTATUS=%s", strempty(prefix), status);
         manager_metrics_update(m);
+        bus_api_emit_changes(m->bus_api);
 }
 
 /* ---- one controller ---- */
@@ -272,6 +274,7 @@ static int on_prepare_for_sleep(sd_bus_message *msg, void *userdata, sd_bus_erro
 
 static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
+        bool synced = false;
 
         for (size_t i = 0; i < m->n_ctrls; i++) {
                 ManagerCtrl *c = m->ctrls[i];
@@ -280,11 +283,15 @@ static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (sysfs_ctrl_io_count(m->sysfs_root, c->controller.name, &n) < 0)
                         continue;
                 /* Only a controller that did I/O since the last look: it was awake anyway. */
-                if (c->io_known && n != c->io_count && c->controller.have_written)
+                if (c->io_known && n != c->io_count && c->controller.have_written) {
                         (void) manager_ctrl_sync(c, "verify");
+                        synced = true;
+                }
                 c->io_count = n;
                 c->io_known = true;
         }
+        if (synced)
+                bus_api_emit_changes(m->bus_api);
         (void) sd_event_source_set_time_relative(s, m->verify_interval_usec);
         manager_metrics_update(m);  /* a verification may have found an overwrite */
         return 0;
@@ -393,6 +400,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->verify_timer);
         sd_event_source_disable_unref(m->sighup);
         sd_bus_slot_unref(m->sleep_slot);
+        bus_api_free(m->bus_api);
         sd_bus_flush_close_unref(m->bus);
         sd_device_monitor_unref(m->monitor);
         sd_event_unref(m->event);
@@ -452,6 +460,18 @@ static int manager_connect_bus(Manager *m) {
                 m->bus = sd_bus_flush_close_unref(m->bus);
         }
         return 0;
+}
+
+/* The read-only D-Bus API (bus-api.h); connected last, so the name appears with every controller known. */
+static void manager_connect_api(Manager *m) {
+        int r;
+
+        if (!m->bus)
+                return;
+        r = bus_api_new(m, m->bus, &m->bus_api);
+        if (r < 0)
+                log_warning_errno(r, "Cannot publish the D-Bus API: %m; `nvme-apstd status` will not reach the "
+                                     "daemon.");
 }
 
 static int manager_connect_verify_timer(Manager *m) {
@@ -519,6 +539,7 @@ int manager_start(Manager *m) {
 
         manager_enumerate(m);
         manager_cpu_apply(m, "start");
+        manager_connect_api(m);
         log_event(LOG_INFO, 0, MSGID_DAEMON_STARTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
                   "nvme-apstd %s started; managing %zu controller%s.", PACKAGE_VERSION, m->n_ctrls,
                   m->n_ctrls == 1 ? "" : "s");

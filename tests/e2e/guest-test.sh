@@ -214,6 +214,34 @@ show "$c4" "$DAEMON"
 check "still active after the reset, same MainPID" same_process
 note "daemon memory: $(prop MemoryCurrent) bytes (cgroup MemoryCurrent), tasks: $(prop TasksCurrent)"
 
+# ------------------------------------------------------------- 4b. D-Bus API
+# The read-only API on the guest's real system bus (doc/dbus-api.md), and
+# `nvme-apstd status` reading it under the real systemd.
+step "4b. D-Bus API and nvme-apstd status"
+BUSNAME=io.github.nvme_apstd
+CTRLOBJ=/io/github/nvme_apstd/controller/nvme0
+owner=$(t 30 busctl --json=short call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
+	GetConnectionUnixProcessID s "$BUSNAME" 2>/dev/null | jq -r '.data[0]')
+check "the unit owns $BUSNAME on the system bus (owner pid ${owner:-none} = MainPID $(prop MainPID))" \
+	[ "${owner:-none}" = "$(prop MainPID)" ]
+check "systemctl show BusName=$BUSNAME" [ "$(prop BusName)" = "$BUSNAME" ]
+t 30 busctl introspect --no-pager "$BUSNAME" "$CTRLOBJ" 2>&1 | sed 's/^/#   /'
+bstate=$(t 30 busctl --json=short get-property "$BUSNAME" "$CTRLOBJ" io.github.nvme_apstd.Controller1 State 2>/dev/null |
+	jq -r '.data')
+bmodel=$(t 30 busctl --json=short get-property "$BUSNAME" "$CTRLOBJ" io.github.nvme_apstd.Controller1 Model 2>/dev/null |
+	jq -r '.data')
+check "busctl reads nvme0's properties: State=$bstate (QEMU: apsta=0), Model=$bmodel" \
+	bash -c "[ '$bstate' = unsupported ] && [[ '$bmodel' == QEMU* ]]"
+check "busctl set-property is refused (the API is read-only)" \
+	bash -c "! timeout 30 busctl set-property $BUSNAME $CTRLOBJ io.github.nvme_apstd.Controller1 Policy s kernel"
+if t 30 nvme-apstd status >/tmp/status.txt 2>&1; then src=0; else src=$?; fi
+sed 's/^/#   /' /tmp/status.txt
+check "nvme-apstd status exits 0 and shows nvme0 left unsupported (rc=$src)" \
+	bash -c "[ $src = 0 ] && grep -q '^. nvme0 - QEMU' /tmp/status.txt && grep -q 'State: unsupported' /tmp/status.txt"
+check "nvme-apstd status --json: running, nvme0 unsupported, power source known" \
+	bash -c "timeout 30 nvme-apstd status --json | jq -e '.running == true and .controllers[0].name == \"nvme0\" and
+		.controllers[0].state == \"unsupported\" and (.power_source | length > 0)' >/dev/null"
+
 # ----------------------------------------------------------------- 5. stop
 step "5. systemctl stop"
 c5=$(cursor)
@@ -230,6 +258,10 @@ check "journal: systemd logged \"Deactivated successfully\" for the stop" \
 check "journal: daemon stopped entry" \
 	have 10 "$c5" "$DAEMON and $(kind MSGID_DAEMON_STOPPED 'stop|exit')"
 show "$c5" "$DAEMON"
+if t 60 nvme-apstd status >/tmp/status-stopped.txt 2>&1; then src=0; else src=$?; fi
+sed 's/^/#   /' /tmp/status-stopped.txt | head -n 12
+check "nvme-apstd status with the daemon stopped: says so, shows the plan, exit 3 (rc=$src)" \
+	bash -c "[ $src = 3 ] && grep -q 'not running' /tmp/status-stopped.txt && grep -q '^nvme0: QEMU' /tmp/status-stopped.txt"
 # journald turns a field given twice into an array, which breaks every
 # consumer that reads .FIELD as a string.
 check "journal: no daemon entry in the whole run has a field twice (-o json arrays)" \

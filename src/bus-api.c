@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The read-only D-Bus API; see bus-api.h and doc/dbus-api.md.
+ *
+ * Every property is computed from the Manager when it is read, so a Get can
+ * never disagree with the daemon. Change signals come from comparing the
+ * same values with the ones last announced (bus_api_emit_changes()), which
+ * the manager calls after each event: the manager needs no knowledge of
+ * which property an event touched, and a property that did not change is
+ * never announced.
+ */
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apst.h"
+#include "bus-api.h"
+#include "config-build.h"
+#include "controller.h"
+#include "log.h"
+#include "manager.h"
+
+/* ---- one controller as the API shows it ---- */
+
+typedef struct CtrlView {
+        char name[32];
+        char model[64];
+        char firmware[32];
+        char state[24];
+        char policy[16];
+        char section[64];
+        char table[256];
+        char description[512];
+        bool apste;
+        uint64_t raw[APST_ENTRIES];
+        size_t n_raw;                     /* 0: nothing written yet */
+        uint64_t worst_wake_usec;
+        uint64_t max_latency_usec;
+        ManagerCtrlStats stats;
+} CtrlView;
+
+typedef enum FieldKind {
+        FIELD_STRING,
+        FIELD_U64,
+        FIELD_BOOL,
+        FIELD_RAW,
+} FieldKind;
+
+typedef struct Field {
+        const char *property;
+        FieldKind kind;
+        size_t offset;
+} Field;
+
+#define F(p, k, member) { p, k, offsetof(CtrlView, member) }
+static const Field ctrl_fields[] = {
+        F("Name", FIELD_STRING, name),
+        F("Model", FIELD_STRING, model),
+        F("Firmware", FIELD_STRING, firmware),
+        F("State", FIELD_STRING, state),
+        F("Policy", FIELD_STRING, policy),
+        F("DeviceSection", FIELD_STRING, section),
+        F("MaxLatencyUSec", FIELD_U64, max_latency_usec),
+        F("Table", FIELD_STRING, table),
+        F("TableDescription", FIELD_STRING, description),
+        F("TableEnabled", FIELD_BOOL, apste),
+        F("RawTable", FIELD_RAW, raw),
+        F("WorstWakeUSec", FIELD_U64, worst_wake_usec),
+        F("TableWrites", FIELD_U64, stats.table_writes),
+        F("KernelOverwrites", FIELD_U64, stats.kernel_overwrites),
+        F("Errors", FIELD_U64, stats.errors),
+        F("LastChangeUSec", FIELD_U64, stats.last_change_usec),
+        F("LastChangeReason", FIELD_STRING, stats.last_change_reason),
+};
+#undef F
+
+static const char *ctrl_state(const ManagerCtrl *c) {
+        const Controller *k = &c->controller;
+
+        if (c->failed)
+                return "failed";
+        if (!k->identified)
+                return "not-ready";
+        switch (k->plan.verdict) {
+        case DEVICE_MANAGE:
+                return k->have_written && apst_table_equal(&k->written, &k->plan.plan.table) ? "programmed" : "pending";
+        case DEVICE_UNSUPPORTED:
+                return "unsupported";
+        case DEVICE_DISABLED:
+                return "left-alone";
+        case DEVICE_NOT_PCIE:
+                return "not-pcie";
+        default:
+                return "unknown";
+        }
+}
+
+static void ctrl_view(const ManagerCtrl *c, CtrlView *v) {
+        const Controller *k = &c->controller;
+        bool manage = k->identified && k->plan.verdict == DEVICE_MANAGE;
+
+        memset(v, 0, sizeof *v);
+        (void) snprintf(v->name, sizeof v->name, "%s", k->name);
+        (void) snprintf(v->model, sizeof v->model, "%s", controller_model(k));
+        (void) snprintf(v->firmware, sizeof v->firmware, "%s", controller_firmware(k));
+        (void) snprintf(v->state, sizeof v->state, "%s", ctrl_state(c));
+        if (manage) {
+                (void) snprintf(v->policy, sizeof v->policy, "%s", apst_policy_to_string(k->plan.params.policy));
+                (void) snprintf(v->section, sizeof v->section, "%s", strempty(k->plan.section));
+                v->max_latency_usec = k->plan.params.max_latency_us;
+        }
+        if (k->have_written) {
+                apst_summary(&k->written, v->table, sizeof v->table);
+                apst_describe(&k->written, &k->id, v->description, sizeof v->description);
+                v->apste = k->written.apste;
+                memcpy(v->raw, k->written.entry, sizeof v->raw);
+                v->n_raw = APST_ENTRIES;
+                v->worst_wake_usec = apst_worst_wake_us(&k->written, &k->id);
+        }
+        v->stats = c->stats;
+        v->stats.last_change_reason[sizeof v->stats.last_change_reason - 1] = 0;
+}
+
+static const Field *field_find(const char *property) {
+        for (size_t i = 0; i < ELEMENTSOF(ctrl_fields); i++)
+                if (strcmp(ctrl_fields[i].property, property) == 0)
+                        return &ctrl_fields[i];
+        return NULL;
+}
+
+static bool field_equal(const Field *f, const CtrlView *a, const CtrlView *b) {
+        const char *pa = (const char *) a + f->offset, *pb = (const char *) b + f->offset;
+
+        switch (f->kind) {
+        case FIELD_STRING:
+                return strcmp(pa, pb) == 0;
+        case FIELD_U64:
+                return memcmp(pa, pb, sizeof(uint64_t)) == 0;
+        case FIELD_BOOL:
+                return memcmp(pa, pb, sizeof(bool)) == 0;
+        case FIELD_RAW:
+                return a->n_raw == b->n_raw && memcmp(a->raw, b->raw, sizeof a->raw) == 0;
+        }
+        return false;
+}
+
+static int field_append(sd_bus_message *reply, const Field *f, const CtrlView *v) {
+        const char *p = (const char *) v + f->offset;
+        uint64_t u;
+        bool b;
+
+        switch (f->kind) {
+        case FIELD_STRING:
+                return sd_bus_message_append(reply, "s", p);
+        case FIELD_U64:
+                memcpy(&u, p, sizeof u);
+                return sd_bus_message_append(reply, "t", u);
+        case FIELD_BOOL:
+                memcpy(&b, p, sizeof b);
+                return sd_bus_message_append(reply, "b", (int) b);
+        case FIELD_RAW:
+                return sd_bus_message_append_array(reply, 't', v->raw, v->n_raw * sizeof(uint64_t));
+        }
+        return -EINVAL;
+}
+
+/* ---- the API object ---- */
+
+typedef struct CtrlSnapshot {
+        char path[128];
+        CtrlView view;
+} CtrlSnapshot;
+
+struct BusApi {
+        Manager *manager;
+        sd_bus *bus;
+        sd_bus_slot *manager_slot;
+        sd_bus_slot *ctrl_slot;
+        sd_bus_slot *enum_slot;
+        sd_bus_slot *objman_slot;
+
+        /* what was last announced */
+        PowerSource power_source;
+        char profile[sizeof(((Situation *) NULL)->profile)];
+        CtrlSnapshot *snap;
+        size_t n_snap;
+};
+
+static const char *power_source_name(PowerSource p) {
+        return p == POWER_SOURCE_BATTERY ? "battery" : "ac";
+}
+
+static int ctrl_path(const char *name, char *buf, size_t n) {
+        _cleanup_free_ char *p = NULL;
+        int r;
+
+        r = sd_bus_path_encode(BUS_API_CTRL_PREFIX, name, &p);
+        if (r < 0)
+                return r;
+        if ((size_t) snprintf(buf, n, "%s", p) >= n)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+static ManagerCtrl *ctrl_by_path(Manager *m, const char *path) {
+        _cleanup_free_ char *name = NULL;
+
+        if (sd_bus_path_decode(path, BUS_API_CTRL_PREFIX, &name) <= 0 || !name)
+                return NULL;
+        for (size_t i = 0; i < m->n_ctrls; i++)
+                if (strcmp(m->ctrls[i]->controller.name, name) == 0)
+                        return m->ctrls[i];
+        return NULL;
+}
+
+static int ctrl_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+                     sd_bus_error *error) {
+        ManagerCtrl *c = ctrl_by_path(userdata, path);
+
+        if (!c)
+                return 0;
+        *found = c;
+        return 1;
+}
+
+static int ctrl_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *error) {
+        Manager *m = userdata;
+        char **l;
+        size_t k = 0;
+
+        l = calloc(m->n_ctrls + 1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                if (sd_bus_path_encode(BUS_API_CTRL_PREFIX, m->ctrls[i]->controller.name, &l[k]) < 0) {
+                        for (size_t j = 0; j < k; j++)
+                                free(l[j]);
+                        free(l);
+                        return -ENOMEM;
+                }
+                k++;
+        }
+        *nodes = l;
+        return 0;
+}
+
+static int ctrl_get(sd_bus *bus, const char *path, const char *interface, const char *property,
+                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const Field *f = field_find(property);
+        CtrlView v;
+
+        if (!f)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_PROPERTY, "No property %s.", property);
+        ctrl_view(userdata, &v);
+        return field_append(reply, f, &v);
+}
+
+static int manager_get(sd_bus *bus, const char *path, const char *interface, const char *property,
+                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        if (strcmp(property, "Version") == 0)
+                return sd_bus_message_append(reply, "s", PACKAGE_VERSION);
+        if (strcmp(property, "ConfigFile") == 0)
+                return sd_bus_message_append(reply, "s", m->config_path);
+        if (strcmp(property, "PowerSource") == 0)
+                return sd_bus_message_append(reply, "s", power_source_name(m->situation.power_source));
+        if (strcmp(property, "ActiveProfile") == 0)
+                return sd_bus_message_append(reply, "s", m->situation.profile);
+        if (strcmp(property, "Controllers") == 0) {
+                r = sd_bus_message_open_container(reply, 'a', "o");
+                for (size_t i = 0; r >= 0 && i < m->n_ctrls; i++) {
+                        char p[128];
+
+                        r = ctrl_path(m->ctrls[i]->controller.name, p, sizeof p);
+                        if (r >= 0)
+                                r = sd_bus_message_append(reply, "o", p);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                return r;
+        }
+        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_PROPERTY, "No property %s.", property);
+}
+
+#define CHANGES SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
+#define CONST   SD_BUS_VTABLE_PROPERTY_CONST
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", manager_get, 0, CONST),
+        SD_BUS_PROPERTY("ConfigFile", "s", manager_get, 0, CONST),
+        SD_BUS_PROPERTY("PowerSource", "s", manager_get, 0, CHANGES),
+        SD_BUS_PROPERTY("ActiveProfile", "s", manager_get, 0, CHANGES),
+        SD_BUS_PROPERTY("Controllers", "ao", manager_get, 0, CHANGES),
+        SD_BUS_VTABLE_END,
+};
+
+static const sd_bus_vtable ctrl_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Name", "s", ctrl_get, 0, CONST),
+        SD_BUS_PROPERTY("Model", "s", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("Firmware", "s", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("State", "s", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("Policy", "s", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("DeviceSection", "s", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("MaxLatencyUSec", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("Table", "s", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("TableDescription", "s", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("TableEnabled", "b", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("RawTable", "at", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("WorstWakeUSec", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("TableWrites", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("KernelOverwrites", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("Errors", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("LastChangeUSec", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("LastChangeReason", "s", ctrl_get, 0, CHANGES),
+        SD_BUS_VTABLE_END,
+};
+#undef CHANGES
+#undef CONST
+
+BusApi *bus_api_free(BusApi *api) {
+        if (!api)
+                return NULL;
+        sd_bus_slot_unref(api->objman_slot);
+        sd_bus_slot_unref(api->enum_slot);
+        sd_bus_slot_unref(api->ctrl_slot);
+        sd_bus_slot_unref(api->manager_slot);
+        sd_bus_unref(api->bus);
+        free(api->snap);
+        free(api);
+        return NULL;
+}
+
+static void bus_api_snapshot(BusApi *api) {
+        Manager *m = api->manager;
+        CtrlSnapshot *s = NULL;
+
+        api->power_source = m->situation.power_source;
+        (void) snprintf(api->profile, sizeof api->profile, "%s", m->situation.profile);
+        if (m->n_ctrls > 0) {
+                s = calloc(m->n_ctrls, sizeof *s);
+                if (!s)
+                        return;   /* keep the old snapshot: the next call announces more than needed, no less */
+        }
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                ctrl_view(m->ctrls[i], &s[i].view);
+                if (ctrl_path(m->ctrls[i]->controller.name, s[i].path, sizeof s[i].path) < 0)
+                        s[i].path[0] = 0;
+        }
+        free(api->snap);
+        api->snap = s;
+        api->n_snap = m->n_ctrls;
+}
+
+int bus_api_new(Manager *m, sd_bus *bus, BusApi **ret) {
+        _cleanup_(bus_api_freep) BusApi *api = NULL;
+        int r;
+
+        *ret = NULL;
+        api = calloc(1, sizeof *api);
+        if (!api)
+                return -ENOMEM;
+        api->manager = m;
+        api->bus = sd_bus_ref(bus);
+        r = sd_bus_add_object_vtable(bus, &api->manager_slot, BUS_API_PATH, BUS_API_IFACE_MANAGER, manager_vtable, m);
+        if (r >= 0)
+                r = sd_bus_add_fallback_vtable(bus, &api->ctrl_slot, BUS_API_CTRL_PREFIX, BUS_API_IFACE_CONTROLLER,
+                                               ctrl_vtable, ctrl_find, m);
+        if (r >= 0)
+                r = sd_bus_add_node_enumerator(bus, &api->enum_slot, BUS_API_CTRL_PREFIX, ctrl_enumerate, m);
+        if (r >= 0)
+                r = sd_bus_add_object_manager(bus, &api->objman_slot, BUS_API_PATH);
+        if (r < 0)
+                return r;
+        /* Synchronously, before READY=1: a client that waits for the unit to be started finds the name.
+         * A refusal (no policy file installed, another instance) leaves the objects reachable by the
+         * unique name only; the daemon carries on. */
+        r = sd_bus_request_name(bus, BUS_API_NAME, 0);
+        if (r < 0)
+                log_warning_errno(r, "Cannot own the bus name %s: %m; `nvme-apstd status` will not reach the daemon.",
+                                  BUS_API_NAME);
+        /* Everything present at this point is what a client sees on its first GetManagedObjects. */
+        bus_api_snapshot(api);
+        *ret = TAKE_PTR(api);
+        return 0;
+}
+
+static const CtrlSnapshot *snap_find(const BusApi *api, const char *path) {
+        for (size_t i = 0; i < api->n_snap; i++)
+                if (strcmp(api->snap[i].path, path) == 0)
+                        return &api->snap[i];
+        return NULL;
+}
+
+static void emit_removed(BusApi *api, const char *path) {
+        /* The controller is gone from the Manager already, so sd_bus_emit_object_removed() could no
+         * longer find its interfaces: the signal is built by hand with the ones it had. */
+        static const char *const ifaces[] = { "org.freedesktop.DBus.Peer", "org.freedesktop.DBus.Introspectable",
+                                              "org.freedesktop.DBus.Properties", BUS_API_IFACE_CONTROLLER, NULL };
+        sd_bus_message *msg = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(api->bus, &msg, BUS_API_PATH, "org.freedesktop.DBus.ObjectManager",
+                                      "InterfacesRemoved");
+        if (r >= 0)
+                r = sd_bus_message_append(msg, "o", path);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(msg, (char **) ifaces);
+        if (r >= 0)
+                r = sd_bus_send(api->bus, msg, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Cannot announce the removal of %s: %m", path);
+        sd_bus_message_unref(msg);
+}
+
+void bus_api_emit_changes(BusApi *api) {
+        Manager *m;
+        const char *names[ELEMENTSOF(ctrl_fields) + 1];
+        bool list_changed = false;
+        size_t n = 0;
+
+        if (!api)
+                return;
+        m = api->manager;
+
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                const CtrlSnapshot *old;
+                char path[128];
+                CtrlView v;
+
+                if (ctrl_path(m->ctrls[i]->controller.name, path, sizeof path) < 0)
+                        continue;
+                old = snap_find(api, path);
+                if (!old) {
+                        list_changed = true;
+                        (void) sd_bus_emit_object_added(api->bus, path);
+                        continue;
+                }
+                ctrl_view(m->ctrls[i], &v);
+                n = 0;
+                for (size_t j = 0; j < ELEMENTSOF(ctrl_fields); j++)
+                        if (!field_equal(&ctrl_fields[j], &old->view, &v))
+                                names[n++] = ctrl_fields[j].property;
+                names[n] = NULL;
+                if (n > 0)
+                        (void) sd_bus_emit_properties_changed_strv(api->bus, path, BUS_API_IFACE_CONTROLLER,
+                                                                   (char **) names);
+        }
+        for (size_t i = 0; i < api->n_snap; i++)
+                if (!ctrl_by_path(m, api->snap[i].path)) {
+                        list_changed = true;
+                        emit_removed(api, api->snap[i].path);
+                }
+
+        n = 0;
+        if (api->power_source != m->situation.power_source)
+                names[n++] = "PowerSource";
+        if (strcmp(api->profile, m->situation.profile) != 0)
+                names[n++] = "ActiveProfile";
+        if (list_changed)
+                names[n++] = "Controllers";
+        names[n] = NULL;
+        if (n > 0)
+                (void) sd_bus_emit_properties_changed_strv(api->bus, BUS_API_PATH, BUS_API_IFACE_MANAGER,
+                                                           (char **) names);
+        bus_api_snapshot(api);
+}

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `nvme-apstd status`: what the running daemon is doing, read over its D-Bus
+ * API (bus-api.h, doc/dbus-api.md) -- one block per controller, the way
+ * `systemctl status` shows a unit, or one JSON object. Without a daemon on
+ * the bus it says so and shows what `plan` computes instead.
+ *
+ * The output is built from whatever properties the objects have: a property
+ * added to the API later shows up in --json without a change here.
+ */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-api.h"
+#include "cli.h"
+#include "config-build.h"
+#include "fileio.h"
+#include "log.h"
+#include "verbs.h"
+
+#define STATUS_MAX_PROPS 48
+#define STATUS_PLAN_MAX (4u * 1024u * 1024u)
+
+typedef struct Prop {
+        char name[48];
+        char type;                 /* 's', 'o', 't', 'b', or 'a' (at / ao) */
+        char *str;                 /* s, o */
+        uint64_t u;                /* t, b */
+        uint64_t *arr;             /* at */
+        char **strv;               /* ao */
+        size_t n_arr;
+} Prop;
+
+typedef struct Props {
+        Prop p[STATUS_MAX_PROPS];
+        size_t n;
+} Props;
+
+static void props_done(Props *ps) {
+        for (size_t i = 0; i < ps->n; i++) {
+                free(ps->p[i].str);
+                free(ps->p[i].arr);
+                if (ps->p[i].strv)
+                        for (size_t j = 0; j < ps->p[i].n_arr; j++)
+                                free(ps->p[i].strv[j]);
+                free(ps->p[i].strv);
+        }
+        ps->n = 0;
+}
+
+static const Prop *prop(const Props *ps, const char *name) {
+        for (size_t i = 0; i < ps->n; i++)
+                if (strcmp(ps->p[i].name, name) == 0)
+                        return &ps->p[i];
+        return NULL;
+}
+
+static const char *prop_s(const Props *ps, const char *name) {
+        const Prop *p = prop(ps, name);
+        return p && p->str ? p->str : "";
+}
+
+static uint64_t prop_t(const Props *ps, const char *name) {
+        const Prop *p = prop(ps, name);
+        return p ? p->u : 0;
+}
+
+static int read_variant(sd_bus_message *m, Prop *p) {
+        const char *contents = NULL, *s;
+        char type = 0;
+        int r, b;
+
+        r = sd_bus_message_peek_type(m, &type, &contents);
+        if (r <= 0)
+                return r < 0 ? r : -EBADMSG;
+        if (strcmp(contents, "s") == 0 || strcmp(contents, "o") == 0) {
+                r = sd_bus_message_read(m, "v", contents, &s);
+                if (r < 0)
+                        return r;
+                p->type = contents[0];
+                p->str = strdup(s);
+                return p->str ? 0 : -ENOMEM;
+        }
+        if (strcmp(contents, "t") == 0) {
+                p->type = 't';
+                return sd_bus_message_read(m, "v", "t", &p->u);
+        }
+        if (strcmp(contents, "b") == 0) {
+                p->type = 'b';
+                r = sd_bus_message_read(m, "v", "b", &b);
+                p->u = b != 0;
+                return r;
+        }
+        if (strcmp(contents, "at") == 0) {
+                const void *a;
+                size_t sz = 0;
+
+                p->type = 'a';
+                r = sd_bus_message_enter_container(m, 'v', "at");
+                if (r >= 0)
+                        r = sd_bus_message_read_array(m, 't', &a, &sz);
+                if (r < 0)
+                        return r;
+                p->n_arr = sz / sizeof(uint64_t);
+                if (p->n_arr > 0) {
+                        p->arr = malloc(sz);
+                        if (!p->arr)
+                                return -ENOMEM;
+                        memcpy(p->arr, a, sz);
+                }
+                return sd_bus_message_exit_container(m);
+        }
+        if (strcmp(contents, "ao") == 0) {
+                char **l = NULL;
+
+                p->type = 'a';
+                r = sd_bus_message_enter_container(m, 'v', "ao");
+                if (r >= 0)
+                        r = sd_bus_message_read_strv(m, &l);
+                if (r < 0)
+                        return r;
+                p->strv = l;
+                while (l && l[p->n_arr])
+                        p->n_arr++;
+                return sd_bus_message_exit_container(m);
+        }
+        return sd_bus_message_skip(m, "v");   /* a type this version does not know: left out */
+}
+
+/* GetAll on @path's @iface into @ret. */
+static int get_all(sd_bus *bus, const char *path, const char *iface, sd_bus_error *error, Props *ret) {
+        sd_bus_message *reply = NULL;
+        const char *name;
+        int r;
+
+        r = sd_bus_call_method(bus, BUS_API_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", error, &reply,
+                               "s", iface);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                Prop *p = &ret->p[ret->n];
+
+                r = sd_bus_message_read(reply, "s", &name);
+                if (r < 0)
+                        break;
+                if (ret->n >= STATUS_MAX_PROPS) {
+                        r = sd_bus_message_skip(reply, "v");
+                } else {
+                        *p = (Prop) {};
+                        (void) snprintf(p->name, sizeof p->name, "%s", name);
+                        ret->n++;
+                        r = read_variant(reply, p);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        sd_bus_message_unref(reply);
+        return r < 0 ? r : 0;
+}
+
+/* ---- output ---- */
+
+/* "MaxLatencyUSec" -> "max_latency_usec" */
+static void snake_case(const char *in, char *out, size_t n) {
+        size_t k = 0;
+
+        for (size_t i = 0; in[i] && k + 2 < n; i++) {
+                char c = in[i];
+                bool upper = c >= 'A' && c <= 'Z';
+                bool prev_lower = i > 0 && ((in[i - 1] >= 'a' && in[i - 1] <= 'z') || (in[i - 1] >= '0' && in[i - 1] <= '9'));
+
+                if (upper && prev_lower)
+                        out[k++] = '_';
+                out[k++] = upper ? (char) (c - 'A' + 'a') : c;
+        }
+        out[k] = 0;
+}
+
+/* One JSON string, escaped by json-c like every other --json output. */
+static void json_string(FILE *f, const char *s) {
+        struct json_object *o = json_object_new_string(s ? s : "");
+
+        fputs(o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "\"\"", f);
+        json_object_put(o);
+}
+
+static void json_props(const Props *ps, const char *skip) {
+        bool first = true;
+
+        for (size_t i = 0; i < ps->n; i++) {
+                const Prop *p = &ps->p[i];
+                char key[64];
+
+                if (skip && strcmp(p->name, skip) == 0)
+                        continue;
+                snake_case(p->name, key, sizeof key);
+                printf("%s\"%s\": ", first ? "" : ", ", key);
+                first = false;
+                switch (p->type) {
+                case 's':
+                case 'o':
+                        json_string(stdout, p->str);
+                        break;
+                case 't':
+                        printf("%" PRIu64, p->u);
+                        break;
+                case 'b':
+                        printf("%s", p->u ? "true" : "false");
+                        break;
+                case 'a':
+                        printf("[");
+                        for (size_t j = 0; j < p->n_arr; j++) {
+                                printf(j ? ", " : "");
+                                if (p->arr)
+                                        printf("\"0x%016" PRIx64 "\"", p->arr[j]);
+                                else
+                                        json_string(stdout, p->strv[j]);
+                        }
+                        printf("]");
+                        break;
+                default:
+                        printf("null");
+                }
+        }
+}
+
+static void format_since(uint64_t usec, char *buf, size_t n) {
+        struct timespec now;
+        struct tm tm;
+        time_t t = (time_t) (usec / 1000000u);
+        char when[64];
+        uint64_t ago;
+
+        if (usec == 0 || !localtime_r(&t, &tm) || strftime(when, sizeof when, "%a %Y-%m-%d %H:%M:%S %Z", &tm) == 0) {
+                (void) snprintf(buf, n, "never");
+                return;
+        }
+        (void) clock_gettime(CLOCK_REALTIME, &now);
+        ago = (uint64_t) now.tv_sec > usec / 1000000u ? (uint64_t) now.tv_sec - usec / 1000000u : 0;
+        if (ago >= 86400)
+                (void) snprintf(buf, n, "%s; %" PRIu64 "d %" PRIu64 "h ago", when, ago / 86400, ago % 86400 / 3600);
+        else if (ago >= 3600)
+                (void) snprintf(buf, n, "%s; %" PRIu64 "h %" PRIu64 "min ago", when, ago / 3600, ago % 3600 / 60);
+        else if (ago >= 60)
+                (void) snprintf(buf, n, "%s; %" PRIu64 "min %" PRIu64 "s ago", when, ago / 60, ago % 60);
+        else
+                (void) snprintf(buf, n, "%s; %" PRIu64 "s ago", when, ago);
+}
+
+/* 100000 -> "100 ms", 10300 -> "10.3 ms", 800 -> "800 us" */
+static void format_usec(uint64_t us, char *buf, size_t n) {
+        if (us < 1000)
+                (void) snprintf(buf, n, "%" PRIu64 " us", us);
+        else if (us % 1000 == 0)
+                (void) snprintf(buf, n, "%" PRIu64 " ms", us / 1000);
+        else
+                (void) snprintf(buf, n, "%" PRIu64 ".%" PRIu64 " ms", us / 1000, us % 1000 / 100);
+}
+
+static const char *state_mark(const char *state) {
+        if (strcmp(state, "programmed") == 0)
+                return "●";
+        if (strcmp(state, "failed") == 0)
+                return "×";
+        return "○";
+}
+
+static void print_ctrl(const Props *c) {
+        const char *state = prop_s(c, "State"), *policy = prop_s(c, "Policy"), *section = prop_s(c, "DeviceSection");
+        const char *fw = prop_s(c, "Firmware");
+        char since[128], t1[32], t2[32];
+
+        printf("%s %s - %s%s%s%s\n", state_mark(state), prop_s(c, "Name"), prop_s(c, "Model"), fw[0] ? " (firmware " : "",
+               fw, fw[0] ? ")" : "");
+        format_since(prop_t(c, "LastChangeUSec"), since, sizeof since);
+        printf("      State: %s; table last written: %s\n", state, since);
+        if (prop_t(c, "LastChangeUSec"))
+                printf("     Reason: %s\n", prop_s(c, "LastChangeReason"));
+        if (policy[0]) {
+                format_usec(prop_t(c, "MaxLatencyUSec"), t1, sizeof t1);
+                printf("        Why: %s policy, latency budget %s", policy, t1);
+                if (section[0])
+                        printf(", [device %s]", section);
+                printf("\n");
+        } else if (strcmp(state, "unsupported") == 0)
+                printf("        Why: the controller does not support APST (apsta = 0)\n");
+        else if (strcmp(state, "left-alone") == 0)
+                printf("        Why: enable = no in its [device] section\n");
+        else if (strcmp(state, "not-pcie") == 0)
+                printf("        Why: not a PCIe controller\n");
+        if (prop_s(c, "Table")[0]) {
+                printf("      Table: %s\n", prop_s(c, "Table"));
+                printf("             %s\n", prop_s(c, "TableDescription"));
+        }
+        printf("     Writes: %" PRIu64 ", kernel overwrites seen: %" PRIu64 ", errors: %" PRIu64 "\n",
+               prop_t(c, "TableWrites"), prop_t(c, "KernelOverwrites"), prop_t(c, "Errors"));
+        if (prop(c, "ObservedStallUSec")) {   /* not published yet: see doc/dbus-api.md */
+                format_usec(prop_t(c, "ObservedStallUSec"), t2, sizeof t2);
+                printf("   Observed: %" PRIu64 " I/Os, %s of stall\n", prop_t(c, "ObservedIOs"), t2);
+        }
+}
+
+/* ---- no daemon: the plan ---- */
+
+/* verb_plan() prints to stdout; with --json its object is captured and nested into ours. */
+static int show_plan(const char *config_path, bool json, const char *why) {
+        char *argv[5] = { (char *) "plan" };
+        int argc = 1, r;
+
+        if (json)
+                argv[argc++] = (char *) "--json";
+        if (config_path) {
+                argv[argc++] = (char *) "--config";
+                argv[argc++] = (char *) config_path;
+        }
+        argv[argc] = NULL;
+
+        if (!json) {
+                printf("nvme-apstd is not running (%s).\nWhat it would program (nvme-apstd plan):\n\n", why);
+                fflush(stdout);
+                return verb_plan(argc, argv);
+        }
+
+        _cleanup_close_ int mfd = memfd_create("plan", MFD_CLOEXEC);
+        _cleanup_close_ int saved = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+
+        fflush(stdout);
+        if (mfd < 0 || (saved = dup(STDOUT_FILENO)) < 0 || dup2(mfd, STDOUT_FILENO) < 0)
+                return log_error_errno(-errno, "Cannot capture the plan: %m");
+        r = verb_plan(argc, argv);
+        fflush(stdout);
+        (void) dup2(saved, STDOUT_FILENO);
+        if (lseek(mfd, 0, SEEK_SET) < 0 || read_full_fd(mfd, STATUS_PLAN_MAX, &buf, &len) < 0)
+                len = 0;
+        printf("{\"running\": false, \"reason\": ");
+        json_string(stdout, why);
+        printf(", \"plan\": ");
+        if (len > 0 && buf[0] == '{') {
+                while (len > 0 && buf[len - 1] == '\n')
+                        len--;
+                printf("%.*s}\n", (int) len, buf);
+        } else
+                printf("null}\n");
+        return r;
+}
+
+/* ---- the verb ---- */
+
+static void help(void) {
+        printf("Usage: nvme-apstd status [OPTIONS]\n\n"
+               "Show what the running daemon does to each controller, read over its D-Bus API.\n"
+               "Without a running daemon, say so and show `nvme-apstd plan`.\n\n"
+               "  -j --json            print one JSON object\n"
+               "  -c --config FILE     configuration for the plan shown when no daemon runs\n"
+               "  -h --help            show this help\n"
+               "     --version         show the version\n\n"
+               "Exit status: 0 the daemon answered, 3 it is not running, 1 any other failure.\n");
+}
+
+static bool is_not_running(const sd_bus_error *e) {
+        return sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER);
+}
+
+static int status_show(sd_bus *bus, bool json) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Props man = {}, ctrl = {};
+        const Prop *list;
+        char power[64];
+        int r;
+
+        r = get_all(bus, BUS_API_PATH, BUS_API_IFACE_MANAGER, &error, &man);
+        if (r < 0) {
+                if (is_not_running(&error)) {
+                        sd_bus_error_free(&error);
+                        props_done(&man);
+                        return -ESRCH;
+                }
+                log_error("Cannot read the daemon's state over D-Bus: %s", error.message ? error.message : strerror(-r));
+                sd_bus_error_free(&error);
+                props_done(&man);
+                return r;
+        }
+        list = prop(&man, "Controllers");
+        if (json) {
+                printf("{\"running\": true, ");
+                json_props(&man, "Controllers");
+                printf(", \"controllers\": [");
+        } else {
+                (void) snprintf(power, sizeof power, "%s", prop_s(&man, "PowerSource"));
+                printf("● nvme-apstd %s - running\n", prop_s(&man, "Version"));
+                printf("     Config: %s\n", prop_s(&man, "ConfigFile"));
+                printf("      Power: %s, power profile: %s\n", power,
+                       prop_s(&man, "ActiveProfile")[0] ? prop_s(&man, "ActiveProfile") : "(none known)");
+                if (!list || list->n_arr == 0)
+                        printf("\nNo NVMe controllers.\n");
+        }
+        for (size_t i = 0; list && i < list->n_arr; i++) {
+                r = get_all(bus, list->strv[i], BUS_API_IFACE_CONTROLLER, &error, &ctrl);
+                if (r < 0) {
+                        /* removed between the two calls */
+                        log_debug("%s: %s", list->strv[i], error.message ? error.message : strerror(-r));
+                        sd_bus_error_free(&error);
+                        props_done(&ctrl);
+                        continue;
+                }
+                if (json) {
+                        printf("%s{", i ? ", " : "");
+                        json_props(&ctrl, NULL);
+                        printf("}");
+                } else {
+                        printf("\n");
+                        print_ctrl(&ctrl);
+                }
+                props_done(&ctrl);
+        }
+        if (json)
+                printf("]}\n");
+        props_done(&man);
+        return 0;
+}
+
+int verb_status(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "json", no_argument, NULL, 'j' },
+                { "config", required_argument, NULL, 'c' },
+                CLI_COMMON_OPTIONS,
+                {},
+        };
+        const char *config_path = NULL;
+        sd_bus *bus = NULL;
+        bool json = false;
+        char why[160];
+        int c, r;
+
+        optind = 0;
+        while ((c = cli_getopt(argc, argv, "jc:h", options, help)) >= 0) {
+                switch (c) {
+                case 'j':
+                        json = true;
+                        break;
+                case 'c':
+                        config_path = optarg;
+                        break;
+                default:
+                        return 2;
+                }
+        }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
+        if (optind < argc) {
+                log_error("status takes no arguments; see nvme-apstd status --help.");
+                return 2;
+        }
+
+        r = sd_bus_open_system(&bus);
+        if (r >= 0) {
+                r = status_show(bus, json);
+                sd_bus_flush_close_unref(bus);
+                if (r >= 0)
+                        return 0;
+                if (r != -ESRCH)
+                        return 1;
+                (void) snprintf(why, sizeof why, "%s is not on the system bus", BUS_API_NAME);
+        } else
+                (void) snprintf(why, sizeof why, "no system bus: %s", strerror(-r));
+        r = show_plan(config_path, json, why);
+        return r == 0 ? 3 : 1;
+}
