@@ -26,13 +26,6 @@ static bool streq(const char *a, const char *b) {
         return strcmp(a, b) == 0;
 }
 
-/* power-profiles-daemon: since 0.20 it also owns the UPower name, which is the one to prefer; 0.12
- * (Debian 12) has only net.hadess. Each name has its object and interface of the same name. */
-#define PPD_NAME "org.freedesktop.UPower.PowerProfiles"
-#define PPD_PATH "/org/freedesktop/UPower/PowerProfiles"
-#define PPD_OLD_NAME "net.hadess.PowerProfiles"
-#define PPD_OLD_PATH "/net/hadess/PowerProfiles"
-
 /* The first Get at start blocks the start this long at most (an absent daemon answers at once:
  * the bus replies "no owner", we never activate it). */
 #define PPD_START_TIMEOUT_USEC (500ULL * 1000ULL)
@@ -170,34 +163,6 @@ int manager_connect_power(Manager *m) {
 
 /* ---- power profile: power-profiles-daemon ---- */
 
-static int ppd_get_call(Manager *m, const char *name, const char *path, sd_bus_message **ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
-        int r;
-
-        r = sd_bus_message_new_method_call(m->bus, &call, name, path, "org.freedesktop.DBus.Properties", "Get");
-        if (r >= 0)
-                r = sd_bus_message_append(call, "ss", name, "ActiveProfile");
-        /* never start power-profiles-daemon because we asked: absent means absent */
-        if (r >= 0)
-                r = sd_bus_message_set_auto_start(call, false);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(call);
-        return 0;
-}
-
-/* The profile from a Get reply; "" for an error (no such name, no such property). */
-static void ppd_read_reply(sd_bus_message *reply, char *buf, size_t n) {
-        const char *p = NULL;
-
-        buf[0] = '\0';
-        if (sd_bus_message_is_method_error(reply, NULL))
-                return;
-        if (sd_bus_message_read(reply, "v", "s", &p) < 0 || !p)
-                return;
-        (void) snprintf(buf, n, "%s", p);
-}
-
 static void manager_profile_set(Manager *m, const char *profile) {
         if (strcmp(profile, m->situation_next.profile) == 0)
                 return;
@@ -213,7 +178,7 @@ static int on_ppd_reply(sd_bus_message *reply, void *userdata, sd_bus_error *err
         char profile[sizeof m->situation.profile];
 
         m->ppd_call = sd_bus_slot_unref(m->ppd_call);
-        ppd_read_reply(reply, profile, sizeof profile);
+        power_profile_from_reply(reply, profile, sizeof profile);
         if (!profile[0] && !old_name) {
                 /* no newer name (0.12), or it has no such property: ask the older one */
                 (void) ppd_refresh(m, true);
@@ -237,7 +202,8 @@ static int ppd_refresh(Manager *m, bool old_name) {
         int r;
 
         m->ppd_call = sd_bus_slot_unref(m->ppd_call);
-        r = ppd_get_call(m, old_name ? PPD_OLD_NAME : PPD_NAME, old_name ? PPD_OLD_PATH : PPD_PATH, &call);
+        r = power_profile_call(m->bus, old_name ? PPD_OLD_NAME : PPD_NAME, old_name ? PPD_OLD_PATH : PPD_PATH,
+                               &call);
         if (r >= 0)
                 r = sd_bus_call_async(m->bus, &m->ppd_call, call, old_name ? on_ppd_reply_old : on_ppd_reply_new,
                                       m, 0);
@@ -250,23 +216,6 @@ static int ppd_refresh(Manager *m, bool old_name) {
 static int on_ppd_signal(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         (void) ppd_refresh(userdata, false);
         return 0;
-}
-
-/* The profile now, synchronously, so the first tables written are already the right ones. */
-static void ppd_get_now(Manager *m, char *buf, size_t n) {
-        static const char *const names[][2] = { { PPD_NAME, PPD_PATH }, { PPD_OLD_NAME, PPD_OLD_PATH } };
-
-        buf[0] = '\0';
-        for (size_t i = 0; i < ELEMENTSOF(names) && !buf[0]; i++) {
-                _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
-                _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-
-                if (ppd_get_call(m, names[i][0], names[i][1], &call) < 0)
-                        return;
-                if (sd_bus_call(m->bus, call, PPD_START_TIMEOUT_USEC, &e, &reply) < 0)
-                        continue;
-                ppd_read_reply(reply, buf, n);
-        }
 }
 
 int manager_connect_profiles(Manager *m) {
@@ -292,7 +241,8 @@ int manager_connect_profiles(Manager *m) {
                 if (r < 0)
                         return log_warning_errno(r, "Cannot follow power-profiles-daemon: %m");
         }
-        ppd_get_now(m, profile, sizeof profile);
+        /* synchronously, so the first tables written are already the right ones */
+        power_profile_read(m->bus, PPD_START_TIMEOUT_USEC, profile, sizeof profile);
         (void) snprintf(m->situation.profile, sizeof m->situation.profile, "%s", profile);
         m->situation_next = m->situation;
         if (profile[0])

@@ -153,6 +153,8 @@ if scenario == "power-supply":
         check(extra_sets <= windows and sets()[1] == s2[1], "flapping: bounded writes to nvme0, none to nvme1")
         check(admin() - n_admin <= 2 * windows, "flapping: bounded admin commands")
         check(tables() == W["battery"], "after the flapping stops: on battery, the battery tables")
+        check(plan_table(CONF, SAMSUNG, "144d:a808") == W["battery"][0],
+              "`plan` resolves the file for the power source now: the battery table")
         check(d.stop() == 0, "exit 0")
         check(tables() == (read_table("nvme0"), read_table("nvme1")), "stopped")
     finally:
@@ -263,6 +265,11 @@ elif scenario == "profiles":
         check("POWER_PROFILE=power-saver" in last, "POWER_PROFILE field")
         check(tables() == W["power-saver"] and sets() == (s0[0] + 1, s0[1] + 1),
               "power-saver: the power-saver tables, only nvme1 written")
+        p = run("plan", "--json", "--config", CONF, "--id-ctrl", WDC, "--pci-id", "15b7:5009",
+                env={"DBUS_SYSTEM_BUS_ADDRESS": addr})
+        got = json.loads(p.stdout)["controllers"][0] if p.returncode == 0 else None
+        check(got and [int(x, 16) for x in got["table"]] == W["power-saver"][1][1],
+              "`plan` asks power-profiles-daemon too: the power-saver table")
         print("---- journal lines of AC -> battery -> power-saver ----")
         for line in switches(d):
             print(line)
