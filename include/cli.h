@@ -3,6 +3,7 @@
 
 /* Helpers shared by the subcommands (src/cmd-*.c, src/main.c). */
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,8 +24,6 @@ int cli_load_config(const char *path, Config *ret);
 /* "8086:f1a5": exactly four hex digits, ':', four hex digits. Return 0 or -EINVAL. */
 int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device);
 
-/* Write @s as a JSON string literal (with quotes). */
-void json_string(FILE *f, const char *s);
 
 /* Where the daemon and apply look for sysfs and device nodes (overridable for tests). */
 extern const char *arg_sysfs_root;
@@ -32,8 +31,8 @@ extern const char *arg_dev_dir;
 extern const char *arg_proc_root;
 
 /* Options every subcommand shares: --help, --version, and the hidden roots tests point
- * at fake trees. Put CLI_COMMON_OPTIONS in the option table and pass every getopt
- * result to cli_common_option() first. */
+ * at fake trees. Put CLI_COMMON_OPTIONS in the option table and read the options
+ * with cli_getopt(). */
 enum {
         CLI_ARG_VERSION = 0x100,
         CLI_ARG_SYSFS_ROOT,
@@ -48,13 +47,17 @@ enum {
         { "dev-dir", required_argument, NULL, CLI_ARG_DEV_DIR },                \
         { "proc-root", required_argument, NULL, CLI_ARG_PROC_ROOT }
 
-typedef enum CliOption {
-        CLI_OPTION_NOT_MINE,       /* the subcommand handles it */
-        CLI_OPTION_HANDLED,        /* go on parsing */
-        CLI_OPTION_EXIT,           /* --help or --version printed: exit 0 */
-} CliOption;
+/* cli_getopt()'s answer after --help or --version was printed: exit 0. */
+#define CLI_GETOPT_EXIT (-2)
 
-CliOption cli_common_option(int c, const char *arg, void (*help)(void));
+/**
+ * cli_getopt() - getopt_long() that handles CLI_COMMON_OPTIONS itself
+ *
+ * Return: the next option that is the subcommand's own ('?' for an unknown
+ * one, as getopt_long()), -1 at the end, or CLI_GETOPT_EXIT once --help
+ * (through @help) or --version is printed. Set optind = 0 before the first call.
+ */
+int cli_getopt(int argc, char *argv[], const char *shortopts, const struct option *options, void (*help)(void));
 
 int verb_plan(int argc, char *argv[]);
 int verb_apply(int argc, char *argv[]);

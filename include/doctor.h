@@ -21,7 +21,7 @@
 
 #include "apst.h"
 #include "config.h"
-#include "cpufreq.h"
+#include "cpufreq-policy.h"
 #include "cpuset.h"
 #include "idctrl.h"
 #include "sysfs.h"

@@ -55,6 +55,7 @@ typedef struct ManagerOptions {
 } ManagerOptions;
 
 typedef struct Manager Manager;
+typedef struct ManagerMetrics ManagerMetrics;
 
 /* What the daemon has done to one controller since it first saw it: what status, the D-Bus API and
  * the metrics show. Updated by manager_ctrl_sync() only. */
@@ -108,6 +109,10 @@ struct Manager {
         uint64_t iowatch_total;
         bool iowatch_known;
 
+        ManagerMetrics *metrics;   /* src/manager-metrics.c; NULL until the first update */
+        uint64_t config_reloads;   /* SIGHUPs that took effect */
+        uint64_t config_reload_failures;  /* SIGHUPs whose file was rejected */
+
         /* Following the power situation (manager-power.c) */
         Situation situation_next;        /* what the sources say now; acted on after the delay */
         sd_event_source *situation_timer;
@@ -141,3 +146,7 @@ void manager_power_free(Manager *m);
 /* CPU frequency pinning glue (src/manager-cpu.c). */
 void manager_cpu_apply(Manager *m, const char *reason);
 void manager_cpu_controllers_changed(Manager *m, const char *reason);
+
+/* The [metrics] file (src/manager-metrics.c): rewritten after an event when its text changed. */
+void manager_metrics_update(Manager *m);
+void manager_metrics_free(Manager *m);

@@ -4,7 +4,7 @@
 /*
  * Crash records: small text files in the runtime directory that let a daemon
  * started after a crash put back what its predecessor changed (the APST table
- * a controller had, apst-record.h; the CPU frequency policies, cpufreq.h).
+ * a controller had, apst-record.h; the CPU frequency policies, cpufreq-policy.h).
  *
  * Every record starts with one header line naming its kind and format
  * version, "# nvme-apstd KIND record vN"; what follows is the kind's own.

@@ -105,16 +105,89 @@ static int restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig, ApplySt
         return 0;
 }
 
-int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t worst_wake_us,
-                bool skip_if_equal, ApplyResult *ret) {
-        ApplyResult res = { .failed_step = APPLY_STEP_NONE };
+/* The table found is not the one we wrote last: say so (most likely the kernel rewrote it). */
+static void log_overwritten(const ApplyTarget *t, const ApstTable *found) {
+        char hex[32 * 19 + 1], wrote[32 * 19 + 1], s[256];
+
+        apst_table_to_hex(found, hex, sizeof hex);
+        apst_table_to_hex(t->last_written, wrote, sizeof wrote);
+        apst_summary(found, s, sizeof s);
+        log_event(LOG_NOTICE, 0, MSGID_TABLE_OVERWRITTEN,
+                  LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model }, { "NVME_FIRMWARE", t->firmware },
+                             { "APST_POLICY", t->policy }, { "APST_TABLE", hex }, { "APST_TABLE_WRITTEN", wrote },
+                             { "APST_REASON", t->reason }),
+                  "%s: the APST table was overwritten (found %s after %s, most likely by the kernel); "
+                  "writing ours again.", t->name, s, t->reason);
+}
+
+/* The write or its verification failed (res->failed_step, res->error): log it, and after a failed
+ * verification put back what was there. If that fails too, the controller may hold what we just
+ * wrote: say so, the caller must know (res->dirty). A failed Set changed nothing. */
+static void handle_write_failure(Ctrl *c, const ApplyTarget *t, const ApstTable *want, const ApstTable *back,
+                                 ApplyResult *res) {
+        char hex[32 * 19 + 1], got[32 * 19 + 1], desc[512];
+        ApplyStep step = APPLY_STEP_NONE;
+        int r = res->error;
+
+        apst_table_to_hex(want, hex, sizeof hex);
+        if (r == -EBADMSG) {
+                apst_table_to_hex(back, got, sizeof got);
+                log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
+                          LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
+                                     { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
+                                     { "APST_TABLE", hex }, { "APST_TABLE_READ", got }, { "APST_REASON", t->reason }),
+                          "%s: the controller accepted the APST table but reads back a different one; "
+                          "putting back the table it had.", t->name);
+        } else
+                log_failure(t, res->failed_step, r, res->nvme_status, want);
+        if (res->failed_step != APPLY_STEP_VERIFY)
+                return;
+
+        res->dirty = restore(c, t, &res->before, &step) < 0;
+        res->put_back = step != APPLY_STEP_RESTORE;
+        if (!res->dirty)
+                return;
+        apst_summary(want, desc, sizeof desc);
+        log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
+                  LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model }, { "NVME_FIRMWARE", t->firmware },
+                             { "APST_POLICY", t->policy }, { "APST_TABLE", hex }, { "APST_REASON", t->reason }),
+                  res->put_back ? "%s: wrote back the previous APST table but could not verify it; the controller "
+                                  "may still hold the one just written (%s)."
+                                : "%s: could not put back the previous APST table; the controller may still hold "
+                                  "the one just written (%s).",
+                  t->name, desc);
+}
+
+/* MSGID_TABLE_VERIFIED (already in place, nothing written) or MSGID_TABLE_WRITTEN. */
+static void log_in_place(const ApplyTarget *t, const ApstTable *want, uint32_t worst_wake_us, bool written) {
         char hex[32 * 19 + 1], wake[32], desc[512];
-        ApstTable back = {};
-        int r;
 
         apst_table_to_hex(want, hex, sizeof hex);
         (void) snprintf(wake, sizeof wake, "%u", worst_wake_us);
         apst_summary(want, desc, sizeof desc);
+        if (!written)
+                log_event(LOG_INFO, 0, MSGID_TABLE_VERIFIED,
+                          LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
+                                     { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
+                                     { "APST_TABLE", hex }, { "APST_WORST_WAKE_US", wake },
+                                     { "APST_REASON", t->reason }),
+                          "%s: APST table already in place (%s policy: %s), nothing written.", t->name, t->policy,
+                          desc);
+        else
+                log_event(LOG_INFO, 0, MSGID_TABLE_WRITTEN,
+                          LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
+                                     { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
+                                     { "APST_TABLE", hex }, { "APST_WORST_WAKE_US", wake },
+                                     { "APST_REASON", t->reason }),
+                          "%s: wrote and verified the APST table (%s policy: %s; worst wake %u.%01u ms).", t->name,
+                          t->policy, desc, worst_wake_us / 1000, (worst_wake_us % 1000) / 100);
+}
+
+int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t worst_wake_us,
+                bool skip_if_equal, ApplyResult *ret) {
+        ApplyResult res = { .failed_step = APPLY_STEP_NONE };
+        ApstTable back = {};
+        int r;
 
         r = ctrl_get_apst(c, &res.before, &res.nvme_status);
         if (r < 0) {
@@ -125,82 +198,25 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
                 return r;
         }
         res.have_before = true;
-
-        if (t->last_written && !apst_table_equal(&res.before, t->last_written)) {
-                char found[32 * 19 + 1], wrote[32 * 19 + 1], s[256];
-                apst_table_to_hex(&res.before, found, sizeof found);
-                apst_table_to_hex(t->last_written, wrote, sizeof wrote);
-                apst_summary(&res.before, s, sizeof s);
-                log_event(LOG_NOTICE, 0, MSGID_TABLE_OVERWRITTEN,
-                          LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
-                                     { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
-                                     { "APST_TABLE", found }, { "APST_TABLE_WRITTEN", wrote },
-                                     { "APST_REASON", t->reason }),
-                          "%s: the APST table was overwritten (found %s after %s, most likely by the kernel); "
-                          "writing ours again.", t->name, s, t->reason);
-        }
-
+        if (t->last_written && !apst_table_equal(&res.before, t->last_written))
+                log_overwritten(t, &res.before);
         if (t->before_write)
                 t->before_write(&res.before, t->userdata);
 
         if (skip_if_equal && apst_table_equal(&res.before, want)) {
                 res.unchanged = true;
-                log_event(LOG_INFO, 0, MSGID_TABLE_VERIFIED,
-                          LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
-                                     { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
-                                     { "APST_TABLE", hex }, { "APST_WORST_WAKE_US", wake },
-                                     { "APST_REASON", t->reason }),
-                          "%s: APST table already in place (%s policy: %s), nothing written.", t->name, t->policy,
-                          desc);
+                log_in_place(t, want, worst_wake_us, false);
                 *ret = res;
                 return 0;
         }
-
         r = write_and_verify(c, want, APPLY_STEP_SET, APPLY_STEP_VERIFY, &res.failed_step, &res.nvme_status, &back);
         if (r < 0) {
                 res.error = r;
-                if (r == -EBADMSG) {
-                        char got[32 * 19 + 1];
-                        apst_table_to_hex(&back, got, sizeof got);
-                        log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
-                                  LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
-                                             { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
-                                             { "APST_TABLE", hex }, { "APST_TABLE_READ", got },
-                                             { "APST_REASON", t->reason }),
-                                  "%s: the controller accepted the APST table but reads back a different one; "
-                                  "putting back the table it had.", t->name);
-                } else
-                        log_failure(t, res.failed_step, r, res.nvme_status, want);
-
-                /* A failed Set changed nothing; a failed verification puts back what was there. If that
-                 * fails too, the controller may hold what we just wrote: say so, the caller must know. */
-                if (res.failed_step == APPLY_STEP_VERIFY) {
-                        ApplyStep step = APPLY_STEP_NONE;
-
-                        res.dirty = restore(c, t, &res.before, &step) < 0;
-                        res.put_back = step != APPLY_STEP_RESTORE;
-                        if (res.dirty)
-                                log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
-                                          LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model },
-                                                     { "NVME_FIRMWARE", t->firmware }, { "APST_POLICY", t->policy },
-                                                     { "APST_TABLE", hex }, { "APST_REASON", t->reason }),
-                                          res.put_back ? "%s: wrote back the previous APST table but could not "
-                                                         "verify it; the controller may still hold the one just "
-                                                         "written (%s)."
-                                                       : "%s: could not put back the previous APST table; the "
-                                                         "controller may still hold the one just written (%s).",
-                                          t->name, desc);
-                }
+                handle_write_failure(c, t, want, &back, &res);
                 *ret = res;
                 return r;
         }
-
-        log_event(LOG_INFO, 0, MSGID_TABLE_WRITTEN,
-                  LOG_FIELDS({ "NVME_CTRL", t->name }, { "NVME_MODEL", t->model }, { "NVME_FIRMWARE", t->firmware },
-                             { "APST_POLICY", t->policy }, { "APST_TABLE", hex }, { "APST_WORST_WAKE_US", wake },
-                             { "APST_REASON", t->reason }),
-                  "%s: wrote and verified the APST table (%s policy: %s; worst wake %u.%01u ms).", t->name,
-                  t->policy, desc, worst_wake_us / 1000, (worst_wake_us % 1000) / 100);
+        log_in_place(t, want, worst_wake_us, true);
         *ret = res;
         return 0;
 }

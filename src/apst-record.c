@@ -25,7 +25,8 @@ int apst_record_format(const IdCtrl *id, const ApstTable *t, char **ret) {
         char hex[HEX_TABLE_SIZE];
 
         apst_table_to_hex(t, hex, sizeof hex);
-        if (asprintf(ret, RECORD_HEADER(APST_RECORD_KIND, 1) "model=%s\nserial_hash=%016" PRIx64 "\napste=%d\ntable=%s\n",
+        if (asprintf(ret,
+                     RECORD_HEADER(APST_RECORD_KIND, 1) "model=%s\nserial_hash=%016" PRIx64 "\napste=%d\ntable=%s\n",
                      id->model, serial_hash(id->serial), t->apste ? 1 : 0, hex) < 0)
                 return -ENOMEM;
         return 0;

@@ -52,40 +52,29 @@ int cli_load_config(const char *path, Config *ret) {
         return 0;
 }
 
-void json_string(FILE *f, const char *s) {
-        fputc('"', f);
-        for (const unsigned char *p = (const unsigned char *) s; p && *p; p++) {
-                if (*p == '"' || *p == '\\')
-                        fprintf(f, "\\%c", *p);
-                else if (*p < 0x20 || *p == 0x7f)
-                        fprintf(f, "\\u%04x", *p);
-                /* bytes >= 0x80 are passed through: JSON text is UTF-8, and only our own
-                 * messages ("–", "→") contain any; strings from drives are sanitised to ASCII */
-                else
-                        fputc(*p, f);
-        }
-        fputc('"', f);
-}
+int cli_getopt(int argc, char *argv[], const char *shortopts, const struct option *options, void (*help)(void)) {
+        for (;;) {
+                int c = getopt_long(argc, argv, shortopts, options, NULL);
 
-CliOption cli_common_option(int c, const char *arg, void (*help)(void)) {
-        switch (c) {
-        case 'h':
-                help();
-                return CLI_OPTION_EXIT;
-        case CLI_ARG_VERSION:
-                printf("nvme-apstd %s\n", PACKAGE_VERSION);
-                return CLI_OPTION_EXIT;
-        case CLI_ARG_SYSFS_ROOT:
-                arg_sysfs_root = arg;
-                return CLI_OPTION_HANDLED;
-        case CLI_ARG_DEV_DIR:
-                arg_dev_dir = arg;
-                return CLI_OPTION_HANDLED;
-        case CLI_ARG_PROC_ROOT:
-                arg_proc_root = arg;
-                return CLI_OPTION_HANDLED;
-        default:
-                return CLI_OPTION_NOT_MINE;
+                switch (c) {
+                case 'h':
+                        help();
+                        return CLI_GETOPT_EXIT;
+                case CLI_ARG_VERSION:
+                        printf("nvme-apstd %s\n", PACKAGE_VERSION);
+                        return CLI_GETOPT_EXIT;
+                case CLI_ARG_SYSFS_ROOT:
+                        arg_sysfs_root = optarg;
+                        break;
+                case CLI_ARG_DEV_DIR:
+                        arg_dev_dir = optarg;
+                        break;
+                case CLI_ARG_PROC_ROOT:
+                        arg_proc_root = optarg;
+                        break;
+                default:
+                        return c;
+                }
         }
 }
 

@@ -59,7 +59,10 @@ static int apply_one(const ControllerContext *ctx, const SysCtrl *sys) {
                 return o.error;
         case CONTROLLER_FAILED:
                 break;
-        default:
+        case CONTROLLER_PLANNED:   /* not in CONTROLLER_MODE_APPLY */
+        case CONTROLLER_RESTORED:
+        case _CONTROLLER_RESULT_MAX:
+        case _CONTROLLER_RESULT_INVALID:
                 return r < 0 ? r : -EINVAL;
         }
         switch (o.failed_step) {
@@ -79,7 +82,10 @@ static int apply_one(const ControllerContext *ctx, const SysCtrl *sys) {
                        : res->dirty                          ? "; previous table written back, but not verified"
                                                              : "; previous table put back");
                 break;
-        default:
+        case CONTROLLER_STEP_PLAN:
+        case CONTROLLER_STEP_NONE:
+        case _CONTROLLER_STEP_MAX:
+        case _CONTROLLER_STEP_INVALID:
                 printf("%s: FAILED (cannot plan: %s)\n", c.name, strerror(-o.error));
                 break;
         }
@@ -107,15 +113,7 @@ int verb_apply(int argc, char *argv[]) {
         };
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0) {
-                switch (cli_common_option(c, optarg, help)) {
-                case CLI_OPTION_EXIT:
-                        return 0;
-                case CLI_OPTION_HANDLED:
-                        continue;
-                case CLI_OPTION_NOT_MINE:
-                        break;
-                }
+        while ((c = cli_getopt(argc, argv, "c:h", options, help)) >= 0) {
                 switch (c) {
                 case 'c':
                         config_path = optarg;
@@ -124,6 +122,8 @@ int verb_apply(int argc, char *argv[]) {
                         return 2;
                 }
         }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
 
         r = cli_load_config(config_path, &cfg);
         if (r < 0)

@@ -313,15 +313,7 @@ int verb_doctor(int argc, char *argv[]) {
         int c, r, status = 2;
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "c:jh", options, NULL)) >= 0) {
-                switch (cli_common_option(c, optarg, help)) {
-                case CLI_OPTION_EXIT:
-                        return 0;
-                case CLI_OPTION_HANDLED:
-                        continue;
-                case CLI_OPTION_NOT_MINE:
-                        break;
-                }
+        while ((c = cli_getopt(argc, argv, "c:jh", options, help)) >= 0) {
                 switch (c) {
                 case 'c':
                         config_path = optarg;
@@ -336,6 +328,8 @@ int verb_doctor(int argc, char *argv[]) {
                         return 2;
                 }
         }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
 
         if (cli_load_config(config_path, &cfg) < 0)
                 return 2;

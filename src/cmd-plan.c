@@ -20,6 +20,7 @@
 #include "cpupin.h"
 #include "device.h"
 #include "fileio.h"
+#include "json-out.h"
 #include "log.h"
 
 #define ID_FILE_MAX (1024u * 1024u) /* an nvme-cli JSON dump is ~10 KiB; refuse anything absurd */
@@ -100,53 +101,67 @@ static void print_human(const PlanEntry *e) {
         }
 }
 
-static void print_json_entry(const PlanEntry *e) {
-        const ApstPlan *p = &e->plan.plan;
-        char desc[1024];
-        bool manage = e->plan.verdict == DEVICE_MANAGE;
+static struct json_object *json_quirks(const ApstPlan *p, bool manage) {
+        struct json_object *a = json_object_new_array();
 
-        printf("{\"name\": ");
-        json_string(stdout, e->name);
-        printf(", \"model\": ");
-        json_string(stdout, e->id.model);
-        printf(", \"firmware\": ");
-        json_string(stdout, e->id.firmware);
-        if (e->have_sys && e->sys.pci_vendor)
-                printf(", \"pci\": \"%04x:%04x\"", e->sys.pci_vendor, e->sys.pci_device);
-        printf(", \"npss\": %u, \"apsta\": %s", e->id.npss, e->id.apst_supported ? "true" : "false");
-        printf(", \"verdict\": \"%s\", \"policy\": \"%s\", \"max_latency_us\": %" PRIu32,
-               device_verdict_to_string(e->plan.verdict), apst_policy_to_string(e->plan.params.policy),
-               e->plan.params.max_latency_us);
-        printf(", \"section\": ");
-        if (e->plan.section)
-                json_string(stdout, e->plan.section);
-        else
-                printf("null");
-        printf(", \"quirks\": [");
         if (manage && (p->quirks & APST_QUIRK_NO_APST))
-                printf("\"no-apst\"%s", p->quirks & APST_QUIRK_NO_DEEPEST_PS ? ", " : "");
+                (void) json_object_array_add(a, json_object_new_string("no-apst"));
         if (manage && (p->quirks & APST_QUIRK_NO_DEEPEST_PS))
-                printf("\"no-deepest-ps\"");
-        printf("], \"quirks_overridden\": %s", manage && p->quirks_overridden ? "true" : "false");
-        printf(", \"power_states\": [");
-        for (unsigned i = 0; i <= e->id.npss && i < IDCTRL_MAX_PS; i++) {
-                const IdPsd *s = &e->id.psd[i];
-                printf("%s{\"ps\": %u, \"max_power_w\": %.4f, \"non_operational\": %s, \"enlat_us\": %" PRIu32
-                       ", \"exlat_us\": %" PRIu32 ", \"idle_power_w\": %.4f}",
-                       i ? ", " : "", i, s->max_power_uw / 1e6, s->non_operational ? "true" : "false", s->enlat_us,
-                       s->exlat_us, s->idle_power_uw / 1e6);
+                (void) json_object_array_add(a, json_object_new_string("no-deepest-ps"));
+        return a;
+}
+
+static struct json_object *json_power_states(const IdCtrl *id) {
+        struct json_object *a = json_object_new_array();
+
+        for (unsigned i = 0; i <= id->npss && i < IDCTRL_MAX_PS; i++) {
+                const IdPsd *s = &id->psd[i];
+                struct json_object *o = json_object_new_object();
+
+                (void) json_object_object_add(o, "ps", json_object_new_int((int) i));
+                (void) json_object_object_add(o, "max_power_w", json_out_fixed(s->max_power_uw / 1e6, 4));
+                (void) json_object_object_add(o, "non_operational", json_object_new_boolean(s->non_operational));
+                (void) json_object_object_add(o, "enlat_us", json_object_new_uint64(s->enlat_us));
+                (void) json_object_object_add(o, "exlat_us", json_object_new_uint64(s->exlat_us));
+                (void) json_object_object_add(o, "idle_power_w", json_out_fixed(s->idle_power_uw / 1e6, 4));
+                (void) json_object_array_add(a, o);
         }
-        printf("], \"apste\": %s", manage && p->table.apste ? "true" : "false");
-        printf(", \"worst_wake_us\": %" PRIu32, manage ? p->worst_wake_us : 0);
+        return a;
+}
+
+static struct json_object *json_entry(const PlanEntry *e) {
+        struct json_object *o = json_object_new_object();
+        const ApstPlan *p = &e->plan.plan;
+        bool manage = e->plan.verdict == DEVICE_MANAGE;
+        ApstTable none = {};
+        char desc[1024], pci[16];
+
+        (void) json_object_object_add(o, "name", json_object_new_string(e->name));
+        (void) json_object_object_add(o, "model", json_object_new_string(e->id.model));
+        (void) json_object_object_add(o, "firmware", json_object_new_string(e->id.firmware));
+        if (e->have_sys && e->sys.pci_vendor) {
+                (void) snprintf(pci, sizeof pci, "%04x:%04x", e->sys.pci_vendor, e->sys.pci_device);
+                (void) json_object_object_add(o, "pci", json_object_new_string(pci));
+        }
+        (void) json_object_object_add(o, "npss", json_object_new_int(e->id.npss));
+        (void) json_object_object_add(o, "apsta", json_object_new_boolean(e->id.apst_supported));
+        (void) json_object_object_add(o, "verdict", json_object_new_string(device_verdict_to_string(e->plan.verdict)));
+        (void) json_object_object_add(o, "policy",
+                                      json_object_new_string(apst_policy_to_string(e->plan.params.policy)));
+        (void) json_object_object_add(o, "max_latency_us", json_object_new_uint64(e->plan.params.max_latency_us));
+        (void) json_object_object_add(o, "section", json_out_string_or_null(e->plan.section));
+        (void) json_object_object_add(o, "quirks", json_quirks(p, manage));
+        (void) json_object_object_add(o, "quirks_overridden", json_object_new_boolean(manage && p->quirks_overridden));
+        (void) json_object_object_add(o, "power_states", json_power_states(&e->id));
+        (void) json_object_object_add(o, "apste", json_object_new_boolean(manage && p->table.apste));
+        (void) json_object_object_add(o, "worst_wake_us", json_object_new_uint64(manage ? p->worst_wake_us : 0));
         if (manage) {
                 apst_describe(&p->table, &e->id, desc, sizeof desc);
-                printf(", \"description\": ");
-                json_string(stdout, desc);
+                (void) json_object_object_add(o, "description", json_object_new_string(desc));
         }
-        printf(", \"table\": [");
-        for (unsigned i = 0; i < APST_ENTRIES; i++)
-                printf("%s\"0x%016" PRIx64 "\"", i ? ", " : "", manage ? p->table.entry[i] : UINT64_C(0));
-        printf("]}");
+        (void) json_object_object_add(o, "table", json_out_apst_entries(manage ? p->table.entry : none.entry,
+                                                                         APST_ENTRIES));
+        return o;
 }
 
 
@@ -216,15 +231,7 @@ static int parse_argv(int argc, char *argv[], PlanArgs *a) {
         int c;
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "c:ji:h", options, NULL)) >= 0) {
-                switch (cli_common_option(c, optarg, help)) {
-                case CLI_OPTION_EXIT:
-                        return 0;
-                case CLI_OPTION_HANDLED:
-                        continue;
-                case CLI_OPTION_NOT_MINE:
-                        break;
-                }
+        while ((c = cli_getopt(argc, argv, "c:ji:h", options, help)) >= 0) {
                 switch (c) {
                 case 'c':
                         a->config_path = optarg;
@@ -254,6 +261,8 @@ static int parse_argv(int argc, char *argv[], PlanArgs *a) {
                         return 2;
                 }
         }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
         a->names = argv + optind;
         a->n_names = argc - optind;
         if (a->n_files > 0 && a->n_names > 0) {
@@ -335,28 +344,30 @@ static int plan_live(const ControllerContext *ctx, const PlanArgs *a, PlanEntry 
 }
 
 /* The CPU plan's lines, one JSON string each. */
-static void print_json_cpu_lines(const char *cpu_text) {
-        for (const char *line = cpu_text, *nl; line && *line; line = nl + 1) {
-                _cleanup_free_ char *one = NULL;
+static struct json_object *json_cpu_lines(const char *cpu_text) {
+        struct json_object *a = json_object_new_array();
 
+        for (const char *line = cpu_text, *nl; line && *line; line = nl + 1) {
                 nl = strchrnul(line, '\n');
-                one = strndup(line, (size_t) (nl - line));
-                printf("%s", line != cpu_text ? ", " : "");
-                json_string(stdout, one ? one : "");
+                (void) json_object_array_add(a, json_object_new_string_len(line, (int) (nl - line)));
                 if (!*nl)
                         break;
         }
+        return a;
 }
 
-static void print_json(const Config *cfg, const PlanEntry *entries, size_t n, const char *cpu_text) {
-        printf("{\"controllers\": [");
-        for (size_t i = 0; i < n; i++) {
-                printf(i ? ", " : "");
-                print_json_entry(&entries[i]);
-        }
-        printf("], \"cpu\": {\"pin\": \"%s\", \"plan\": [", strempty(cpu_pin_mode_to_string(cfg->cpu.pin)));
-        print_json_cpu_lines(cpu_text);
-        printf("]}}\n");
+static int print_json(const Config *cfg, const PlanEntry *entries, size_t n, const char *cpu_text) {
+        _cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
+        struct json_object *ctrls = json_object_new_array(), *cpu = json_object_new_object();
+
+        for (size_t i = 0; i < n; i++)
+                (void) json_object_array_add(ctrls, json_entry(&entries[i]));
+        (void) json_object_object_add(doc, "controllers", ctrls);
+        (void) json_object_object_add(cpu, "pin",
+                                      json_object_new_string(strempty(cpu_pin_mode_to_string(cfg->cpu.pin))));
+        (void) json_object_object_add(cpu, "plan", json_cpu_lines(cpu_text));
+        (void) json_object_object_add(doc, "cpu", cpu);
+        return json_out_print(stdout, doc, JSON_OUT_FLAGS | JSON_C_TO_STRING_SPACED);
 }
 
 static void print_text(const Config *cfg, const PlanEntry *entries, size_t n, const char *cpu_text) {
@@ -405,9 +416,11 @@ static int plan_run(const PlanArgs *a, Config *cfg) {
                 entries = live;
         }
         cpu_text = describe_cpu(cfg, entries, n, a->n_files == 0);
-        if (a->json)
-                print_json(cfg, entries, n, cpu_text);
-        else
+        if (a->json) {
+                r = print_json(cfg, entries, n, cpu_text);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot write the JSON output: %m");
+        } else
                 print_text(cfg, entries, n, cpu_text);
         return failed;
 }

@@ -42,15 +42,7 @@ static int parse_argv(int argc, char *argv[], const char **ret_config, uint64_t 
         int c;
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0) {
-                switch (cli_common_option(c, optarg, help)) {
-                case CLI_OPTION_EXIT:
-                        return 0;
-                case CLI_OPTION_HANDLED:
-                        continue;
-                case CLI_OPTION_NOT_MINE:
-                        break;
-                }
+        while ((c = cli_getopt(argc, argv, "c:h", options, help)) >= 0) {
                 switch (c) {
                 case 'c':
                         *ret_config = optarg;
@@ -66,6 +58,8 @@ static int parse_argv(int argc, char *argv[], const char **ret_config, uint64_t 
                         return 2;
                 }
         }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
         if (optind < argc) {
                 log_error("Unexpected argument '%s'.", argv[optind]);
                 return 2;

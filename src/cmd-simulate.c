@@ -22,15 +22,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "adapt.h"
 #include "apst.h"
 #include "config-build.h"
 #include "config.h"
 #include "device.h"
 #include "fileio.h"
 #include "idctrl.h"
+#include "json-out.h"
 #include "macro.h"
 #include "sim.h"
 #include "trace.h"
+#include "util.h"
 #include "verbs.h"
 
 /* Identify data is 4 KiB binary or ~3 KiB of JSON; 1 MiB is ample and bounded. */
@@ -48,6 +51,7 @@ typedef struct Options {
         uint32_t p0_uw;
         ApstPlatform platform;       /* PCI ids from --pci; DMI unknown */
         uint64_t service_ns;
+        double exlat_scale;          /* real exit latency / advertised; 1 = honest drive */
         bool closed_loop, json;
 } Options;
 
@@ -64,9 +68,11 @@ static void help(void) {
                "                        text output; - reads standard input\n"
                "  -c --config FILE      nvme-apstd.conf to take the policy and its knobs from\n"
                "                        (the drive is matched as controller \"sim0\")\n"
-               "  -p --policy NAME      budget (default), kernel or none; overrides the config\n"
+               "  -p --policy NAME      budget (default), kernel, adaptive or none; overrides the config\n"
                "  -w --idle-power-w W   PS0 idle power when the drive reports none (default %.1f)\n"
                "  -s --service-us US    time to serve one I/O (default %u)\n"
+               "  -x --exlat-scale X    the drive really wakes X times slower than it advertises\n"
+               "                        (policies still plan from the advertised latencies)\n"
                "  -l --closed-loop      each I/O waits for the previous one (one synchronous job):\n"
                "                        lateness shifts every later I/O\n"
                "  -P --pci VVVV:DDDD    the drive's PCI vendor:device, for the kernel's quirks and\n"
@@ -79,6 +85,47 @@ static void help(void) {
                SIM_P0_DEFAULT_UW / 1e6, (unsigned) (SIM_SERVICE_DEFAULT_NS / 1000));
 }
 
+/* --idle-power-w: 100 W is beyond any NVMe drive's PS0 (the spec's MP tops out at 655 W, real
+ * ones at ~25 W); 1 µW is the model's unit. */
+static int parse_watts(const char *arg, uint32_t *ret_uw) {
+        char *end;
+        double w;
+
+        errno = 0;
+        w = strtod(arg, &end);
+        if (errno != 0 || end == arg || *end != 0 || !isfinite(w) || w < 1e-6 || w > 100) {
+                fprintf(stderr, "%s: --idle-power-w: expected watts in 0.000001..100, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret_uw = (uint32_t) lround(w * 1e6);
+        return 0;
+}
+
+/* --service-us: one second per I/O is far past any drive; the model needs > 0. */
+static int parse_service_us(const char *arg, uint64_t *ret_ns) {
+        uint32_t us;
+
+        if (safe_atou32(arg, &us) < 0 || us == 0 || us > 1000000) {
+                fprintf(stderr, "%s: --service-us: expected microseconds in 1..1000000, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret_ns = (uint64_t) us * 1000;
+        return 0;
+}
+
+/* After the options: no arguments, and both inputs given. Return: 1 or -EINVAL. */
+static int options_complete(const Options *o, int argc, char *argv[]) {
+        if (optind < argc) {
+                fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, argv[optind]);
+                return -EINVAL;
+        }
+        if (!o->id_ctrl || !o->trace) {
+                fprintf(stderr, "%s: --id-ctrl and --trace are required (see --help)\n", prog);
+                return -EINVAL;
+        }
+        return 1;
+}
+
 static int parse_options(int argc, char *argv[], Options *o) {
         static const struct option options[] = {
                 { "id-ctrl", required_argument, NULL, 'i' },
@@ -88,6 +135,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 { "idle-power-w", required_argument, NULL, 'w' },
                 { "service-us", required_argument, NULL, 's' },
                 { "closed-loop", no_argument, NULL, 'l' },
+                { "exlat-scale", required_argument, NULL, 'x' },
                 { "device", required_argument, NULL, 'd' },
                 { "pci", required_argument, NULL, 'P' },
                 { "event", required_argument, NULL, 'e' },
@@ -98,15 +146,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
         int c;
 
         optind = 0;   /* a full reset: main.c may have run getopt already */
-        while ((c = getopt_long(argc, argv, "i:t:c:p:w:s:ld:P:e:jh", options, NULL)) >= 0) {
-                switch (cli_common_option(c, optarg, help)) {
-                case CLI_OPTION_EXIT:
-                        return 0;
-                case CLI_OPTION_HANDLED:
-                        continue;
-                case CLI_OPTION_NOT_MINE:
-                        break;
-                }
+        while ((c = cli_getopt(argc, argv, "i:t:c:p:w:s:lx:d:P:e:jh", options, help)) >= 0) {
                 switch (c) {
                 case 'i':
                         o->id_ctrl = optarg;
@@ -119,43 +159,36 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         break;
                 case 'p':
                         if (strcmp(optarg, "none") != 0 && apst_policy_from_string(optarg) < 0) {
-                                fprintf(stderr, "%s: --policy: expected budget, kernel or none, got \"%s\"\n",
+                                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n",
                                         prog, optarg);
                                 return -EINVAL;
                         }
                         o->policy = optarg;
                         break;
-                case 'w': {
-                        char *end;
-                        errno = 0;
-                        double w = strtod(optarg, &end);
-                        /* 100 W is beyond any NVMe drive's PS0 (the spec's MP tops out at 655 W,
-                         * real ones at ~25 W); 1 µW is the model's unit. */
-                        if (errno != 0 || end == optarg || *end != 0 || !isfinite(w) || w < 1e-6 || w > 100) {
-                                fprintf(stderr, "%s: --idle-power-w: expected watts in 0.000001..100, got \"%s\"\n",
-                                        prog, optarg);
+                case 'w':
+                        if (parse_watts(optarg, &o->p0_uw) < 0)
                                 return -EINVAL;
-                        }
-                        o->p0_uw = (uint32_t) lround(w * 1e6);
                         break;
-                }
-                case 's': {
-                        char *end;
-                        errno = 0;
-                        unsigned long long us = strtoull(optarg, &end, 10);
-                        /* one second per I/O is far past any drive; the model needs > 0 */
-                        if (errno != 0 || end == optarg || *end != 0 || optarg[0] == '-' || us == 0 ||
-                            us > 1000000) {
-                                fprintf(stderr, "%s: --service-us: expected microseconds in 1..1000000, got \"%s\"\n",
-                                        prog, optarg);
+                case 's':
+                        if (parse_service_us(optarg, &o->service_ns) < 0)
                                 return -EINVAL;
-                        }
-                        o->service_ns = us * 1000;
                         break;
-                }
                 case 'l':
                         o->closed_loop = true;
                         break;
+                case 'x': {
+                        char *end;
+                        errno = 0;
+                        double x = strtod(optarg, &end);
+                        if (errno != 0 || end == optarg || *end != 0 || !isfinite(x) || x <= 0 ||
+                            x > SIM_EXLAT_SCALE_MAX) {
+                                fprintf(stderr, "%s: --exlat-scale: expected a factor in (0, %g], got \"%s\"\n", prog,
+                                        SIM_EXLAT_SCALE_MAX, optarg);
+                                return -EINVAL;
+                        }
+                        o->exlat_scale = x;
+                        break;
+                }
                 case 'd':
                         o->device = optarg;
                         break;
@@ -181,15 +214,9 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         abort();
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, argv[optind]);
-                return -EINVAL;
-        }
-        if (!o->id_ctrl || !o->trace) {
-                fprintf(stderr, "%s: --id-ctrl and --trace are required (see --help)\n", prog);
-                return -EINVAL;
-        }
-        return 1;
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
+        return options_complete(o, argc, argv);
 }
 
 /* Which policy and knobs: the daemon's own decision (device_plan(), as `run`, `apply` and `plan`
@@ -231,7 +258,7 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                 else {
                         ApstPolicyKind k = apst_policy_from_string(o->policy);
                         if (k < 0) {
-                                fprintf(stderr, "%s: --policy: expected budget, kernel or none, got \"%s\"\n",
+                                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n",
                                         prog, o->policy);
                                 return -EINVAL;
                         }
@@ -271,82 +298,119 @@ typedef struct Row {
         SimResult res;
 } Row;
 
-static void json_reprograms(FILE *f, const SimResult *r) {
-        fputs("[", f);
+static struct json_object *json_reprograms(const SimResult *r) {
+        struct json_object *a = json_object_new_array();
+
         for (size_t i = 0; i < r->n_reprograms; i++) {
-                fprintf(f, "%s{\"t\":%.9f,\"apste\":%s,\"table\":[", i ? "," : "",
-                        (double) r->reprograms[i].t_ns * 1e-9, r->reprograms[i].table.apste ? "true" : "false");
-                for (unsigned e = 0; e < APST_ENTRIES; e++)
-                        fprintf(f, "%s\"0x%016" PRIx64 "\"", e ? "," : "", r->reprograms[i].table.entry[e]);
-                fputs("]}", f);
+                struct json_object *o = json_object_new_object();
+
+                (void) json_object_object_add(o, "t", json_out_fixed((double) r->reprograms[i].t_ns * 1e-9, 9));
+                (void) json_object_object_add(o, "apste", json_object_new_boolean(r->reprograms[i].table.apste));
+                (void) json_object_object_add(o, "table", json_out_apst_entries(r->reprograms[i].table.entry,
+                                                                                 APST_ENTRIES));
+                if (r->reprograms[i].reason[0])
+                        (void) json_object_object_add(o, "reason", json_object_new_string(r->reprograms[i].reason));
+                (void) json_object_array_add(a, o);
         }
-        fputs("]", f);
+        return a;
 }
 
 static double ratio(double a, double b) {
         return b > 0 ? a / b : (a > 0 ? INFINITY : 1.0);
 }
 
-static void print_json(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const char *chosen,
-                       const char *section, const Row *rows, size_t n_rows, const Row *opt) {
-        FILE *f = stdout;
+static struct json_object *json_drive(const Options *o, const IdCtrl *id, const SimDrive *d) {
+        struct json_object *drive = json_object_new_object(), *states = json_object_new_array();
+        char pci[16];
 
-        fputs("{\"drive\":{\"model\":", f);
-        json_string(f, id->model);
-        fprintf(f, ",\"firmware\":");
-        json_string(f, id->firmware);
-        if (o->platform.pci_vendor || o->platform.pci_device)
-                fprintf(f, ",\"pci\":\"%04x:%04x\"", o->platform.pci_vendor, o->platform.pci_device);
-        fprintf(f, ",\"npss\":%u,\"apsta\":%s,\"p0_idle_w\":%.6f,\"p0_reported\":%s,\"states\":[", d->npss,
-                id->apst_supported ? "true" : "false", d->ps[0].power_uw / 1e6, d->p0_reported ? "true" : "false");
-        for (unsigned s = 0; s <= d->npss; s++)
-                fprintf(f, "%s{\"ps\":%u,\"power_w\":%.6f,\"enlat_us\":%" PRIu32 ",\"exlat_us\":%" PRIu32
-                        ",\"non_operational\":%s}", s ? "," : "", s, d->ps[s].power_uw / 1e6, d->ps[s].enlat_us,
-                        d->ps[s].exlat_us, d->ps[s].non_operational ? "true" : "false");
-        fputs("]},\n", f);
-        fputs("\"trace\":{\"file\":", f);
-        json_string(f, o->trace);
-        fprintf(f, ",\"format\":\"%s\",\"ios\":%zu", trace_format_to_string(t->format), t->n);
-        if (t->format == TRACE_FORMAT_BLKPARSE)
-                fprintf(f, ",\"device\":\"%s\",\"event\":\"%c\"", t->device, t->action);
-        fprintf(f, "},\n\"model\":{\"service_us\":%.3f,\"closed_loop\":%s},\n", (double) o->service_ns / 1e3,
-                o->closed_loop ? "true" : "false");
-        fprintf(f, "\"policy\":\"%s\",\"config_section\":", chosen);
-        if (section[0])
-                json_string(f, section);
-        else
-                fputs("null", f);
-        fputs(",\n\"policies\":[\n", f);
-        for (size_t i = 0; i <= n_rows; i++) {
-                const Row *row = i < n_rows ? &rows[i] : opt;
-                const SimResult *r = &row->res;
-                double vs = ratio(r->energy_j, opt->res.energy_j);
-                fprintf(f, "{\"name\":\"%s\",\"energy_j\":%.9g,\"mean_power_w\":%.9g,\"duration_s\":%.9f,"
-                        "\"ios\":%" PRIu64 ",\"energy_vs_optimum\":",
-                        row->name, r->energy_j, r->mean_power_w, (double) r->duration_ns * 1e-9, r->ios);
-                if (isfinite(vs))   /* JSON has no infinity */
-                        fprintf(f, "%.6f", vs);
-                else
-                        fputs("null", f);
-                fputs(",\"wakeups\":{", f);
-                bool first = true;
-                for (unsigned s = 1; s <= d->npss; s++)
-                        if (d->ps[s].non_operational) {
-                                fprintf(f, "%s\"ps%u\":%" PRIu64, first ? "" : ",", s, r->wakeups[s]);
-                                first = false;
-                        }
-                fprintf(f, "},\"wakeups_total\":%" PRIu64 ",\"stall_s\":%.9f,"
-                        "\"added_latency_s\":{\"mean\":%.9f,\"p99\":%.9f,\"p999\":%.9f,\"max\":%.9f},"
-                        "\"added_wall_s\":%.9f,\"reprograms\":",
-                        r->wakeups_total, (double) r->stall_ns * 1e-9, r->added_mean_ns * 1e-9,
-                        (double) r->added_p99_ns * 1e-9, (double) r->added_p999_ns * 1e-9,
-                        (double) r->added_max_ns * 1e-9, (double) r->added_wall_ns * 1e-9);
-                json_reprograms(f, r);
-                fprintf(f, "}%s\n", i < n_rows ? "," : "");
+        (void) json_object_object_add(drive, "model", json_object_new_string(id->model));
+        (void) json_object_object_add(drive, "firmware", json_object_new_string(id->firmware));
+        if (o->platform.pci_vendor || o->platform.pci_device) {
+                (void) snprintf(pci, sizeof pci, "%04x:%04x", o->platform.pci_vendor, o->platform.pci_device);
+                (void) json_object_object_add(drive, "pci", json_object_new_string(pci));
         }
-        fputs("],\n\"reprograms\":", f);
-        json_reprograms(f, &rows[0].res);
-        fputs("}\n", f);
+        (void) json_object_object_add(drive, "npss", json_object_new_uint64(d->npss));
+        (void) json_object_object_add(drive, "apsta", json_object_new_boolean(id->apst_supported));
+        (void) json_object_object_add(drive, "p0_idle_w", json_out_fixed(d->ps[0].power_uw / 1e6, 6));
+        (void) json_object_object_add(drive, "p0_reported", json_object_new_boolean(d->p0_reported));
+        for (unsigned i = 0; i <= d->npss; i++) {
+                struct json_object *st = json_object_new_object();
+
+                (void) json_object_object_add(st, "ps", json_object_new_uint64(i));
+                (void) json_object_object_add(st, "power_w", json_out_fixed(d->ps[i].power_uw / 1e6, 6));
+                (void) json_object_object_add(st, "enlat_us", json_object_new_uint64(d->ps[i].enlat_us));
+                (void) json_object_object_add(st, "exlat_us", json_object_new_uint64(d->ps[i].exlat_us));
+                (void) json_object_object_add(st, "non_operational", json_object_new_boolean(d->ps[i].non_operational));
+                (void) json_object_array_add(states, st);
+        }
+        (void) json_object_object_add(drive, "states", states);
+        return drive;
+}
+
+static struct json_object *json_trace(const Options *o, const Trace *t) {
+        struct json_object *trace = json_object_new_object();
+        char event[2] = { t->action, 0 };
+
+        (void) json_object_object_add(trace, "file", json_object_new_string(o->trace));
+        (void) json_object_object_add(trace, "format", json_object_new_string(trace_format_to_string(t->format)));
+        (void) json_object_object_add(trace, "ios", json_object_new_uint64(t->n));
+        if (t->format == TRACE_FORMAT_BLKPARSE) {
+                (void) json_object_object_add(trace, "device", json_object_new_string(t->device));
+                (void) json_object_object_add(trace, "event", json_object_new_string(event));
+        }
+        return trace;
+}
+
+static struct json_object *json_row(const SimDrive *d, const Row *row, const Row *opt) {
+        struct json_object *o = json_object_new_object(), *wk = json_object_new_object(),
+                           *added = json_object_new_object();
+        const SimResult *r = &row->res;
+        char name[8];
+
+        (void) json_object_object_add(o, "name", json_object_new_string(row->name));
+        (void) json_object_object_add(o, "energy_j", json_out_general(r->energy_j, 9));
+        (void) json_object_object_add(o, "mean_power_w", json_out_general(r->mean_power_w, 9));
+        (void) json_object_object_add(o, "duration_s", json_out_fixed((double) r->duration_ns * 1e-9, 9));
+        (void) json_object_object_add(o, "ios", json_object_new_uint64(r->ios));
+        (void) json_object_object_add(o, "energy_vs_optimum", json_out_fixed(ratio(r->energy_j, opt->res.energy_j), 6));
+        for (unsigned s = 1; s <= d->npss; s++)
+                if (d->ps[s].non_operational) {
+                        (void) snprintf(name, sizeof name, "ps%u", s);
+                        (void) json_object_object_add(wk, name, json_object_new_uint64(r->wakeups[s]));
+                }
+        (void) json_object_object_add(o, "wakeups", wk);
+        (void) json_object_object_add(o, "wakeups_total", json_object_new_uint64(r->wakeups_total));
+        (void) json_object_object_add(o, "stall_s", json_out_fixed((double) r->stall_ns * 1e-9, 9));
+        (void) json_object_object_add(added, "mean", json_out_fixed(r->added_mean_ns * 1e-9, 9));
+        (void) json_object_object_add(added, "p99", json_out_fixed((double) r->added_p99_ns * 1e-9, 9));
+        (void) json_object_object_add(added, "p999", json_out_fixed((double) r->added_p999_ns * 1e-9, 9));
+        (void) json_object_object_add(added, "max", json_out_fixed((double) r->added_max_ns * 1e-9, 9));
+        (void) json_object_object_add(o, "added_latency_s", added);
+        (void) json_object_object_add(o, "added_wall_s", json_out_fixed((double) r->added_wall_ns * 1e-9, 9));
+        (void) json_object_object_add(o, "reprograms", json_reprograms(r));
+        return o;
+}
+
+/* One member a line and one policy a line: bench/run.sh reads it line by line. */
+static int print_json(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const char *chosen,
+                      const char *section, const Row *rows, size_t n_rows, const Row *opt) {
+        static const char *const split[] = { "policies", NULL };
+        _cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
+        struct json_object *model = json_object_new_object(), *policies = json_object_new_array();
+
+        (void) json_object_object_add(doc, "drive", json_drive(o, id, d));
+        (void) json_object_object_add(doc, "trace", json_trace(o, t));
+        (void) json_object_object_add(model, "service_us", json_out_fixed((double) o->service_ns / 1e3, 3));
+        (void) json_object_object_add(model, "closed_loop", json_object_new_boolean(o->closed_loop));
+        (void) json_object_object_add(model, "exlat_scale", json_out_general(o->exlat_scale, 6));
+        (void) json_object_object_add(doc, "model", model);
+        (void) json_object_object_add(doc, "policy", json_object_new_string(chosen));
+        (void) json_object_object_add(doc, "config_section", json_out_string_or_null(section[0] ? section : NULL));
+        for (size_t i = 0; i <= n_rows; i++)
+                (void) json_object_array_add(policies, json_row(d, i < n_rows ? &rows[i] : opt, opt));
+        (void) json_object_object_add(doc, "policies", policies);
+        (void) json_object_object_add(doc, "reprograms", json_reprograms(&rows[0].res));
+        return json_out_print_lines(stdout, doc, split);
 }
 
 static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t,
@@ -363,8 +427,10 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
                (double) span * 1e-9);
         if (t->format == TRACE_FORMAT_BLKPARSE)
                 printf(" (device %s, %c events)", t->device, t->action);
-        printf("\nModel:  %.0f µs per I/O, %s loop\n", (double) o->service_ns / 1e3,
-               o->closed_loop ? "closed" : "open");
+        printf("\nModel:  %.0f µs per I/O, %s loop", (double) o->service_ns / 1e3, o->closed_loop ? "closed" : "open");
+        if (o->exlat_scale != 1.0)
+                printf(", exit latencies %g x the advertised ones", o->exlat_scale);
+        printf("\n");
         apst_describe(chosen_table, id, desc, sizeof desc);
         printf("Policy: %s%s%s%s: %s\n\n", chosen, section[0] ? " (config section " : "", section,
                section[0] ? ")" : "", desc);
@@ -388,42 +454,45 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
         }
 }
 
-static int run(const Options *o) {
-        _cleanup_free_ char *id_buf = NULL, *trace_buf = NULL;
-        size_t id_len = 0, trace_len = 0;   /* set by read_full_file() on success; see cmd-plan.c */
-        IdCtrl id;
-        SimDrive d;
-        Trace t = {};
-        TraceError te = {};
-        TraceOptions topts = { .device = o->device, .action = o->event };
-        ApstParams params;
-        ApstTable tables[3];
-        char section[128];
-        int kind, r;
+/* The drive: Identify data from a file, as the model sees it. */
+static int load_drive(const Options *o, IdCtrl *id, SimDrive *d) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;   /* set by read_full_file() on success; see cmd-plan.c */
+        int r;
 
-        r = read_full_file(o->id_ctrl, IDCTRL_FILE_MAX, READ_FULL_ALLOW_STDIN, &id_buf, &id_len);
+        r = read_full_file(o->id_ctrl, IDCTRL_FILE_MAX, READ_FULL_ALLOW_STDIN, &buf, &len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
                 return r;
         }
-        r = idctrl_parse_any(id_buf, id_len, &id);
+        r = idctrl_parse_any(buf, len, id);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: not Identify Controller data (binary or nvme-cli JSON): %s\n", prog,
                         o->id_ctrl, strerror(-r));
                 return r;
         }
-        r = sim_drive_from_idctrl(&id, o->p0_uw, &d);
-        if (r < 0) {
+        r = sim_drive_from_idctrl(id, o->p0_uw, d);
+        if (r >= 0)
+                r = sim_drive_scale_exlat(d, o->exlat_scale);
+        if (r < 0)
                 fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
-                return r;
-        }
+        return r;
+}
 
-        r = read_full_file(o->trace, TRACE_FILE_MAX, READ_FULL_ALLOW_STDIN, &trace_buf, &trace_len);
+/* The workload: a trace file (or standard input). */
+static int load_trace(const Options *o, Trace *t) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        TraceError te = {};
+        TraceOptions topts = { .device = o->device, .action = o->event };
+        int r;
+
+        r = read_full_file(o->trace, TRACE_FILE_MAX, READ_FULL_ALLOW_STDIN, &buf, &len);
         if (r < 0) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
                 return r;
         }
-        r = trace_parse(trace_buf, trace_len, &topts, &t, &te);
+        r = trace_parse(buf, len, &topts, t, &te);
         if (r == -EBADMSG) {
                 fprintf(stderr, "%s: %s:%zu: %s\n", prog, strcmp(o->trace, "-") == 0 ? "<stdin>" : o->trace,
                         te.line, te.reason);
@@ -433,8 +502,26 @@ static int run(const Options *o) {
                 fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
                 return r;
         }
-        if (t.n == 0)
+        if (t->n == 0)
                 fprintf(stderr, "%s: %s: warning: no I/O in the trace\n", prog, o->trace);
+        return 0;
+}
+
+static int run(const Options *o) {
+        IdCtrl id;
+        SimDrive d;
+        Trace t = {};
+        ApstParams params;
+        ApstTable tables[3];
+        char section[128];
+        int kind, r;
+
+        r = load_drive(o, &id, &d);
+        if (r < 0)
+                return r;
+        r = load_trace(o, &t);
+        if (r < 0)
+                return r;
 
         r = resolve_policy(o, &id, &params, &kind, section, sizeof section);
         if (r < 0)
@@ -459,8 +546,18 @@ static int run(const Options *o) {
         size_t done = 0;
         for (; done < 3; done++) {
                 SimPolicy pol;
+                Adapt adapt;
                 rows[done].name = names[done];
                 sim_policy_static(&pol, names[done], &tables[done]);
+                if (done == 0 && kind == APST_POLICY_ADAPTIVE) {
+                        /* The daemon's own decision code, fed the counters it would read. */
+                        r = adapt_init(&adapt, &id, &o->platform, &params, 0, &tables[0]);
+                        if (r < 0) {
+                                fprintf(stderr, "%s: adaptive policy: %s\n", prog, strerror(-r));
+                                goto free_rows;
+                        }
+                        adapt_sim_policy(&pol, &adapt);
+                }
                 r = sim_run(&d, t.io, t.n, &sp, &pol, &rows[done].res);
                 if (r < 0) {
                         fprintf(stderr, "%s: simulating %s: %s\n", prog, names[done], strerror(-r));
@@ -474,10 +571,10 @@ static int run(const Options *o) {
         }
 
         if (o->json)
-                print_json(o, &id, &d, &t, names[0], section, rows, 3, &opt);
+                r = print_json(o, &id, &d, &t, names[0], section, rows, 3, &opt);
         else
                 print_human(o, &id, &d, &t, names[0], section, rows, 3, &opt, &tables[0]);
-        if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (r < 0 || fflush(stdout) != 0 || ferror(stdout)) {
                 r = -EIO;
                 fprintf(stderr, "%s: writing the output failed\n", prog);
         }
@@ -491,7 +588,7 @@ finish:
 }
 
 int verb_simulate(int argc, char *argv[]) {
-        Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS };
+        Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS, .exlat_scale = 1.0 };
         int r;
 
         r = parse_options(argc, argv, &o);

@@ -87,8 +87,9 @@ struct ConfigKey {
         ParseFn parse;
         size_t offset;          /* in ApstParams, DeviceSection, CpuConfig or MetricsConfig, by section */
         uint32_t min, max;
-        unsigned bit;           /* ApstKeyBit of an [apst] key, CpuKeyBit of a [cpu] key: what a
-                                 * [device] or situation section records it gave */
+        unsigned apst_bit;      /* ApstKeyBit for [apst] keys in [device] sections */
+        size_t apst_size;       /* and the size of their field in ApstParams */
+        unsigned cpu_bit;       /* CpuKeyBit for [cpu] keys in situation sections */
 };
 
 typedef struct Parser {
@@ -131,6 +132,38 @@ static int parse_u32(const ConfigKey *k, const char *v, void *dest, char *reason
         return 0;
 }
 
+/* A percentage with at most two decimals ("2", "0.5", "0.25"), stored in hundredths of a
+ * percent; k->min and k->max are in those hundredths. */
+static int parse_percent(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        uint64_t whole = 0, frac = 0;
+        unsigned digits = 0, frac_digits = 0;
+        const char *p = v;
+
+        for (; *p >= '0' && *p <= '9'; p++, digits++)
+                if (whole <= 100000)
+                        whole = whole * 10 + (uint64_t) (*p - '0');
+        if (*p == '.') {
+                for (p++; *p >= '0' && *p <= '9' && frac_digits < 2; p++, frac_digits++)
+                        frac = frac * 10 + (uint64_t) (*p - '0');
+                while (*p == '0')      /* "0.500" is 0.5 */
+                        p++;
+        }
+        if (*p != 0 || digits == 0 || (p[-1] == '.')) {
+                snprintf(reason, n, "not a percentage (a decimal number such as 2 or 0.5, at most two decimals)");
+                return -EINVAL;
+        }
+        if (frac_digits == 1)
+                frac *= 10;
+        uint64_t x = whole * 100 + frac;
+        if (x < k->min || x > k->max) {
+                snprintf(reason, n, "out of range (%" PRIu32 ".%02" PRIu32 "..%" PRIu32 ".%02" PRIu32 ")", k->min / 100,
+                         k->min % 100, k->max / 100, k->max % 100);
+                return -EINVAL;
+        }
+        *(uint32_t *) dest = (uint32_t) x;
+        return 0;
+}
+
 static int parse_bool(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
         int b;
 
@@ -154,6 +187,7 @@ static int parse_policy(const ConfigKey *k, const char *v, void *dest, char *rea
         } table[] = {
                 { "budget", APST_POLICY_BUDGET },
                 { "kernel", APST_POLICY_KERNEL },
+                { "adaptive", APST_POLICY_ADAPTIVE },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(table); i++)
@@ -161,7 +195,7 @@ static int parse_policy(const ConfigKey *k, const char *v, void *dest, char *rea
                         *(ApstPolicyKind *) dest = table[i].kind;
                         return 0;
                 }
-        snprintf(reason, n, "unknown policy (budget or kernel)");
+        snprintf(reason, n, "unknown policy (budget, kernel or adaptive)");
         return -EINVAL;
 }
 
@@ -388,9 +422,11 @@ static int parse_metrics_path(const ConfigKey *k, const char *v, void *dest, cha
 }
 
 #define APST_KEY(n, fn, field, lo, hi, bit)                                                  \
-        { n, SEC(SECTION_APST) | SEC(SECTION_DEVICE), fn, offsetof(ApstParams, field), lo, hi, bit }
-#define DEVICE_KEY(n, fn, field) { n, SEC(SECTION_DEVICE), fn, offsetof(DeviceSection, field), 0, 0, 0 }
-#define CPU_KEY(n, fn, field, lo, hi, bit) { n, SEC(SECTION_CPU), fn, offsetof(CpuConfig, field), lo, hi, bit }
+        { n, SEC(SECTION_APST) | SEC(SECTION_DEVICE), fn, offsetof(ApstParams, field), lo, hi, bit, \
+          sizeof(((ApstParams *) NULL)->field) }
+#define DEVICE_KEY(n, fn, field) { n, SEC(SECTION_DEVICE), fn, offsetof(DeviceSection, field), 0, 0, 0, 0 }
+#define CPU_KEY(n, fn, field, lo, hi, bit) \
+        { n, SEC(SECTION_CPU), fn, offsetof(CpuConfig, field), lo, hi, 0, 0, bit }
 
 static const ConfigKey config_keys[] = {
         APST_KEY("policy", parse_policy, policy, 0, 0, APST_KEY_POLICY),
@@ -403,6 +439,8 @@ static const ConfigKey config_keys[] = {
         APST_KEY("secondary_latency_tol_us", parse_u32, secondary_latency_tol_us, 0, LATENCY_US_MAX,
                  APST_KEY_SECONDARY_TOL),
         APST_KEY("force", parse_bool, force, 0, 0, APST_KEY_FORCE),
+        APST_KEY("stall_budget_pct", parse_percent, stall_budget_cpct, 0, APST_STALL_BUDGET_MAX_CPCT,
+                 APST_KEY_STALL_BUDGET),
 
         DEVICE_KEY("match_name", parse_glob, match_name),
         DEVICE_KEY("match_model", parse_glob, match_model),
@@ -417,7 +455,7 @@ static const ConfigKey config_keys[] = {
         CPU_KEY("min_freq", parse_freq, min_freq, 0, 0, CPU_KEY_MIN_FREQ),
         CPU_KEY("max_freq", parse_freq, max_freq, 0, 0, CPU_KEY_MAX_FREQ),
         CPU_KEY("energy_performance_preference", parse_word, epp, 1, EPP_MAX, CPU_KEY_EPP),
-        { "cpus", SEC(SECTION_CPU), parse_cpus, 0, 0, 0, CPU_KEY_CPUS },     /* sets both select and cpus */
+        { "cpus", SEC(SECTION_CPU), parse_cpus, 0, 0, 0, 0, 0, CPU_KEY_CPUS },     /* sets both select and cpus */
 
         { "path", SEC(SECTION_METRICS), parse_metrics_path, offsetof(MetricsConfig, path), 0, METRICS_PATH_MAX, 0 },
 };
@@ -576,6 +614,45 @@ static bool is_name_char(char c) {
                c == '_' || c == '-' || c == '.' || c == ':';
 }
 
+/* [device NAME]: @dn..@e is NAME (trimmed); @q the section as quoted in messages. */
+static int device_section_begin(Parser *p, const char *dn, const char *e, const char *q) {
+        DeviceSection *d, *n;
+
+        while (dn < e && (*dn == ' ' || *dn == '\t'))
+                dn++;
+        if (dn == e)
+                return fail(p, p->lineno, -EINVAL, "[%s]: a device section needs a name: [device NAME]",
+                            q);
+        for (const char *c = dn; c < e; c++)
+                if (!is_name_char(*c))
+                        return fail(p, p->lineno, -EINVAL,
+                                    "[%s]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', "
+                                    "'.' and ':'", q);
+        for (size_t i = 0; i < p->config.n_devices; i++)
+                if (strlen(p->config.devices[i].name) == (size_t) (e - dn) &&
+                    memcmp(p->config.devices[i].name, dn, (size_t) (e - dn)) == 0)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: device section name used twice", q);
+        if (p->config.n_devices >= DEVICE_SECTIONS_MAX)
+                return fail(p, p->lineno, -EINVAL, "[%s]: too many device sections (at most %u)", q,
+                            DEVICE_SECTIONS_MAX);
+
+        n = reallocarray(p->config.devices, p->config.n_devices + 1, sizeof(DeviceSection));
+        if (!n)
+                return fail(p, 0, -ENOMEM, "out of memory");
+        p->config.devices = n;
+        d = &n[p->config.n_devices];
+        *d = (DeviceSection) {
+                .enable = true,
+                .apst = APST_PARAMS_DEFAULT,
+        };
+        d->name = strndup(dn, (size_t) (e - dn));
+        if (!d->name)
+                return fail(p, 0, -ENOMEM, "out of memory");
+        p->config.n_devices++;
+        p->section = SECTION_DEVICE;
+        return 0;
+}
+
 static bool word_is(const char *w, size_t len, const char *lit) {
         return strlen(lit) == len && memcmp(w, lit, len) == 0;
 }
@@ -653,7 +730,6 @@ static int section_begin(Parser *p, const char *name, size_t len) {
         const char *s = name, *e = name + len;
         const char *w[4];
         size_t wl[4], nw = 0;
-        DeviceSection *d;
         int r;
 
         r = section_end(p);
@@ -712,52 +788,26 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 return 0;
         }
         if (word_is(w[0], wl[0], "device")) {
-                DeviceSection *n;
                 const char *dn = nw > 1 ? w[1] : NULL;
                 size_t dl = nw > 1 ? wl[1] : 0;
 
-                if (nw == 1)
-                        return fail(p, p->lineno, -EINVAL, "[%s]: a device section needs a name: [device NAME]",
-                                    q);
                 if (nw > 3)
                         return fail(p, p->lineno, -EINVAL, "[%s]: expected [device NAME] or [device NAME "
                                     "SITUATION]", q);
+                if (nw < 3)
+                        return device_section_begin(p, w[0] + 6, dn ? dn + dl : w[0] + 6, q);
                 for (const char *c = dn; c < dn + dl; c++)
                         if (!is_name_char(*c))
                                 return fail(p, p->lineno, -EINVAL,
                                             "[%s]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', "
                                             "'.' and ':'", q);
-                if (nw == 3) {
-                        for (size_t i = 0; i < p->config.n_devices; i++)
-                                if (word_is(dn, dl, p->config.devices[i].name)) {
-                                        p->section = SECTION_DEVICE;
-                                        return overlay_begin(p, q, OVERLAY_DEVICE, i, w[2], wl[2]);
-                                }
-                        return fail(p, p->lineno, -EINVAL, "[%s]: no [device %.*s] section above it (a "
-                                    "situation section refines one that has the match_ keys)", q, (int) dl, dn);
-                }
                 for (size_t i = 0; i < p->config.n_devices; i++)
-                        if (word_is(dn, dl, p->config.devices[i].name))
-                                return fail(p, p->lineno, -EINVAL, "[%s]: device section name used twice", q);
-                if (p->config.n_devices >= DEVICE_SECTIONS_MAX)
-                        return fail(p, p->lineno, -EINVAL, "[%s]: too many device sections (at most %u)", q,
-                                    DEVICE_SECTIONS_MAX);
-
-                n = reallocarray(p->config.devices, p->config.n_devices + 1, sizeof(DeviceSection));
-                if (!n)
-                        return fail(p, 0, -ENOMEM, "out of memory");
-                p->config.devices = n;
-                d = &n[p->config.n_devices];
-                *d = (DeviceSection) {
-                        .enable = true,
-                        .apst = APST_PARAMS_DEFAULT,
-                };
-                d->name = strndup(dn, dl);
-                if (!d->name)
-                        return fail(p, 0, -ENOMEM, "out of memory");
-                p->config.n_devices++;
-                p->section = SECTION_DEVICE;
-                return 0;
+                        if (word_is(dn, dl, p->config.devices[i].name)) {
+                                p->section = SECTION_DEVICE;
+                                return overlay_begin(p, q, OVERLAY_DEVICE, i, w[2], wl[2]);
+                        }
+                return fail(p, p->lineno, -EINVAL, "[%s]: no [device %.*s] section above it (a situation "
+                            "section refines one that has the match_ keys)", q, (int) dl, dn);
         }
 
         return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])", q);
@@ -850,12 +900,53 @@ static bool has_hash_comment(const char *v) {
         return false;
 }
 
+/* A value must be non-empty, without control characters or a '#' comment. false: refused (p->error set). */
+static bool value_check(Parser *p, const char *name, const char *value) {
+        if (!*value) {
+                fail_key(p, name, value, -EINVAL, "empty value");
+                return false;
+        }
+        for (const char *c = value; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f) {
+                        fail_key(p, name, value, -EINVAL, "control character in the value");
+                        return false;
+                }
+        if (has_hash_comment(value)) {
+                fail_key(p, name, value, -EINVAL,
+                         "'#' starts a comment only at the beginning of a line; use ';' after a value");
+                return false;
+        }
+        return true;
+}
+
+/* Where key @k of the current section is stored (k->offset is relative to it), or NULL. */
+static void *key_base(Parser *p, const ConfigKey *k) {
+        ConfigOverlay *ov = current_overlay(p);
+        DeviceSection *d = ov ? &ov->dev : current_device(p);
+
+        switch (p->section) {
+        case SECTION_APST:
+                return ov ? &ov->dev.apst : &p->config.apst;
+        case SECTION_DEVICE:
+                return k->sections & SEC(SECTION_APST) ? (void *) &d->apst : (void *) d;
+        case SECTION_CPU:
+                return ov ? &ov->cpu : &p->config.cpu;
+        case SECTION_METRICS:
+                return &p->config.metrics;
+        case SECTION_NONE:
+        case _SECTION_KIND_MAX:
+        case _SECTION_KIND_INVALID:
+                break;
+        }
+        return NULL;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value) {
         Parser *p = user;
         const ConfigKey *k;
         ConfigOverlay *ov = current_overlay(p);
         size_t idx;
-        void *base = NULL;
+        void *base;
         char reason[256];
         int r;
 
@@ -905,39 +996,10 @@ static int handler(void *user, const char *section, const char *name, const char
         }
         p->key_line[idx] = p->lineno;
 
-        if (!*value) {
-                fail_key(p, name, value, -EINVAL, "empty value");
+        if (!value_check(p, name, value))
                 return 0;
-        }
-        for (const char *c = value; *c; c++)
-                if ((unsigned char) *c < 0x20 || *c == 0x7f) {
-                        fail_key(p, name, value, -EINVAL, "control character in the value");
-                        return 0;
-                }
-        if (has_hash_comment(value)) {
-                fail_key(p, name, value, -EINVAL,
-                         "'#' starts a comment only at the beginning of a line; use ';' after a value");
-                return 0;
-        }
-
-        switch (p->section) {
-        case SECTION_APST:
-                base = ov ? &ov->dev.apst : &p->config.apst;
-                break;
-        case SECTION_DEVICE: {
-                DeviceSection *d = ov ? &ov->dev : current_device(p);
-                base = k->sections & SEC(SECTION_APST) ? (void *) &d->apst : (void *) d;
-                break;
-        }
-        case SECTION_CPU:
-                base = ov ? &ov->cpu : &p->config.cpu;
-                break;
-        case SECTION_METRICS:
-                base = &p->config.metrics;
-                break;
-        case SECTION_NONE:
-        case _SECTION_KIND_MAX:
-        case _SECTION_KIND_INVALID:
+        base = key_base(p, k);
+        if (!base) {
                 fail_key(p, name, value, -EINVAL, "internal error: no section");
                 return 0;
         }
@@ -950,13 +1012,13 @@ static int handler(void *user, const char *section, const char *name, const char
 
         if (ov) {
                 if (p->section == SECTION_CPU)
-                        ov->cpu_set |= k->bit;
+                        ov->cpu_set |= k->cpu_bit;
                 else if (k->sections & SEC(SECTION_APST))
-                        ov->dev.set |= k->bit;
+                        ov->dev.set |= k->apst_bit;
                 else
                         ov->enable_set = true;      /* enable: the only other key allowed here */
         } else if (p->section == SECTION_DEVICE)
-                current_device(p)->set |= k->bit;
+                current_device(p)->set |= k->apst_bit;
         if (strcmp(name, "min_freq") == 0)
                 *(ov ? &ov->min_freq_line : &p->min_freq_line) = p->lineno;
         else if (strcmp(name, "max_freq") == 0)
@@ -1262,20 +1324,10 @@ static bool device_matches(const DeviceSection *d, const DeviceIdent *dev) {
 
 /* The keys of @from named in @set (ApstKeyBit) replace those of @a. */
 static void apst_overlay(ApstParams *a, unsigned set, const ApstParams *from) {
-        if (set & APST_KEY_POLICY)
-                a->policy = from->policy;
-        if (set & APST_KEY_MAX_LATENCY)
-                a->max_latency_us = from->max_latency_us;
-        if (set & APST_KEY_PRIMARY_TIMEOUT)
-                a->primary_timeout_ms = from->primary_timeout_ms;
-        if (set & APST_KEY_SECONDARY_TIMEOUT)
-                a->secondary_timeout_ms = from->secondary_timeout_ms;
-        if (set & APST_KEY_PRIMARY_TOL)
-                a->primary_latency_tol_us = from->primary_latency_tol_us;
-        if (set & APST_KEY_SECONDARY_TOL)
-                a->secondary_latency_tol_us = from->secondary_latency_tol_us;
-        if (set & APST_KEY_FORCE)
-                a->force = from->force;
+        for (size_t k = 0; k < ELEMENTSOF(config_keys); k++)
+                if (config_keys[k].apst_bit & set)
+                        memcpy((char *) a + config_keys[k].offset, (const char *) from + config_keys[k].offset,
+                               config_keys[k].apst_size);
 }
 
 static int strdup_maybe(char **dst, const char *src) {
@@ -1392,6 +1444,7 @@ bool config_resolve(const Config *c, const DeviceIdent *dev, ApstParams *ret, co
                 if (!device_matches(d, dev))
                         continue;
 
+                /* the [apst] keys the section sets, through the key table */
                 apst_overlay(&a, d->set, &d->apst);
 
                 if (ret)

@@ -25,8 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cpufreq.h"
-#include "libcpupower.h"
+#include "cpufreq-policy.h"
+#include <cpufreq.h>   /* libcpupower */
 #include "macro.h"
 #include "util.h"
 

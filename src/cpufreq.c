@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CPU frequency policy planning and the recorded-state file (see cpufreq.h).
+ * CPU frequency policy planning and the recorded-state file (see cpufreq-policy.h).
  * Pure: no I/O, no logging; cpupin.c acts and logs.
  */
 
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpufreq.h"
+#include "cpufreq-policy.h"
 #include "macro.h"
 #include "record.h"
 #include "util.h"
@@ -177,6 +177,23 @@ static int plan_error(char *error, size_t error_size, const char *format, ...) {
         return -EINVAL;
 }
 
+/* A configured min_freq/max_freq (@key) against the hardware's limits; *@khz unchanged when unset. */
+static int plan_limit(const FreqSpec *f, const char *key, const CpufreqPolicyState *state, uint32_t *khz,
+                      char *error, size_t error_size) {
+        uint32_t v;
+        int r;
+
+        r = cpufreq_resolve_freq(f, state->hw_min_khz, state->hw_max_khz, &v);
+        if (r < 0)
+                return plan_error(error, error_size,
+                                  "%s cannot be resolved against cpuinfo_min_freq %" PRIu32
+                                  " kHz and cpuinfo_max_freq %" PRIu32 " kHz",
+                                  key, state->hw_min_khz, state->hw_max_khz);
+        if (r > 0)
+                *khz = v;
+        return 0;
+}
+
 int cpufreq_plan_policy(const CpuConfig *cfg, const CpufreqPolicyState *state, const CpufreqSettings *saved,
                         CpufreqSettings *ret, char *error, size_t error_size) {
         CpufreqSettings want = *saved;
@@ -209,23 +226,12 @@ int cpufreq_plan_policy(const CpuConfig *cfg, const CpufreqPolicyState *state, c
         } else if (!state->has_epp)
                 want.epp[0] = '\0';
 
-        r = cpufreq_resolve_freq(&cfg->min_freq, state->hw_min_khz, state->hw_max_khz, &khz);
+        r = plan_limit(&cfg->min_freq, "min_freq", state, &want.min_khz, error, error_size);
         if (r < 0)
-                return plan_error(error, error_size,
-                                  "min_freq cannot be resolved against cpuinfo_min_freq %" PRIu32
-                                  " kHz and cpuinfo_max_freq %" PRIu32 " kHz",
-                                  state->hw_min_khz, state->hw_max_khz);
-        if (r > 0)
-                want.min_khz = khz;
-
-        r = cpufreq_resolve_freq(&cfg->max_freq, state->hw_min_khz, state->hw_max_khz, &khz);
+                return r;
+        r = plan_limit(&cfg->max_freq, "max_freq", state, &want.max_khz, error, error_size);
         if (r < 0)
-                return plan_error(error, error_size,
-                                  "max_freq cannot be resolved against cpuinfo_min_freq %" PRIu32
-                                  " kHz and cpuinfo_max_freq %" PRIu32 " kHz",
-                                  state->hw_min_khz, state->hw_max_khz);
-        if (r > 0)
-                want.max_khz = khz;
+                return r;
 
         /* The kernel would quietly clamp min to max; say so instead of pinning something else. */
         if (want.min_khz > want.max_khz)

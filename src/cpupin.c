@@ -107,6 +107,11 @@ bool cpupin_is_pinned(const CpuPin *p) {
         return p->n_saved > 0;
 }
 
+size_t cpupin_pinned(const CpuPin *p, const CpufreqSettings **ret) {
+        *ret = p->saved;
+        return p->n_saved;
+}
+
 /* --- the record file ------------------------------------------------------------------------ */
 
 /* Replace the record with @v (remove it when @n is 0), atomically (record_store()). */
@@ -414,8 +419,15 @@ static int policy_write_all(CpuPin *p, const CpufreqSettings *want, const char *
         return ret;
 }
 
-/* Restore entries [i] of p->saved for which @which[i] (all when NULL); drop them from p->saved. */
-static int restore_saved(CpuPin *p, const bool *which, const char *reason) {
+/* What becomes of one entry of the record during pin(). */
+typedef enum EntryFate {
+        ENTRY_KEEP,                /* still pinned, or not touched */
+        ENTRY_RESTORE,             /* no longer selected: put back and forget */
+        ENTRY_DROP,                /* a fresh pin that was refused and put back already: forget */
+} EntryFate;
+
+/* Restore entries [i] of p->saved whose @fate[i] is ENTRY_RESTORE (all when NULL); drop them from p->saved. */
+static int restore_saved(CpuPin *p, const EntryFate *fate, const char *reason) {
         LogGroup *groups;
         size_t n_groups = 0, kept = 0;
         int ret = 0, r;
@@ -429,7 +441,7 @@ static int restore_saved(CpuPin *p, const bool *which, const char *reason) {
         for (size_t i = 0; i < p->n_saved; i++) {
                 const CpufreqSettings *s = &p->saved[i];
 
-                if (which && !which[i]) {
+                if (fate && fate[i] != ENTRY_RESTORE) {
                         p->saved[kept++] = *s;
                         continue;
                 }
@@ -512,16 +524,144 @@ typedef enum PolicyAction {
         ACTION_RESTORE,
 } PolicyAction;
 
+/* One cpufreq policy as pin() sees it. */
+typedef struct PinStep {
+        const CpufreqPolicyState *st;   /* as read now */
+        PolicyAction action;
+        ssize_t slot;                   /* its entry in the record, or -1 */
+        CpufreqSettings want;           /* ACTION_PIN: what to write */
+} PinStep;
+
+/* The record as pin() rebuilds it: p->saved's entries first, then the policies pinned afresh. */
+typedef struct PinRecord {
+        CpufreqSettings *saved;
+        EntryFate *fate;
+        size_t n;
+        size_t n_old;                   /* entries [0, n_old) were in p->saved before */
+        bool grew;
+} PinRecord;
+
+/* Decide what to do with one policy; a policy to be pinned afresh gets its record entry. */
+static void pin_plan_one(const CpuConfig *cfg, const CpuSet *selected, PinStep *s, PinRecord *rec,
+                         const char *reason) {
+        ssize_t k = saved_find(rec->saved, rec->n, s->st);
+        CpufreqSettings found;
+        char error[512], cpus[256], cpu[16];
+        int r;
+
+        s->slot = k;
+        s->action = k >= 0 ? ACTION_RESTORE : ACTION_NONE;
+        if (!sets_overlap(&s->st->cpus, selected))
+                return;
+        if (k >= 0)
+                found = rec->saved[k];
+        else
+                cpufreq_settings_from_state(s->st, &found);
+
+        r = cpufreq_plan_policy(cfg, s->st, &found, &s->want, error, sizeof error);
+        if (r < 0) {
+                cpuset_format(&s->st->cpus, cpus, sizeof cpus);
+                (void) snprintf(cpu, sizeof cpu, "%u", s->st->cpu);
+                log_event(LOG_WARNING, r, MSGID_CPU_PIN_FAILED,
+                          LOG_FIELDS({ "CPUFREQ_CPUS", cpus }, { "CPUFREQ_CPU", cpu }, { "CPUFREQ_REASON", reason }),
+                          "cpu%s: not pinning: %s; leaving cpu%s as %s", cpus, error, cpus,
+                          k >= 0 ? "first found" : "it is");
+                return;
+        }
+        s->action = ACTION_PIN;
+        if (k < 0) {
+                s->slot = (ssize_t) rec->n;
+                rec->saved[rec->n++] = found;
+                rec->grew = true;
+        }
+}
+
+/* Write one planned policy (or mark its entry for restoring). */
+static void pin_act_one(CpuPin *p, const CpuConfig *cfg, const PinStep *s, PinRecord *rec, LogGroup *groups,
+                        size_t *n_groups, const char *reason) {
+        CpufreqAttr attr = CPUFREQ_ATTR_GOVERNOR;
+        bool fresh = s->slot >= (ssize_t) rec->n_old;
+        CpufreqSettings target, before;
+        unsigned required;
+        int r;
+
+        if (s->action == ACTION_RESTORE)
+                rec->fate[s->slot] = ENTRY_RESTORE;
+        if (s->action != ACTION_PIN)
+                return;
+
+        required = cpufreq_config_attrs(cfg, s->st);
+        target = s->want;
+        /* A fresh pin writes only what is configured: the rest is as found, unless
+         * the governor moves it (intel_pstate's EPP under `performance`), and then
+         * the kernel knows better. An earlier pin's leftovers go back to the record. */
+        if (fresh)
+                for (CpufreqAttr a = 0; a < _CPUFREQ_ATTR_MAX; a++)
+                        if (!(required & (1u << a)))
+                                settings_blank(&target, a);
+        r = policy_write(p, s->st, &target, required, &attr);
+        if (r < 0) {
+                log_refused(s->st, attr, &s->want, r, "leaving", reason);
+                /* As it was before this call: pristine for a fresh policy, else the old pin. */
+                cpufreq_settings_from_state(s->st, &before);
+                (void) policy_write_all(p, &before, "could not put back", reason);
+                if (fresh)
+                        rec->fate[s->slot] = ENTRY_DROP;
+                return;
+        }
+        /* Log newly pinned policies and changed pins; a re-apply that changes nothing is quiet. */
+        if (fresh || r > 0)
+                group_add(groups, n_groups, &s->want);
+}
+
+/* The record becomes p->saved, without the dropped entries; restore what is no longer selected. */
+static void pin_settle(CpuPin *p, PinRecord *rec, const char *reason) {
+        bool any_restore = false;
+        size_t kept = 0;
+        int r;
+
+        for (size_t i = 0; i < rec->n; i++) {
+                if (rec->fate[i] == ENTRY_DROP)
+                        continue;
+                rec->fate[kept] = rec->fate[i];
+                rec->saved[kept++] = rec->saved[i];
+                any_restore = any_restore || rec->fate[i] == ENTRY_RESTORE;
+        }
+        free(p->saved);
+        p->saved = TAKE_PTR(rec->saved);   /* restore_saved() works on p->saved */
+        p->n_saved = kept;
+        if (any_restore)
+                (void) restore_saved(p, rec->fate, reason);
+        if (any_restore || rec->grew) {
+                r = saved_store(p, p->saved, p->n_saved);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to update %s: %m", p->record_path);
+        }
+}
+
+static void log_selection(const CpuConfig *cfg, const CpuSet *selected, const CpuSet *missing, const char *reason) {
+        char list[256];
+
+        if (!cpuset_is_empty(missing)) {
+                cpuset_format(missing, list, sizeof list);
+                log_debug("cpu%s: selected but without cpufreq (offline or absent), ignored", list);
+        }
+        if (cpuset_is_empty(selected))
+                log_info("CPU frequency pinning: no CPU selected%s (%s)",
+                         cfg->select == CPU_SELECT_NVME_IRQ ? " (no NVMe interrupt known yet)" : "",
+                         strempty(reason));
+}
+
+/* Plan every policy, record what is about to change, write, then restore what is no longer selected. */
 static int pin(CpuPin *p, const CpuConfig *cfg, const char *reason) {
         _cleanup_free_ CpufreqPolicyState *st = NULL;
-        _cleanup_free_ CpufreqSettings *want = NULL, *saved = NULL;
-        _cleanup_free_ PolicyAction *action = NULL;
-        _cleanup_free_ ssize_t *slot = NULL;
-        _cleanup_free_ bool *restore = NULL, *dropped = NULL;
+        _cleanup_free_ PinStep *steps = NULL;
         _cleanup_free_ LogGroup *groups = NULL;
+        _cleanup_free_ CpufreqSettings *saved = NULL;
+        _cleanup_free_ EntryFate *fate = NULL;
         CpuSet online, selected, missing;
-        size_t n = 0, n_saved, n_groups = 0, kept;
-        bool record_grew = false;
+        size_t n = 0, n_groups = 0;
+        PinRecord rec;
         int r;
 
         r = read_policies(p, &st, &n, &online);
@@ -531,152 +671,38 @@ static int pin(CpuPin *p, const CpuConfig *cfg, const char *reason) {
         }
         if (r < 0)
                 return log_error_errno(r, "Failed to read the CPU frequency policies: %m");
-
         cpufreq_select_cpus(cfg, &online, p->have_irq_cpus ? &p->irq_cpus : NULL, &selected, &missing);
-        if (!cpuset_is_empty(&missing)) {
-                char list[256];
-
-                cpuset_format(&missing, list, sizeof list);
-                log_debug("cpu%s: selected but without cpufreq (offline or absent), ignored", list);
-        }
-        if (cpuset_is_empty(&selected))
-                log_info("CPU frequency pinning: no CPU selected%s (%s)",
-                         cfg->select == CPU_SELECT_NVME_IRQ ? " (no NVMe interrupt known yet)" : "",
-                         strempty(reason));
+        log_selection(cfg, &selected, &missing, reason);
 
         /* Room for every old entry plus one new entry per policy. */
-        saved = calloc(p->n_saved + n + 1, sizeof *saved);
-        want = calloc(n + 1, sizeof *want);
-        action = calloc(n + 1, sizeof *action);
-        slot = calloc(n + 1, sizeof *slot);
-        restore = calloc(p->n_saved + n + 1, sizeof *restore);
-        dropped = calloc(p->n_saved + n + 1, sizeof *dropped);
+        steps = calloc(n + 1, sizeof *steps);
         groups = calloc(n + 1, sizeof *groups);
-        if (!saved || !want || !action || !slot || !restore || !dropped || !groups)
+        saved = calloc(p->n_saved + n + 1, sizeof *saved);
+        fate = calloc(p->n_saved + n + 1, sizeof *fate);
+        if (!steps || !groups || !saved || !fate)
                 return log_error_errno(-ENOMEM, "Out of memory");
         if (p->n_saved > 0)
                 memcpy(saved, p->saved, p->n_saved * sizeof *saved);
-        n_saved = p->n_saved;
+        rec = (PinRecord) { .saved = TAKE_PTR(saved), .fate = fate, .n = p->n_saved, .n_old = p->n_saved };
 
         /* Plan. Nothing is written here. */
         for (size_t i = 0; i < n; i++) {
-                ssize_t k = saved_find(saved, n_saved, &st[i]);
-                CpufreqSettings found;
-                char error[512];
-
-                slot[i] = k;
-                if (!sets_overlap(&st[i].cpus, &selected)) {
-                        action[i] = k >= 0 ? ACTION_RESTORE : ACTION_NONE;
-                        continue;
-                }
-
-                if (k >= 0)
-                        found = saved[k];
-                else
-                        cpufreq_settings_from_state(&st[i], &found);
-
-                r = cpufreq_plan_policy(cfg, &st[i], &found, &want[i], error, sizeof error);
-                if (r < 0) {
-                        char cpus[256], cpu[16];
-
-                        cpuset_format(&st[i].cpus, cpus, sizeof cpus);
-                        (void) snprintf(cpu, sizeof cpu, "%u", st[i].cpu);
-                        log_event(LOG_WARNING, r, MSGID_CPU_PIN_FAILED,
-                                  LOG_FIELDS({ "CPUFREQ_CPUS", cpus }, { "CPUFREQ_CPU", cpu },
-                                             { "CPUFREQ_REASON", reason }),
-                                  "cpu%s: not pinning: %s; leaving cpu%s as %s", cpus, error, cpus,
-                                  k >= 0 ? "first found" : "it is");
-                        action[i] = k >= 0 ? ACTION_RESTORE : ACTION_NONE;
-                        continue;
-                }
-
-                action[i] = ACTION_PIN;
-                if (k < 0) {
-                        slot[i] = (ssize_t) n_saved;
-                        saved[n_saved++] = found;
-                        record_grew = true;
-                }
+                steps[i].st = &st[i];
+                pin_plan_one(cfg, &selected, &steps[i], &rec, reason);
         }
-
         /* Record every policy about to change before the first change (doc/testing.md#cpufreq-policies). */
-        if (record_grew) {
-                r = saved_store(p, saved, n_saved);
-                if (r < 0)
+        if (rec.grew) {
+                r = saved_store(p, rec.saved, rec.n);
+                if (r < 0) {
+                        free(rec.saved);
                         return log_error_errno(r, "Failed to record the CPU frequency policies in %s, "
                                                "not pinning: %m", p->record_path);
-        }
-
-        /* Act. */
-        for (size_t i = 0; i < n; i++) {
-                CpufreqAttr attr = CPUFREQ_ATTR_GOVERNOR;
-                bool fresh = slot[i] >= (ssize_t) p->n_saved;
-                CpufreqSettings target;
-                unsigned required;
-
-                if (action[i] == ACTION_RESTORE) {
-                        restore[slot[i]] = true;
-                        continue;
                 }
-                if (action[i] != ACTION_PIN)
-                        continue;
-
-                required = cpufreq_config_attrs(cfg, &st[i]);
-                target = want[i];
-                /* A fresh pin writes only what is configured: the rest is as found, unless
-                 * the governor moves it (intel_pstate's EPP under `performance`), and then
-                 * the kernel knows better. An earlier pin's leftovers go back to the record. */
-                if (fresh)
-                        for (CpufreqAttr a = 0; a < _CPUFREQ_ATTR_MAX; a++)
-                                if (!(required & (1u << a)))
-                                        settings_blank(&target, a);
-                r = policy_write(p, &st[i], &target, required, &attr);
-                if (r < 0) {
-                        CpufreqSettings before;
-
-                        log_refused(&st[i], attr, &want[i], r, "leaving", reason);
-                        /* As it was before this call: pristine for a fresh policy, else the old pin. */
-                        cpufreq_settings_from_state(&st[i], &before);
-                        (void) policy_write_all(p, &before, "could not put back", reason);
-                        if (fresh)
-                                dropped[slot[i]] = true;
-                        continue;
-                }
-                /* Log newly pinned policies and changed pins; a re-apply that changes nothing is quiet. */
-                if (fresh || r > 0)
-                        group_add(groups, &n_groups, &want[i]);
         }
-
-        /* Restore what is no longer selected; it leaves p->saved. */
-        free(p->saved);
-        p->saved = saved;   /* restore_saved() works on p->saved */
-        p->n_saved = n_saved;
-        saved = NULL;
-        for (size_t i = 0; i < p->n_saved; i++)
-                if (dropped[i])
-                        restore[i] = false;
-        /* Fresh entries that were refused were put back above: just forget them. */
-        kept = 0;
-        for (size_t i = 0; i < p->n_saved; i++) {
-                if (dropped[i])
-                        continue;
-                restore[kept] = restore[i];
-                p->saved[kept++] = p->saved[i];
-        }
-        p->n_saved = kept;
-
+        for (size_t i = 0; i < n; i++)
+                pin_act_one(p, cfg, &steps[i], &rec, groups, &n_groups, reason);
         group_log(groups, n_groups, true, reason);
-
-        bool any_restore = false;
-        for (size_t i = 0; i < p->n_saved; i++)
-                any_restore = any_restore || restore[i];
-        if (any_restore)
-                (void) restore_saved(p, restore, reason);
-
-        if (any_restore || record_grew) {
-                r = saved_store(p, p->saved, p->n_saved);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to update %s: %m", p->record_path);
-        }
+        pin_settle(p, &rec, reason);
         return 0;
 }
 

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "cpufreq.h"
+#include "cpufreq-policy.h"
 #include "log.h"
 #include "manager.h"
 
@@ -42,6 +42,7 @@ static int on_iowatch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         m->iowatch_known = any;
         (void) cpupin_busy_hook(m->cpupin, busy, usec, &deadline);
         (void) sd_event_source_set_time_relative(s, MANAGER_IOWATCH_INTERVAL_USEC);
+        manager_metrics_update(m);  /* pinned or released */
         return 0;
 }
 

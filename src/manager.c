@@ -69,6 +69,7 @@ void manager_notify_status(Manager *m, const char *prefix) {
 
         manager_status_text(m, status, sizeof status);
         (void) sd_notifyf(false, "%sSTATUS=%s", strempty(prefix), status);
+        manager_metrics_update(m);
 }
 
 /* ---- one controller ---- */
@@ -152,7 +153,11 @@ static int manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
         case CONTROLLER_LEFT_ALONE:
                 c->failed = false;
                 break;
-        default:
+        case CONTROLLER_GONE:      /* the uevent that removes it follows */
+        case CONTROLLER_PLANNED:   /* not in CONTROLLER_MODE_DAEMON */
+        case CONTROLLER_RESTORED:
+        case _CONTROLLER_RESULT_MAX:
+        case _CONTROLLER_RESULT_INVALID:
                 break;
         }
         return r;
@@ -281,6 +286,7 @@ static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 c->io_known = true;
         }
         (void) sd_event_source_set_time_relative(s, m->verify_interval_usec);
+        manager_metrics_update(m);  /* a verification may have found an overwrite */
         return 0;
 }
 
@@ -323,6 +329,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         if (r < 0) {
                 log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
                           "Configuration not reloaded, keeping the running one: %s", err ? err : strerror(-r));
+                m->config_reload_failures++;
                 manager_notify_status(m, "READY=1\n");
                 return 0;
         }
@@ -331,9 +338,11 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 config_done(&staging);
                 log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
                           "Configuration not reloaded, keeping the running one: %s", strerror(-r));
+                m->config_reload_failures++;
                 manager_notify_status(m, "READY=1\n");
                 return 0;
         }
+        m->config_reloads++;
 
         changed = manager_replan_all(m, "reload");
         manager_cpu_apply(m, "reload");
@@ -386,6 +395,7 @@ Manager *manager_free(Manager *m) {
                 manager_ctrl_free(m->ctrls[i]);
         free(m->ctrls);
         cpupin_free(m->cpupin);
+        manager_metrics_free(m);
         sd_event_source_disable_unref(m->iowatch_timer);
         sd_event_source_disable_unref(m->verify_timer);
         sd_event_source_disable_unref(m->sighup);

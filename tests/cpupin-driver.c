@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "cpufreq.h"
+#include "cpufreq-policy.h"
 #include "cpupin.h"
 #include "log.h"
 #include "macro.h"

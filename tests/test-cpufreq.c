@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "cpufreq.h"
+#include "cpufreq-policy.h"
 #include "cpuset.h"
 #include "macro.h"
 

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "apstd-ids.h"
-#include "cpufreq.h"
+#include "cpufreq-policy.h"
 #include "cpupin.h"
 #include "log.h"
 #include "macro.h"

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "apst-record.h"
-#include "cpufreq.h"
+#include "cpufreq-policy.h"
 #include "fileio.h"
 #include "macro.h"
 #include "record.h"

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Writing the `--json` outputs with json-c: every string escape and number is
+ * json-c's serializer's. The helpers add what the outputs need on top: numbers
+ * with a fixed number of digits (json_object_new_double_s(), so "0.3000"
+ * stays "0.3000"), the 64-bit APST entries as hex strings, and a layout of one
+ * member per line for `simulate --json`, which line-oriented tools read
+ * (bench/run.sh).
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <json-c/json.h>
+
+#include "macro.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object *, json_object_put);
+
+/* Flags every output uses: no "\/" for '/', UTF-8 passed through. */
+#define JSON_OUT_FLAGS JSON_C_TO_STRING_NOSLASHESCAPE
+
+/* @v printed as printf("%.*f", @decimals); JSON null (NULL) when not finite. */
+struct json_object *json_out_fixed(double v, int decimals);
+/* @v printed as printf("%.*g", @digits); JSON null (NULL) when not finite. */
+struct json_object *json_out_general(double v, int digits);
+/* "0x%016x" */
+struct json_object *json_out_hex64(uint64_t v);
+/* A string, or JSON null for NULL. */
+struct json_object *json_out_string_or_null(const char *s);
+/* The 32 entries of an APST table as "0x%016x" strings. */
+struct json_object *json_out_apst_entries(const uint64_t *entries, size_t n);
+
+/* @o on one line and a newline. Return: 0, -ENOMEM or -EIO. */
+int json_out_print(FILE *f, struct json_object *o, int flags);
+
+/**
+ * json_out_print_lines() - the object @o with each member on a line of its own
+ * @split: names of members (arrays) whose elements also get a line each; NULL-terminated
+ * Return: 0, -EINVAL (@o not an object), -ENOMEM or -EIO.
+ */
+int json_out_print_lines(FILE *f, struct json_object *o, const char *const *split);
