@@ -14,6 +14,15 @@
  *                   energy_performance_preference, cpus
  *   [metrics]       path (a Prometheus text file for node_exporter; unset = off)
  *
+ * Situation sections refine [apst], [cpu] and [device NAME] for one power
+ * situation (situation.h): [apst on-battery], [cpu on-ac],
+ * [device NAME profile=power-saver]. A key set there overrides the same key
+ * of the plain section while the situation holds; config_situate() computes
+ * the effective Config. Precedence, lowest first: [apst], [apst POWER],
+ * [apst profile=P], then [device NAME], [device NAME POWER],
+ * [device NAME profile=P] (a device's own keys beat every [apst ...]; a
+ * profile, the user's explicit choice, beats the power source).
+ *
  * Errors are strict: an unknown section or key, a bad number, a value out of
  * range, a key given twice in one section: the whole file is rejected with a
  * message naming file, section and key, so a reload keeps the running
@@ -27,6 +36,7 @@
 
 #include "apst.h"
 #include "cpuset.h"
+#include "situation.h"
 
 /* Bits of DeviceSection.set: which [apst] keys the section gives itself. */
 typedef enum ApstKeyBit {
@@ -39,6 +49,17 @@ typedef enum ApstKeyBit {
         APST_KEY_FORCE = 1u << 6,
         APST_KEY_STALL_BUDGET = 1u << 7,
 } ApstKeyBit;
+
+/* Bits of ConfigOverlay.cpu_set: which [cpu] keys a situation section gives. */
+typedef enum CpuKeyBit {
+        CPU_KEY_PIN = 1u << 0,
+        CPU_KEY_RELEASE_AFTER = 1u << 1,
+        CPU_KEY_GOVERNOR = 1u << 2,
+        CPU_KEY_MIN_FREQ = 1u << 3,
+        CPU_KEY_MAX_FREQ = 1u << 4,
+        CPU_KEY_EPP = 1u << 5,
+        CPU_KEY_CPUS = 1u << 6,
+} CpuKeyBit;
 
 typedef struct DeviceSection {
         char *name;                 /* the NAME of [device NAME] */
@@ -106,6 +127,37 @@ typedef struct MetricsConfig {
         char *path;                 /* absolute, ends in ".prom"; NULL = no metrics file (default) */
 } MetricsConfig;
 
+typedef enum OverlayTarget {
+        OVERLAY_APST,               /* [apst WHEN] */
+        OVERLAY_CPU,                /* [cpu WHEN] */
+        OVERLAY_DEVICE,             /* [device NAME WHEN] */
+        _OVERLAY_TARGET_MAX,
+        _OVERLAY_TARGET_INVALID = -EINVAL,
+} OverlayTarget;
+
+/* The WHEN of a situation section: a power source or a power-profiles-daemon profile. */
+typedef struct ConfigWhen {
+        PowerSource source;         /* on-ac / on-battery; _POWER_SOURCE_INVALID for a profile */
+        char profile[16];           /* profile=NAME: "power-saver", "balanced", "performance"; else "" */
+} ConfigWhen;
+
+/* Longest profile name accepted in profile=NAME ("power-saver" is the longest power-profiles-daemon has). */
+#define CONFIG_PROFILE_MAX 15u
+
+/* One situation section: keys that override those of the plain section while WHEN holds. */
+typedef struct ConfigOverlay {
+        OverlayTarget target;
+        ConfigWhen when;
+        size_t device;              /* OVERLAY_DEVICE: index in Config.devices of the [device NAME] it refines */
+        DeviceSection dev;          /* [apst]/[device] keys: dev.set, dev.apst; dev.enable if enable_set.
+                                     * No name or match_ keys (they stay those of the plain section). */
+        bool enable_set;
+        unsigned cpu_set;           /* CpuKeyBit mask of the keys in @cpu */
+        CpuConfig cpu;              /* [cpu WHEN]: only the fields in @cpu_set are meaningful */
+        unsigned line;              /* of the section header, for messages */
+        unsigned min_freq_line, max_freq_line;
+} ConfigOverlay;
+
 typedef struct Config {
         char *path;                 /* file it came from, for messages ("<string>" when parsed from memory) */
         ApstParams apst;            /* [apst] */
@@ -113,6 +165,8 @@ typedef struct Config {
         size_t n_devices;
         CpuConfig cpu;              /* [cpu] */
         MetricsConfig metrics;      /* [metrics] */
+        ConfigOverlay *overlays;    /* situation sections in file order; none in a config_situate() result */
+        size_t n_overlays;
 } Config;
 
 /* What a [device] section matches against. Strings are trimmed; NULL matches only a missing match_ key. */
@@ -172,6 +226,19 @@ int config_load(const char *path, Config *ret, char **ret_error);
  * path may be absent, a path the user named may not.
  */
 int config_load_optional(const char *path, bool missing_ok, Config *ret, char **ret_error);
+
+/**
+ * config_situate() - the configuration in effect in one situation; pure
+ * @c: as parsed (with its situation sections)
+ * @s: the situation; a profile the file has no section for (or "") matches none
+ * @ret: a deep copy of @c with the matching situation sections applied and no
+ *       overlays left; free with config_done(). Written only on success.
+ *
+ * Power-source sections apply first, then profile sections, so a profile
+ * wins where both set a key; each [device NAME WHEN] refines its [device NAME].
+ * Return: 0 or -ENOMEM.
+ */
+int config_situate(const Config *c, const Situation *s, Config *ret);
 
 /**
  * config_resolve() - the parameters for one controller

@@ -39,6 +39,12 @@
  * Only armed in that mode, which the user chose knowing it costs one wake-up per period. */
 #define MANAGER_IOWATCH_INTERVAL_USEC (1ULL * 1000000ULL)
 
+/* A change of the power situation is acted on this long after the first event of a burst, with
+ * whatever the sources say then: a flapping charger or a profile toggled back and forth costs at
+ * most one re-plan (and one write per changed controller) per period. Short enough that a user who
+ * unplugs or picks a profile sees the drives follow at once. */
+#define MANAGER_SITUATION_DELAY_USEC (250ULL * 1000ULL)
+
 typedef struct ManagerOptions {
         const char *config_path;        /* the configuration file */
         bool config_missing_ok;         /* it is the default path: missing = the built-in defaults */
@@ -91,7 +97,8 @@ struct Manager {
         char *runtime_dir;
         uint64_t verify_interval_usec;
 
-        Config config;
+        Config config;             /* in effect: config_file resolved for @situation (config_situate()) */
+        Config config_file;        /* as parsed, with its situation sections */
         Situation situation;       /* power source and profile the configuration is resolved for */
         SysPlatform platform;
         ControllerContext ctx;     /* what the engine is called with: points into this Manager */
@@ -107,6 +114,13 @@ struct Manager {
         ManagerMetrics *metrics;   /* src/manager-metrics.c; NULL until the first update */
         uint64_t config_reloads;   /* SIGHUPs that took effect */
         uint64_t config_reload_failures;  /* SIGHUPs whose file was rejected */
+
+        /* Following the power situation (manager-power.c) */
+        Situation situation_next;        /* what the sources say now; acted on after the delay */
+        sd_event_source *situation_timer;
+        sd_device_monitor *power_monitor;  /* power_supply uevents */
+        sd_bus_slot *ppd_slots[4];       /* NameOwnerChanged and PropertiesChanged, both names */
+        sd_bus_slot *ppd_call;           /* the pending Get(ActiveProfile) */
 };
 
 int manager_new(const ManagerOptions *o, Manager **ret);
@@ -117,6 +131,19 @@ void manager_stop(Manager *m);
 
 /* The STATUS= text: "nvme0: budget, ps3@100ms→ps4@2000ms; nvme1: failed". */
 void manager_status_text(const Manager *m, char *buf, size_t n);
+
+void manager_notify_status(Manager *m, const char *prefix);
+
+/* Re-plan every controller from m->config, write what changed, give back what is no longer ours;
+ * @reason: "reload", "on battery", ... Return: how many controllers' plans changed. */
+size_t manager_replan_all(Manager *m, const char *reason);
+
+/* The power situation (src/manager-power.c). */
+int manager_connect_power(Manager *m);
+int manager_connect_profiles(Manager *m);
+/* Make m->config the file's configuration @loaded (taken over on success) resolved for m->situation. */
+int manager_config_take(Manager *m, Config *loaded);
+void manager_power_free(Manager *m);
 
 /* CPU frequency pinning glue (src/manager-cpu.c). */
 void manager_cpu_apply(Manager *m, const char *reason);

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "config-build.h"
 #include "log.h"
+#include "power.h"
 
 const char *arg_sysfs_root = "/sys";
 const char *arg_dev_dir = "/dev";
@@ -28,15 +29,26 @@ int cli_load_config(const char *path, Config *ret) {
         _cleanup_free_ char *err = NULL;
         char def[4096];
         bool explicit = path != NULL;
+        Config loaded;
+        Situation now;
+        char words[96];
         int r;
 
         if (!path)
                 path = cli_default_config_path(def, sizeof def);
         if (!explicit && access(path, F_OK) < 0 && errno == ENOENT)
                 log_debug("%s does not exist, using the built-in defaults.", path);
-        r = config_load_optional(path, !explicit, ret, &err);
+        r = config_load_optional(path, !explicit, &loaded, &err);
         if (r < 0)
                 return log_error_errno(r, "%s", err ? err : path);
+        /* what the daemon would use now: the sections for this power source and profile */
+        situation_read_now(arg_sysfs_root, &now);
+        situation_describe(&now, words, sizeof words);
+        log_debug("Configuration resolved for the situation now: %s.", words);
+        r = config_situate(&loaded, &now, ret);
+        config_done(&loaded);
+        if (r < 0)
+                return log_error_errno(r, "Out of memory.");
         return 0;
 }
 

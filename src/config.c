@@ -32,6 +32,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,9 +55,13 @@
  * silently; refuse anything that could come close, so the handler's section is
  * the one we saw.
  */
-#define SECTION_NAME_MAX 40u
+#define SECTION_NAME_MAX 48u
 /* A bound for fuzzers and typos alike; duplicate detection is quadratic. */
 #define DEVICE_SECTIONS_MAX 256u
+/* Situation sections: each plain section times (2 power sources + the profiles) fits easily. */
+#define OVERLAYS_MAX 1024u
+/* The profiles power-profiles-daemon has (0.12 to 0.30); a typo would otherwise never be active. */
+static const char *const config_profiles[] = { "power-saver", "balanced", "performance" };
 /* Values quoted in messages are cut to this many bytes before escaping. */
 #define QUOTE_MAX 120u
 
@@ -84,6 +89,7 @@ struct ConfigKey {
         uint32_t min, max;
         unsigned apst_bit;      /* ApstKeyBit for [apst] keys in [device] sections */
         size_t apst_size;       /* and the size of their field in ApstParams */
+        unsigned cpu_bit;       /* CpuKeyBit for [cpu] keys in situation sections */
 };
 
 typedef struct Parser {
@@ -94,6 +100,7 @@ typedef struct Parser {
 
         Config config;
         SectionKind section;
+        size_t overlay;         /* the current section is overlays[overlay - 1]; 0 = a plain section */
         char section_name[SECTION_NAME_MAX + 1];  /* as written between the brackets */
         unsigned section_line;
         bool seen_apst, seen_cpu, seen_metrics;
@@ -418,7 +425,8 @@ static int parse_metrics_path(const ConfigKey *k, const char *v, void *dest, cha
         { n, SEC(SECTION_APST) | SEC(SECTION_DEVICE), fn, offsetof(ApstParams, field), lo, hi, bit, \
           sizeof(((ApstParams *) NULL)->field) }
 #define DEVICE_KEY(n, fn, field) { n, SEC(SECTION_DEVICE), fn, offsetof(DeviceSection, field), 0, 0, 0, 0 }
-#define CPU_KEY(n, fn, field, lo, hi) { n, SEC(SECTION_CPU), fn, offsetof(CpuConfig, field), lo, hi, 0, 0 }
+#define CPU_KEY(n, fn, field, lo, hi, bit) \
+        { n, SEC(SECTION_CPU), fn, offsetof(CpuConfig, field), lo, hi, 0, 0, bit }
 
 static const ConfigKey config_keys[] = {
         APST_KEY("policy", parse_policy, policy, 0, 0, APST_KEY_POLICY),
@@ -441,13 +449,13 @@ static const ConfigKey config_keys[] = {
         DEVICE_KEY("match_firmware", parse_glob, match_firmware),
         DEVICE_KEY("enable", parse_bool, enable),
 
-        CPU_KEY("pin", parse_pin, pin, 0, 0),
-        CPU_KEY("release_after_ms", parse_u32, release_after_ms, 0, RELEASE_AFTER_MS_MAX),
-        CPU_KEY("governor", parse_word, governor, 1, GOVERNOR_MAX),
-        CPU_KEY("min_freq", parse_freq, min_freq, 0, 0),
-        CPU_KEY("max_freq", parse_freq, max_freq, 0, 0),
-        CPU_KEY("energy_performance_preference", parse_word, epp, 1, EPP_MAX),
-        { "cpus", SEC(SECTION_CPU), parse_cpus, 0, 0, 0, 0 },     /* sets both select and cpus */
+        CPU_KEY("pin", parse_pin, pin, 0, 0, CPU_KEY_PIN),
+        CPU_KEY("release_after_ms", parse_u32, release_after_ms, 0, RELEASE_AFTER_MS_MAX, CPU_KEY_RELEASE_AFTER),
+        CPU_KEY("governor", parse_word, governor, 1, GOVERNOR_MAX, CPU_KEY_GOVERNOR),
+        CPU_KEY("min_freq", parse_freq, min_freq, 0, 0, CPU_KEY_MIN_FREQ),
+        CPU_KEY("max_freq", parse_freq, max_freq, 0, 0, CPU_KEY_MAX_FREQ),
+        CPU_KEY("energy_performance_preference", parse_word, epp, 1, EPP_MAX, CPU_KEY_EPP),
+        { "cpus", SEC(SECTION_CPU), parse_cpus, 0, 0, 0, 0, 0, CPU_KEY_CPUS },     /* sets both select and cpus */
 
         { "path", SEC(SECTION_METRICS), parse_metrics_path, offsetof(MetricsConfig, path), 0, METRICS_PATH_MAX, 0 },
 };
@@ -491,6 +499,11 @@ void config_done(Config *c) {
         free(c->cpu.governor);
         free(c->cpu.epp);
         free(c->metrics.path);
+        for (size_t i = 0; i < c->n_overlays; i++) {
+                free(c->overlays[i].cpu.governor);
+                free(c->overlays[i].cpu.epp);
+        }
+        free(c->overlays);
         /* Back to defaults, so a second config_done() or a reuse is harmless. */
         config_init(c);
 }
@@ -578,13 +591,17 @@ static DeviceSection *current_device(Parser *p) {
         return p->config.n_devices > 0 ? &p->config.devices[p->config.n_devices - 1] : NULL;
 }
 
+static ConfigOverlay *current_overlay(Parser *p) {
+        return p->overlay > 0 ? &p->config.overlays[p->overlay - 1] : NULL;
+}
+
 static bool device_has_match(const DeviceSection *d) {
         return d->match_name || d->match_model || d->match_serial || d->match_pci || d->match_firmware;
 }
 
 /* Checks that need the whole section. */
 static int section_end(Parser *p) {
-        if (p->section == SECTION_DEVICE && !device_has_match(current_device(p)))
+        if (p->section == SECTION_DEVICE && !current_overlay(p) && !device_has_match(current_device(p)))
                 return fail(p, p->section_line, -EINVAL,
                             "[%s]: no match_ key (match_name, match_model, match_serial, match_pci or "
                             "match_firmware), so it would apply to every controller; put settings for all "
@@ -597,7 +614,6 @@ static bool is_name_char(char c) {
                c == '_' || c == '-' || c == '.' || c == ':';
 }
 
-/* A "[...]" line: @name is what stands between the brackets, @len bytes. */
 /* [device NAME]: @dn..@e is NAME (trimmed); @q the section as quoted in messages. */
 static int device_section_begin(Parser *p, const char *dn, const char *e, const char *q) {
         DeviceSection *d, *n;
@@ -637,9 +653,83 @@ static int device_section_begin(Parser *p, const char *dn, const char *e, const 
         return 0;
 }
 
+static bool word_is(const char *w, size_t len, const char *lit) {
+        return strlen(lit) == len && memcmp(w, lit, len) == 0;
+}
+
+/* The WHEN of a situation section: on-ac, on-battery or profile=NAME. */
+static int parse_when(Parser *p, const char *q, const char *w, size_t len, ConfigWhen *ret) {
+        ConfigWhen x = { .source = _POWER_SOURCE_INVALID };
+        const size_t plen = strlen("profile=");
+
+        if (word_is(w, len, "on-ac"))
+                x.source = POWER_SOURCE_AC;
+        else if (word_is(w, len, "on-battery"))
+                x.source = POWER_SOURCE_BATTERY;
+        else if (len > plen && memcmp(w, "profile=", plen) == 0) {
+                bool known = false;
+
+                for (size_t i = 0; i < ELEMENTSOF(config_profiles); i++)
+                        if (word_is(w + plen, len - plen, config_profiles[i]))
+                                known = true;
+                if (!known)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: unknown power profile (profile=power-saver, "
+                                    "profile=balanced or profile=performance)", q);
+                memcpy(x.profile, w + plen, len - plen);
+                x.profile[len - plen] = '\0';
+        } else
+                return fail(p, p->lineno, -EINVAL, "[%s]: unknown situation (expected on-ac, on-battery or "
+                            "profile=NAME after the section's name)", q);
+        *ret = x;
+        return 0;
+}
+
+static bool when_equal(const ConfigWhen *a, const ConfigWhen *b) {
+        return a->source == b->source && strcmp(a->profile, b->profile) == 0;
+}
+
+/* A situation section: [apst WHEN], [cpu WHEN], [device NAME WHEN]. */
+static int overlay_begin(Parser *p, const char *q, OverlayTarget target, size_t device, const char *w,
+                         size_t len) {
+        ConfigOverlay *n;
+        ConfigWhen when = {};
+        int r;
+
+        r = parse_when(p, q, w, len, &when);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < p->config.n_overlays; i++) {
+                const ConfigOverlay *o = &p->config.overlays[i];
+                if (o->target == target && (target != OVERLAY_DEVICE || o->device == device) &&
+                    when_equal(&o->when, &when))
+                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice (first on line %u)", q,
+                                    o->line);
+        }
+        if (p->config.n_overlays >= OVERLAYS_MAX)
+                return fail(p, p->lineno, -EINVAL, "[%s]: too many situation sections (at most %u)", q,
+                            OVERLAYS_MAX);
+        n = reallocarray(p->config.overlays, p->config.n_overlays + 1, sizeof(ConfigOverlay));
+        if (!n)
+                return fail(p, 0, -ENOMEM, "out of memory");
+        p->config.overlays = n;
+        n[p->config.n_overlays] = (ConfigOverlay) {
+                .target = target,
+                .when = when,
+                .device = device,
+                .dev = { .enable = true, .apst = APST_PARAMS_DEFAULT },
+                .line = p->lineno,
+        };
+        p->config.n_overlays++;
+        p->overlay = p->config.n_overlays;
+        return 0;
+}
+
+/* A "[...]" line: @name is what stands between the brackets, @len bytes. */
 static int section_begin(Parser *p, const char *name, size_t len) {
         char q[QUOTE_BUF];
         const char *s = name, *e = name + len;
+        const char *w[4];
+        size_t wl[4], nw = 0;
         int r;
 
         r = section_end(p);
@@ -653,44 +743,72 @@ static int section_begin(Parser *p, const char *name, size_t len) {
         memcpy(p->section_name, name, len);
         p->section_name[len] = '\0';
         p->section_line = p->lineno;
+        p->overlay = 0;
         for (size_t i = 0; i < ELEMENTSOF(config_keys); i++)
                 p->key_line[i] = 0;
 
-        while (s < e && (*s == ' ' || *s == '\t'))
-                s++;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-                e--;
+        /* Words: KIND, for a device its NAME, then an optional situation (WHEN). */
+        while (s < e && nw < ELEMENTSOF(w)) {
+                while (s < e && (*s == ' ' || *s == '\t'))
+                        s++;
+                if (s == e)
+                        break;
+                w[nw] = s;
+                while (s < e && *s != ' ' && *s != '\t')
+                        s++;
+                wl[nw] = (size_t) (s - w[nw]);
+                nw++;
+        }
+        if (nw == 0)
+                return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics] or "
+                            "[device NAME])", q);
 
-        /* cppcheck 2.10 wrongly takes e - s as 0 after the trimming loops: the three
-         * knownConditionTrueFalse findings below are false positives */
-        /* cppcheck-suppress knownConditionTrueFalse */
-        if ((size_t) (e - s) == 4 && memcmp(s, "apst", 4) == 0) {
-                if (p->seen_apst)
+        if (word_is(w[0], wl[0], "apst") || word_is(w[0], wl[0], "cpu")) {
+                bool apst = w[0][0] == 'a';
+                bool *seen = apst ? &p->seen_apst : &p->seen_cpu;
+
+                p->section = apst ? SECTION_APST : SECTION_CPU;
+                if (nw == 2)
+                        return overlay_begin(p, q, apst ? OVERLAY_APST : OVERLAY_CPU, 0, w[1], wl[1]);
+                if (nw > 2)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: expected [%s] or [%s SITUATION]", q,
+                                    apst ? "apst" : "cpu", apst ? "apst" : "cpu");
+                if (*seen)
                         return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
-                p->seen_apst = true;
-                p->section = SECTION_APST;
+                *seen = true;
                 return 0;
         }
-        /* cppcheck-suppress knownConditionTrueFalse */
-        if ((size_t) (e - s) == 3 && memcmp(s, "cpu", 3) == 0) {
-                if (p->seen_cpu)
-                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
-                p->seen_cpu = true;
-                p->section = SECTION_CPU;
-                return 0;
-        }
-        /* cppcheck-suppress knownConditionTrueFalse */
-        if ((size_t) (e - s) == 7 && memcmp(s, "metrics", 7) == 0) {
+        if (word_is(w[0], wl[0], "metrics")) {
+                if (nw > 1)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: [metrics] is the same in every situation", q);
                 if (p->seen_metrics)
                         return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
                 p->seen_metrics = true;
                 p->section = SECTION_METRICS;
                 return 0;
         }
-        /* cppcheck-suppress knownConditionTrueFalse */
-        if ((size_t) (e - s) >= 6 && memcmp(s, "device", 6) == 0 &&
-            (e - s == 6 || s[6] == ' ' || s[6] == '\t'))
-                return device_section_begin(p, s + 6, e, q);
+        if (word_is(w[0], wl[0], "device")) {
+                const char *dn = nw > 1 ? w[1] : NULL;
+                size_t dl = nw > 1 ? wl[1] : 0;
+
+                if (nw > 3)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: expected [device NAME] or [device NAME "
+                                    "SITUATION]", q);
+                if (nw < 3)
+                        return device_section_begin(p, w[0] + 6, dn ? dn + dl : w[0] + 6, q);
+                for (const char *c = dn; c < dn + dl; c++)
+                        if (!is_name_char(*c))
+                                return fail(p, p->lineno, -EINVAL,
+                                            "[%s]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', "
+                                            "'.' and ':'", q);
+                for (size_t i = 0; i < p->config.n_devices; i++)
+                        if (word_is(dn, dl, p->config.devices[i].name)) {
+                                p->section = SECTION_DEVICE;
+                                return overlay_begin(p, q, OVERLAY_DEVICE, i, w[2], wl[2]);
+                        }
+                return fail(p, p->lineno, -EINVAL, "[%s]: no [device %.*s] section above it (a situation "
+                            "section refines one that has the match_ keys)", q, (int) dl, dn);
+        }
 
         return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])", q);
 }
@@ -803,14 +921,16 @@ static bool value_check(Parser *p, const char *name, const char *value) {
 
 /* Where key @k of the current section is stored (k->offset is relative to it), or NULL. */
 static void *key_base(Parser *p, const ConfigKey *k) {
+        ConfigOverlay *ov = current_overlay(p);
+        DeviceSection *d = ov ? &ov->dev : current_device(p);
+
         switch (p->section) {
         case SECTION_APST:
-                return &p->config.apst;
+                return ov ? &ov->dev.apst : &p->config.apst;
         case SECTION_DEVICE:
-                return k->sections & SEC(SECTION_APST) ? (void *) &current_device(p)->apst
-                                                       : (void *) current_device(p);
+                return k->sections & SEC(SECTION_APST) ? (void *) &d->apst : (void *) d;
         case SECTION_CPU:
-                return &p->config.cpu;
+                return ov ? &ov->cpu : &p->config.cpu;
         case SECTION_METRICS:
                 return &p->config.metrics;
         case SECTION_NONE:
@@ -824,6 +944,7 @@ static void *key_base(Parser *p, const ConfigKey *k) {
 static int handler(void *user, const char *section, const char *name, const char *value) {
         Parser *p = user;
         const ConfigKey *k;
+        ConfigOverlay *ov = current_overlay(p);
         size_t idx;
         void *base;
         char reason[256];
@@ -861,6 +982,12 @@ static int handler(void *user, const char *section, const char *name, const char
                          k->sections & SEC(SECTION_APST) ? "[apst] or [device NAME]" : "[device NAME]");
                 return 0;
         }
+        if (ov && ov->target == OVERLAY_DEVICE && !(k->sections & SEC(SECTION_APST)) &&
+            strcmp(k->name, "enable") != 0) {
+                fail_key(p, name, value, -EINVAL, "what a device section matches is the same in every "
+                         "situation; put match_ keys in [device %s]", p->config.devices[ov->device].name);
+                return 0;
+        }
         idx = (size_t) (k - config_keys);
         if (p->key_line[idx] > 0) {
                 fail_key(p, name, value, -EINVAL, "key given twice in this section (first on line %u)",
@@ -883,12 +1010,19 @@ static int handler(void *user, const char *section, const char *name, const char
                 return 0;
         }
 
-        if (p->section == SECTION_DEVICE)
+        if (ov) {
+                if (p->section == SECTION_CPU)
+                        ov->cpu_set |= k->cpu_bit;
+                else if (k->sections & SEC(SECTION_APST))
+                        ov->dev.set |= k->apst_bit;
+                else
+                        ov->enable_set = true;      /* enable: the only other key allowed here */
+        } else if (p->section == SECTION_DEVICE)
                 current_device(p)->set |= k->apst_bit;
         if (strcmp(name, "min_freq") == 0)
-                p->min_freq_line = p->lineno;
+                *(ov ? &ov->min_freq_line : &p->min_freq_line) = p->lineno;
         else if (strcmp(name, "max_freq") == 0)
-                p->max_freq_line = p->lineno;
+                *(ov ? &ov->max_freq_line : &p->max_freq_line) = p->lineno;
         return 1;
 }
 
@@ -935,24 +1069,84 @@ static bool freq_relative(const FreqSpec *f, uint32_t *ret) {
         return false;
 }
 
-/* Cross-key checks that need no hardware. */
-static int config_validate(Parser *p) {
-        const CpuConfig *cpu = &p->config.cpu;
+static void when_to_string(const ConfigWhen *w, char *buf, size_t n) {
+        if (w->profile[0])
+                snprintf(buf, n, "profile=%s", w->profile);
+        else
+                snprintf(buf, n, "%s", w->source == POWER_SOURCE_BATTERY ? "on-battery" : "on-ac");
+}
+
+static bool when_matches(const ConfigWhen *w, const Situation *s) {
+        if (w->profile[0])
+                return strcmp(w->profile, s->profile) == 0;
+        return w->source == s->power_source;
+}
+
+/* Power-source sections apply in pass 0, profile sections in pass 1, so a profile wins. */
+static bool overlay_applies(const ConfigOverlay *o, const Situation *s, unsigned pass) {
+        return (pass == 0) == !o->when.profile[0] && when_matches(&o->when, s);
+}
+
+/* min_freq <= max_freq, where both are known without hardware, in the situation @s. */
+static int validate_cpu_in(Parser *p, const Situation *s) {
+        FreqSpec min = p->config.cpu.min_freq, max = p->config.cpu.max_freq;
+        unsigned min_line = p->min_freq_line, max_line = p->max_freq_line;
+        const ConfigOverlay *min_ov = NULL;
+        bool situated = false, inverted = false;
+        char lo[32], hi[32], sit[64], when[32];
         uint32_t a, b;
-        bool inverted = false;
-        char lo[32], hi[32];
 
-        if (cpu->min_freq.kind == FREQ_KHZ && cpu->max_freq.kind == FREQ_KHZ)
-                inverted = cpu->min_freq.value > cpu->max_freq.value;
-        else if (freq_relative(&cpu->min_freq, &a) && freq_relative(&cpu->max_freq, &b))
+        for (unsigned pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < p->config.n_overlays; i++) {
+                        const ConfigOverlay *o = &p->config.overlays[i];
+
+                        if (o->target != OVERLAY_CPU || !overlay_applies(o, s, pass))
+                                continue;
+                        if (o->cpu_set & CPU_KEY_MIN_FREQ) {
+                                min = o->cpu.min_freq;
+                                min_line = o->min_freq_line;
+                                min_ov = o;
+                                situated = true;
+                        }
+                        if (o->cpu_set & CPU_KEY_MAX_FREQ) {
+                                max = o->cpu.max_freq;
+                                max_line = o->max_freq_line;
+                                situated = true;
+                        }
+                }
+
+        if (min.kind == FREQ_KHZ && max.kind == FREQ_KHZ)
+                inverted = min.value > max.value;
+        else if (freq_relative(&min, &a) && freq_relative(&max, &b))
                 inverted = a > b;
+        if (!inverted)
+                return 0;
 
-        if (inverted) {
-                freq_format(&cpu->min_freq, lo, sizeof(lo));
-                freq_format(&cpu->max_freq, hi, sizeof(hi));
-                return fail(p, p->min_freq_line, -EINVAL,
-                            "[cpu] min_freq = %s: above max_freq = %s (line %u)", lo, hi, p->max_freq_line);
-        }
+        freq_format(&min, lo, sizeof(lo));
+        freq_format(&max, hi, sizeof(hi));
+        if (!situated)
+                return fail(p, min_line, -EINVAL, "[cpu] min_freq = %s: above max_freq = %s (line %u)", lo, hi,
+                            max_line);
+        situation_describe(s, sit, sizeof(sit));
+        if (min_ov)
+                when_to_string(&min_ov->when, when, sizeof(when));
+        return fail(p, min_line, -EINVAL, "[cpu%s%s] min_freq = %s: above max_freq = %s (line %u) %s", min_ov ? " " : "",
+                    min_ov ? when : "", lo, hi, max_line, sit);
+}
+
+/* Cross-key checks that need no hardware, in every situation the file distinguishes. */
+static int config_validate(Parser *p) {
+        Situation s = { .power_source = POWER_SOURCE_AC };
+        int r;
+
+        for (int src = 0; src < _POWER_SOURCE_MAX; src++)
+                for (size_t prof = 0; prof <= ELEMENTSOF(config_profiles); prof++) {
+                        s.power_source = (PowerSource) src;
+                        snprintf(s.profile, sizeof(s.profile), "%s", prof == 0 ? "" : config_profiles[prof - 1]);
+                        r = validate_cpu_in(p, &s);
+                        if (r < 0)
+                                return r;
+                }
         return 0;
 }
 
@@ -1128,6 +1322,119 @@ static bool device_matches(const DeviceSection *d, const DeviceIdent *dev) {
         return true;
 }
 
+/* The keys of @from named in @set (ApstKeyBit) replace those of @a. */
+static void apst_overlay(ApstParams *a, unsigned set, const ApstParams *from) {
+        for (size_t k = 0; k < ELEMENTSOF(config_keys); k++)
+                if (config_keys[k].apst_bit & set)
+                        memcpy((char *) a + config_keys[k].offset, (const char *) from + config_keys[k].offset,
+                               config_keys[k].apst_size);
+}
+
+static int strdup_maybe(char **dst, const char *src) {
+        char *t = NULL;
+
+        if (src) {
+                t = strdup(src);
+                if (!t)
+                        return -ENOMEM;
+        }
+        free(*dst);
+        *dst = t;
+        return 0;
+}
+
+/* A deep copy of everything but the situation sections. */
+static int config_copy_plain(const Config *c, Config *x) {
+        config_init(x);
+        x->apst = c->apst;
+        x->cpu = c->cpu;
+        x->cpu.governor = x->cpu.epp = NULL;
+        if (strdup_maybe(&x->path, c->path) < 0 || strdup_maybe(&x->cpu.governor, c->cpu.governor) < 0 ||
+            strdup_maybe(&x->cpu.epp, c->cpu.epp) < 0 || strdup_maybe(&x->metrics.path, c->metrics.path) < 0)
+                return -ENOMEM;
+        if (c->n_devices == 0)
+                return 0;
+        x->devices = calloc(c->n_devices, sizeof(DeviceSection));
+        if (!x->devices)
+                return -ENOMEM;
+        x->n_devices = c->n_devices;
+        for (size_t i = 0; i < c->n_devices; i++) {
+                const DeviceSection *f = &c->devices[i];
+                DeviceSection *d = &x->devices[i];
+
+                d->enable = f->enable;
+                d->set = f->set;
+                d->apst = f->apst;
+                if (strdup_maybe(&d->name, f->name) < 0 || strdup_maybe(&d->match_name, f->match_name) < 0 ||
+                    strdup_maybe(&d->match_model, f->match_model) < 0 ||
+                    strdup_maybe(&d->match_serial, f->match_serial) < 0 ||
+                    strdup_maybe(&d->match_pci, f->match_pci) < 0 ||
+                    strdup_maybe(&d->match_firmware, f->match_firmware) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int overlay_apply(Config *x, const ConfigOverlay *o) {
+        const CpuConfig *f = &o->cpu;
+        CpuConfig *cpu = &x->cpu;
+        DeviceSection *d;
+
+        switch (o->target) {
+        case OVERLAY_APST:
+                apst_overlay(&x->apst, o->dev.set, &o->dev.apst);
+                return 0;
+        case OVERLAY_DEVICE:
+                if (o->device >= x->n_devices)
+                        return -EINVAL;
+                d = &x->devices[o->device];
+                apst_overlay(&d->apst, o->dev.set, &o->dev.apst);
+                d->set |= o->dev.set;
+                if (o->enable_set)
+                        d->enable = o->dev.enable;
+                return 0;
+        case OVERLAY_CPU:
+                if (o->cpu_set & CPU_KEY_PIN)
+                        cpu->pin = f->pin;
+                if (o->cpu_set & CPU_KEY_RELEASE_AFTER)
+                        cpu->release_after_ms = f->release_after_ms;
+                if (o->cpu_set & CPU_KEY_MIN_FREQ)
+                        cpu->min_freq = f->min_freq;
+                if (o->cpu_set & CPU_KEY_MAX_FREQ)
+                        cpu->max_freq = f->max_freq;
+                if (o->cpu_set & CPU_KEY_CPUS) {
+                        cpu->select = f->select;
+                        cpu->cpus = f->cpus;
+                }
+                if ((o->cpu_set & CPU_KEY_GOVERNOR) && strdup_maybe(&cpu->governor, f->governor) < 0)
+                        return -ENOMEM;
+                if ((o->cpu_set & CPU_KEY_EPP) && strdup_maybe(&cpu->epp, f->epp) < 0)
+                        return -ENOMEM;
+                return 0;
+        case _OVERLAY_TARGET_MAX:
+        case _OVERLAY_TARGET_INVALID:
+                break;
+        }
+        return -EINVAL;
+}
+
+int config_situate(const Config *c, const Situation *s, Config *ret) {
+        Config x;
+        int r;
+
+        r = config_copy_plain(c, &x);
+        for (unsigned pass = 0; pass < 2 && r >= 0; pass++)
+                for (size_t i = 0; i < c->n_overlays && r >= 0; i++)
+                        if (overlay_applies(&c->overlays[i], s, pass))
+                                r = overlay_apply(&x, &c->overlays[i]);
+        if (r < 0) {
+                config_done(&x);
+                return r;
+        }
+        *ret = x;
+        return 0;
+}
+
 bool config_resolve(const Config *c, const DeviceIdent *dev, ApstParams *ret, const char **ret_section) {
         ApstParams a = c->apst;
 
@@ -1138,10 +1445,7 @@ bool config_resolve(const Config *c, const DeviceIdent *dev, ApstParams *ret, co
                         continue;
 
                 /* the [apst] keys the section sets, through the key table */
-                for (size_t k = 0; k < ELEMENTSOF(config_keys); k++)
-                        if (config_keys[k].apst_bit & d->set)
-                                memcpy((char *) &a + config_keys[k].offset,
-                                       (const char *) &d->apst + config_keys[k].offset, config_keys[k].apst_size);
+                apst_overlay(&a, d->set, &d->apst);
 
                 if (ret)
                         *ret = a;

@@ -65,7 +65,7 @@ void manager_status_text(const Manager *m, char *buf, size_t n) {
                 (void) snprintf(buf, n, "no NVMe controllers");
 }
 
-static void manager_notify_status(Manager *m, const char *prefix) {
+void manager_notify_status(Manager *m, const char *prefix) {
         char status[4096];
 
         manager_status_text(m, status, sizeof status);
@@ -297,8 +297,7 @@ static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* After a reload: re-plan every controller, write what changed, give back what is no longer ours. */
-static size_t manager_replan_all(Manager *m) {
+size_t manager_replan_all(Manager *m, const char *reason) {
         size_t changed = 0;
 
         for (size_t i = 0; i < m->n_ctrls; i++) {
@@ -312,10 +311,10 @@ static size_t manager_replan_all(Manager *m) {
                         continue;
                 changed++;
                 if (c->controller.plan.verdict == DEVICE_MANAGE)
-                        (void) manager_ctrl_sync(c, "reload");
+                        (void) manager_ctrl_sync(c, reason);
                 else {  /* no longer ours (enable = no): give back what was there */
-                        (void) controller_restore(&c->controller, &m->ctx, "reload", &o);
-                        manager_ctrl_account(c, "reload", &o, NULL);
+                        (void) controller_restore(&c->controller, &m->ctx, reason, &o);
+                        manager_ctrl_account(c, reason, &o, NULL);
                 }
         }
         return changed;
@@ -341,11 +340,18 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 manager_notify_status(m, "READY=1\n");
                 return 0;
         }
-        config_done(&m->config);
-        m->config = staging;
+        r = manager_config_take(m, &staging);
+        if (r < 0) {
+                config_done(&staging);
+                log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
+                          "Configuration not reloaded, keeping the running one: %s", strerror(-r));
+                m->config_reload_failures++;
+                manager_notify_status(m, "READY=1\n");
+                return 0;
+        }
         m->config_reloads++;
 
-        changed = manager_replan_all(m);
+        changed = manager_replan_all(m, "reload");
         manager_cpu_apply(m, "reload");
         (void) snprintf(nchanged, sizeof nchanged, "%zu", changed);
         log_event(LOG_INFO, 0, MSGID_CONFIG_RELOADED,
@@ -370,6 +376,7 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
         if (!m)
                 return -ENOMEM;
         config_init(&m->config);
+        config_init(&m->config_file);
         if (strdup_to(&m->config_path, o->config_path) < 0 || strdup_to(&m->sysfs_root, o->sysfs_root) < 0 ||
             strdup_to(&m->dev_dir, o->dev_dir) < 0 || strdup_to(&m->proc_root, o->proc_root) < 0 ||
             strdup_to(&m->runtime_dir, o->runtime_dir) < 0)
@@ -399,12 +406,14 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->iowatch_timer);
         sd_event_source_disable_unref(m->verify_timer);
         sd_event_source_disable_unref(m->sighup);
+        manager_power_free(m);
         sd_bus_slot_unref(m->sleep_slot);
         bus_api_free(m->bus_api);
         sd_bus_flush_close_unref(m->bus);
         sd_device_monitor_unref(m->monitor);
         sd_event_unref(m->event);
         config_done(&m->config);
+        config_done(&m->config_file);
         free(m->config_path);
         free(m->sysfs_root);
         free(m->dev_dir);
@@ -512,11 +521,14 @@ static void manager_enumerate(Manager *m) {
 
 int manager_start(Manager *m) {
         _cleanup_free_ char *err = NULL;
+        Config loaded;
         int r;
 
-        r = config_load_optional(m->config_path, m->config_missing_ok, &m->config, &err);
+        r = config_load_optional(m->config_path, m->config_missing_ok, &loaded, &err);
         if (r < 0)
                 return log_error_errno(r, "%s", err ? err : m->config_path);
+        config_done(&m->config_file);
+        m->config_file = loaded;
         if (mkdir(m->runtime_dir, 0755) < 0 && errno != EEXIST)
                 log_warning_errno(-errno, "Cannot create %s: %m; a restart after a crash will not know the original "
                                           "tables.", m->runtime_dir);
@@ -530,6 +542,13 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         (void) manager_connect_bus(m);
+        r = manager_connect_power(m);
+        if (r < 0)
+                return r;
+        (void) manager_connect_profiles(m);
+        r = manager_config_take(m, &m->config_file);
+        if (r < 0)
+                return log_error_errno(r, "Cannot resolve the configuration: %m");
         r = manager_connect_verify_timer(m);
         if (r < 0)
                 return r;

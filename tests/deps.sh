@@ -9,9 +9,10 @@ build=(gcc pkg-config meson ninja-build libnvme-dev libjson-c-dev libssl-dev lib
 # umockdev: the fake controller; nvme-cli: independent cross-check; valgrind:
 # memcheck of the integration tests (ASan misses buffers umockdev fills);
 # clang: libFuzzer and the second compiler; cppcheck/clang-tidy: static analysis;
-# prometheus: promtool, which lints the metrics text.
+# prometheus: promtool, which lints the metrics text; python3-dbusmock: a
+# power-profiles-daemon on a private bus.
 test=(umockdev libumockdev-dev gir1.2-umockdev-1.0 nvme-cli valgrind clang clang-tidy cppcheck
-      libclang-rt-14-dev python3 python3-gi dbus util-linux procps prometheus)
+      libclang-rt-14-dev python3 python3-gi python3-dbusmock dbus util-linux procps prometheus)
 # the QEMU system test (suite e2e)
 e2e=(qemu-system-x86 busybox-static cpio kmod mmdebstrap e2fsprogs xz-utils zstd)
 # the Debian package (debian/, suite 'package'; the QEMU test installs it)

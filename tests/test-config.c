@@ -402,6 +402,227 @@ static void test_resolve(void) {
         }
 }
 
+/* ---- situations ---- */
+
+static const char situation_text[] =
+        "[apst]\n"
+        "max_latency_us = 25000\n"
+        "primary_timeout_ms = 100\n"
+        "[apst on-battery]\n"
+        "max_latency_us = 100000\n"
+        "primary_timeout_ms = 50\n"
+        "[apst profile=power-saver]\n"
+        "max_latency_us = 200000\n"
+        "[apst profile=performance]\n"
+        "max_latency_us = 0\n"
+        "[device a2000]\n"
+        "match_model = KINGSTON SA2000*\n"
+        "secondary_timeout_ms = 500\n"
+        "[device a2000 on-battery]\n"
+        "max_latency_us = 7000\n"
+        "[device a2000 profile=performance]\n"
+        "enable = no\n"
+        "[device other]\n"
+        "match_name = nvme9\n"
+        "[cpu]\n"
+        "pin = busy\n"
+        "governor = performance\n"
+        "[cpu on-battery]\n"
+        "pin = off\n"
+        "[cpu profile=performance]\n"
+        "pin = always\n"
+        "energy_performance_preference = performance\n"
+        "cpus = 0-1\n";
+
+typedef struct SituationCase {
+        const char *name;
+        PowerSource source;
+        const char *profile;
+        uint32_t apst_latency;      /* effective [apst] max_latency_us */
+        uint32_t apst_primary;      /* effective [apst] primary_timeout_ms */
+        uint32_t a2000_latency;     /* what the A2000 resolves to */
+        bool a2000_enabled;
+        CpuPinMode pin;
+        const char *epp;            /* NULL = unset */
+} SituationCase;
+
+static const SituationCase situation_cases[] = {
+        { "/config/situation/ac", POWER_SOURCE_AC, "", 25000, 100, 25000, true, CPU_PIN_BUSY, NULL },
+        { "/config/situation/battery", POWER_SOURCE_BATTERY, "", 100000, 50, 7000, true, CPU_PIN_OFF, NULL },
+        /* the profile beats the power source where both set a key; the rest stays the source's */
+        { "/config/situation/battery-power-saver", POWER_SOURCE_BATTERY, "power-saver", 200000, 50, 7000, true,
+          CPU_PIN_OFF, NULL },
+        { "/config/situation/ac-power-saver", POWER_SOURCE_AC, "power-saver", 200000, 100, 200000, true,
+          CPU_PIN_BUSY, NULL },
+        { "/config/situation/ac-balanced-has-no-section", POWER_SOURCE_AC, "balanced", 25000, 100, 25000, true,
+          CPU_PIN_BUSY, NULL },
+        { "/config/situation/battery-performance", POWER_SOURCE_BATTERY, "performance", 0, 50, 7000, false,
+          CPU_PIN_ALWAYS, "performance" },
+        { "/config/situation/unknown-profile-matches-nothing", POWER_SOURCE_AC, "quiet", 25000, 100, 25000, true,
+          CPU_PIN_BUSY, NULL },
+};
+
+static void test_situations(void) {
+        Config c = parse_ok("/config/situation/parse", situation_text);
+        DeviceIdent a2000 = { .name = "nvme0", .model = "KINGSTON SA2000M81000G" };
+
+        assert(c.n_overlays == 7);
+        assert(c.n_devices == 2);
+        /* the plain sections as parsed: untouched by the situation sections */
+        assert(c.apst.max_latency_us == 25000 && c.cpu.pin == CPU_PIN_BUSY && !c.cpu.epp);
+        assert(c.devices[0].set == APST_KEY_SECONDARY_TIMEOUT && c.devices[0].enable);
+
+        for (size_t i = 0; i < ELEMENTSOF(situation_cases); i++) {
+                const SituationCase *t = &situation_cases[i];
+                Situation s = { .power_source = t->source };
+                ApstParams p;
+                const char *section = NULL;
+                bool enabled;
+                Config e;
+
+                snprintf(s.profile, sizeof s.profile, "%s", t->profile);
+                assert(config_situate(&c, &s, &e) == 0);
+                enabled = config_resolve(&e, &a2000, &p, &section);
+                if (e.apst.max_latency_us != t->apst_latency || e.apst.primary_timeout_ms != t->apst_primary ||
+                    p.max_latency_us != t->a2000_latency || enabled != t->a2000_enabled || e.cpu.pin != t->pin ||
+                    (t->epp ? !e.cpu.epp || strcmp(e.cpu.epp, t->epp) != 0 : e.cpu.epp != NULL)) {
+                        fprintf(stderr, "%s: apst %u/%u a2000 %u enabled %d pin %d epp %s\n", t->name,
+                                e.apst.max_latency_us, e.apst.primary_timeout_ms, p.max_latency_us, enabled,
+                                e.cpu.pin, e.cpu.epp ? e.cpu.epp : "(unset)");
+                        assert(false);
+                }
+                /* [device] keys stay in every situation; the copy is whole and owns its strings */
+                assert(section && strcmp(section, "a2000") == 0 && section != c.devices[0].name);
+                assert(p.secondary_timeout_ms == 500);
+                assert(e.n_overlays == 0 && !e.overlays);
+                assert(strcmp(e.cpu.governor, "performance") == 0 && e.cpu.governor != c.cpu.governor);
+                assert(strcmp(e.path, FILENAME) == 0);
+                assert(e.cpu.select == (strcmp(t->profile, "performance") == 0 ? CPU_SELECT_LIST : CPU_SELECT_ALL));
+                config_done(&e);
+                printf("ok %s\n", t->name);
+        }
+        config_done(&c);
+
+        /* A file without situation sections is the same in every situation. */
+        {
+                Config d = parse_ok("/config/situation/none", "[apst]\nmax_latency_us = 1234\n");
+                Situation s = { .power_source = POWER_SOURCE_BATTERY, .profile = "power-saver" };
+                Config e;
+
+                assert(config_situate(&d, &s, &e) == 0);
+                assert(e.apst.max_latency_us == 1234 && e.n_devices == 0 && !e.devices);
+                config_done(&e);
+                config_done(&d);
+                printf("ok /config/situation/none\n");
+        }
+}
+
+/* The laptop example of nvme-apstd.conf(5), and what its prose says each situation gives. */
+static void test_manpage_laptop(void) {
+        static const char text[] =
+                "[apst]\nmax_latency_us = 25000\n\n"
+                "[apst on-battery]\nmax_latency_us = 100000\n\n"
+                "[apst profile=power-saver]\nmax_latency_us = 500000\n\n"
+                "[device kingston-a2000]\nmatch_pci = 2646:2263\nmax_latency_us = 5000\n\n"
+                "[device samsung]\nmatch_model = Samsung*\n\n"
+                "[device samsung profile=performance]\nmax_latency_us = 0\n\n"
+                "[cpu]\npin = busy\ngovernor = performance\n\n"
+                "[cpu on-battery]\npin = off\n";
+        static const struct {
+                PowerSource source;
+                const char *profile;
+                uint32_t samsung, a2000;
+                CpuPinMode pin;
+        } cases[] = {
+                { POWER_SOURCE_AC, "balanced", 25000, 5000, CPU_PIN_BUSY },
+                { POWER_SOURCE_BATTERY, "balanced", 100000, 5000, CPU_PIN_OFF },
+                { POWER_SOURCE_BATTERY, "power-saver", 500000, 5000, CPU_PIN_OFF },
+                { POWER_SOURCE_AC, "power-saver", 500000, 5000, CPU_PIN_BUSY },
+                { POWER_SOURCE_BATTERY, "performance", 0, 5000, CPU_PIN_OFF },
+        };
+        Config c = parse_ok("/config/situation/manpage-laptop", text);
+        DeviceIdent samsung = { .name = "nvme0", .model = "Samsung SSD 970 EVO Plus 2TB" };
+        DeviceIdent a2000 = { .name = "nvme1", .model = "KINGSTON SA2000M8500G", .pci_vendor = 0x2646,
+                              .pci_device = 0x2263 };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                Situation s = { .power_source = cases[i].source };
+                ApstParams ps, pa;
+                Config e;
+
+                snprintf(s.profile, sizeof s.profile, "%s", cases[i].profile);
+                assert(config_situate(&c, &s, &e) == 0);
+                assert(config_resolve(&e, &samsung, &ps, NULL) && config_resolve(&e, &a2000, &pa, NULL));
+                assert(ps.max_latency_us == cases[i].samsung);
+                assert(pa.max_latency_us == cases[i].a2000);
+                assert(e.cpu.pin == cases[i].pin && strcmp(e.cpu.governor, "performance") == 0);
+                config_done(&e);
+        }
+        config_done(&c);
+        printf("ok /config/situation/manpage-laptop\n");
+}
+
+/* ---- the power source from power_supply entries ---- */
+
+static void test_power_source(void) {
+        static const struct {
+                const char *name;
+                PowerSupplyInfo s[4];
+                size_t n;
+                PowerSource want;
+        } cases[] = {
+                { "/power/desktop-no-supplies", {}, 0, POWER_SOURCE_AC },
+                { "/power/desktop-mains-only", { { "Mains", 1, "", false } }, 1, POWER_SOURCE_AC },
+                { "/power/laptop-plugged",
+                  { { "Mains", 1, "", false }, { "Battery", -1, "Charging", false } }, 2, POWER_SOURCE_AC },
+                { "/power/laptop-unplugged",
+                  { { "Mains", 0, "", false }, { "Battery", -1, "Discharging", false } }, 2, POWER_SOURCE_BATTERY },
+                { "/power/unplugged-battery-still-says-full",
+                  { { "Mains", 0, "", false }, { "Battery", -1, "Full", false } }, 2, POWER_SOURCE_BATTERY },
+                { "/power/usb-c-charger-online",
+                  { { "Mains", 0, "", false }, { "USB", 1, "", false }, { "Battery", -1, "Charging", false } }, 3,
+                  POWER_SOURCE_AC },
+                { "/power/no-external-supply-discharging", { { "Battery", -1, "Discharging", false } }, 1,
+                  POWER_SOURCE_BATTERY },
+                { "/power/no-external-supply-not-charging", { { "Battery", -1, "Not charging", false } }, 1,
+                  POWER_SOURCE_AC },
+                { "/power/desktop-with-wireless-mouse",
+                  { { "Mains", 0, "", false }, { "Battery", -1, "Discharging", true } }, 2, POWER_SOURCE_AC },
+                { "/power/ups-is-not-a-battery", { { "UPS", 1, "Discharging", false } }, 1, POWER_SOURCE_AC },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                PowerSource got = power_source_decide(cases[i].s, cases[i].n);
+                if (got != cases[i].want) {
+                        fprintf(stderr, "%s: got %s\n", cases[i].name, power_source_to_string(got));
+                        assert(false);
+                }
+                printf("ok %s\n", cases[i].name);
+        }
+}
+
+static void test_situation_words(void) {
+        Situation ac = { .power_source = POWER_SOURCE_AC }, bat = { .power_source = POWER_SOURCE_BATTERY };
+        Situation bat_ps = { .power_source = POWER_SOURCE_BATTERY, .profile = "power-saver" };
+        Situation ac_bal = { .power_source = POWER_SOURCE_AC, .profile = "balanced" };
+        char buf[96];
+
+        situation_describe_change(&ac, &bat, buf, sizeof buf);
+        assert(strcmp(buf, "on battery") == 0);
+        situation_describe_change(&bat, &bat_ps, buf, sizeof buf);
+        assert(strcmp(buf, "power-saver profile") == 0);
+        situation_describe_change(&bat_ps, &bat, buf, sizeof buf);
+        assert(strcmp(buf, "no power profile") == 0);
+        situation_describe_change(&bat_ps, &ac_bal, buf, sizeof buf);
+        assert(strcmp(buf, "on AC, balanced profile") == 0);
+        situation_describe(&bat_ps, buf, sizeof buf);
+        assert(strcmp(buf, "on battery, power-saver profile") == 0);
+        assert(situation_equal(&bat, &bat) && !situation_equal(&bat, &bat_ps));
+        assert(strcmp(power_source_to_string(POWER_SOURCE_BATTERY), "battery") == 0);
+        assert(!power_source_to_string(_POWER_SOURCE_INVALID));
+        printf("ok /situation/words\n");
+}
+
 /* ---- bad files ---- */
 
 typedef struct BadCase {
@@ -436,7 +657,8 @@ static const BadCase bad_cases[] = {
         { "/config/bad/section/device-bad-name", "[device a/b]\nmatch_name = nvme0\n", -EINVAL,
           "1: [device a/b]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', '.' and ':'" },
         { "/config/bad/section/device-two-words", "[device a b]\nmatch_name = nvme0\n", -EINVAL,
-          "1: [device a b]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', '.' and ':'" },
+          "1: [device a b]: no [device a] section above it (a situation section refines one that has the "
+          "match_ keys)" },
         { "/config/bad/section/device-glued", "[devicea]\n", -EINVAL,
           "1: [devicea]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])" },
         { "/config/bad/section/device-without-match",
@@ -450,8 +672,53 @@ static const BadCase bad_cases[] = {
           "[apst]" },
         { "/config/bad/section/name-too-long", "[device aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]\n",
           -EINVAL,
-          "1: [device aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]: section name too long (at most 40 "
+          "1: [device aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]: section name too long (at most 48 "
           "characters)" },
+
+        /* situation sections */
+        { "/config/bad/situation/unknown-word", "[apst on-mains]\n", -EINVAL,
+          "1: [apst on-mains]: unknown situation (expected on-ac, on-battery or profile=NAME after the "
+          "section's name)" },
+        { "/config/bad/situation/unknown-profile", "[cpu profile=powersaver]\n", -EINVAL,
+          "1: [cpu profile=powersaver]: unknown power profile (profile=power-saver, profile=balanced or "
+          "profile=performance)" },
+        { "/config/bad/situation/empty-profile", "[apst profile=]\n", -EINVAL,
+          "1: [apst profile=]: unknown situation (expected on-ac, on-battery or profile=NAME after the "
+          "section's name)" },
+        { "/config/bad/situation/two-situations", "[apst on-battery profile=balanced]\n", -EINVAL,
+          "1: [apst on-battery profile=balanced]: expected [apst] or [apst SITUATION]" },
+        { "/config/bad/situation/twice", "[apst on-battery]\nforce = yes\n[apst]\n[apst  on-battery]\n", -EINVAL,
+          "4: [apst  on-battery]: section given twice (first on line 1)" },
+        { "/config/bad/situation/cpu-twice", "[cpu profile=performance]\n[cpu profile=performance]\n", -EINVAL,
+          "2: [cpu profile=performance]: section given twice (first on line 1)" },
+        { "/config/bad/situation/metrics", "[metrics on-battery]\n", -EINVAL,
+          "1: [metrics on-battery]: [metrics] is the same in every situation" },
+        { "/config/bad/situation/device-before-plain",
+          "[device a on-battery]\nmax_latency_us = 0\n[device a]\nmatch_name = nvme0\n", -EINVAL,
+          "1: [device a on-battery]: no [device a] section above it (a situation section refines one that has "
+          "the match_ keys)" },
+        { "/config/bad/situation/device-match-key",
+          "[device a]\nmatch_name = nvme0\n[device a on-ac]\nmatch_model = X*\n", -EINVAL,
+          "4: [device a on-ac] match_model = X*: what a device section matches is the same in every situation; "
+          "put match_ keys in [device a]" },
+        { "/config/bad/situation/device-twice",
+          "[device a]\nmatch_name = nvme0\n[device a on-ac]\n[device a on-ac]\n", -EINVAL,
+          "4: [device a on-ac]: section given twice (first on line 3)" },
+        { "/config/bad/situation/device-too-many-words",
+          "[device a]\nmatch_name = nvme0\n[device a on-ac x]\n", -EINVAL,
+          "3: [device a on-ac x]: expected [device NAME] or [device NAME SITUATION]" },
+        { "/config/bad/situation/bad-value", "[apst on-battery]\nmax_latency_us = 1ms\n", -EINVAL,
+          "2: [apst on-battery] max_latency_us = 1ms: not a decimal number (digits only, no sign or unit)" },
+        { "/config/bad/situation/repeated-key", "[apst on-battery]\nforce = yes\nforce = no\n", -EINVAL,
+          "3: [apst on-battery] force = no: key given twice in this section (first on line 2)" },
+        { "/config/bad/situation/cpu-key-in-apst", "[apst profile=balanced]\npin = always\n", -EINVAL,
+          "2: [apst profile=balanced] pin = always: unknown key in this section (it belongs in [cpu])" },
+        { "/config/bad/situation/cpu-inverted-on-battery",
+          "[cpu]\nmax_freq = 50%\n[cpu on-battery]\nmin_freq = 80%\n", -EINVAL,
+          "4: [cpu on-battery] min_freq = 80%: above max_freq = 50% (line 2) on battery" },
+        { "/config/bad/situation/cpu-inverted-by-profile-max",
+          "[cpu]\nmin_freq = 40%\n[cpu profile=power-saver]\nmax_freq = 30%\n", -EINVAL,
+          "2: [cpu] min_freq = 40%: above max_freq = 30% (line 4) on AC, power-saver profile" },
         { "/config/bad/section/no-bracket", "[apst\nforce = no\n", -EINVAL,
           "1: [apst: section header without ']'" },
         { "/config/bad/section/trailing-text", "[apst] x\n", -EINVAL,
@@ -960,6 +1227,10 @@ int main(void) {
                 printf("ok %s\n", good_cases[i].name);
         }
         test_resolve();
+        test_situations();
+        test_manpage_laptop();
+        test_power_source();
+        test_situation_words();
         for (size_t i = 0; i < ELEMENTSOF(bad_cases); i++) {
                 test_bad(&bad_cases[i]);
                 printf("ok %s\n", bad_cases[i].name);

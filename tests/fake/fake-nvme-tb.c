@@ -82,6 +82,7 @@ struct Harness {
         GPtrArray *violations; /* char* */
         GPtrArray *handlers;   /* FakeNvme* */
         GPtrArray *waiters;    /* Waiter*: "wait" requests not answered yet */
+        GHashTable *supplies;  /* power_supply name -> syspath */
         GMainLoop *loop;
         GSocketService *ctl;
         char *ctl_path;
@@ -745,6 +746,74 @@ static void add_cpufreq(Harness *h, unsigned ncpu, bool shared, const char *driv
         }
 }
 
+/* ---------- power supplies ---------- */
+
+/* The kernel's uevent key for a power_supply attribute: online -> POWER_SUPPLY_ONLINE. */
+static char *supply_prop(const char *attr)
+{
+        g_autofree char *up = g_ascii_strup(attr, -1);
+        return g_strconcat("POWER_SUPPLY_", up, NULL);
+}
+
+static bool supply_attr_ok(const char *k)
+{
+        static const char *const attrs[] = { "type", "online", "status", "scope", "capacity", "present", NULL };
+        return g_strv_contains(attrs, k);
+}
+
+/* NAME,type=Mains|USB|Battery|...[,online=0|1][,status=S][,scope=System|Device][,capacity=N][,present=N]
+ * under a platform parent, with its class link /sys/class/power_supply/NAME (as ACPI's ac and battery
+ * drivers register them). */
+static bool supply_add(Harness *h, const char *spec, GError **error)
+{
+        g_auto(GStrv) parts = g_strsplit(spec, ",", -1);
+        g_autofree char *syspath = NULL;
+        GString *s;
+        bool typed = false;
+        bool ok;
+
+        if (!parts[0] || !*parts[0] || strchr(parts[0], '/') || strchr(parts[0], '=')) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "expected NAME,type=T[,key=value...]");
+                return false;
+        }
+        if (g_hash_table_contains(h->supplies, parts[0])) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS, "power supply %s exists", parts[0]);
+                return false;
+        }
+        if (g_hash_table_size(h->supplies) == 0 &&
+            !umockdev_testbed_add_from_string(h->tb, "P: /devices/platform/fake-power\nE: SUBSYSTEM=platform\n",
+                                              error))
+                return false;
+        s = g_string_new(NULL);
+        g_string_append_printf(s, "P: /devices/platform/fake-power/power_supply/%s\nE: SUBSYSTEM=power_supply\n"
+                               "E: POWER_SUPPLY_NAME=%s\n", parts[0], parts[0]);
+        for (char **kv = parts + 1; *kv; kv++) {
+                g_auto(GStrv) p = g_strsplit(*kv, "=", 2);
+                g_autofree char *prop = NULL;
+                if (!p[1] || !supply_attr_ok(p[0]) || strchr(p[1], '\n')) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                                    "%s: expected type|online|status|scope|capacity|present=VALUE", *kv);
+                        g_string_free(s, TRUE);
+                        return false;
+                }
+                typed |= !strcmp(p[0], "type");
+                prop = supply_prop(p[0]);
+                g_string_append_printf(s, "E: %s=%s\nA: %s=%s\\n\n", prop, p[1], p[0], p[1]);
+        }
+        if (!typed) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "%s: no type=", parts[0]);
+                g_string_free(s, TRUE);
+                return false;
+        }
+        ok = umockdev_testbed_add_from_string(h->tb, s->str, error);
+        g_string_free(s, TRUE);
+        if (!ok)
+                return false;
+        syspath = g_strdup_printf("/sys/devices/platform/fake-power/power_supply/%s", parts[0]);
+        g_hash_table_insert(h->supplies, g_strdup(parts[0]), g_steal_pointer(&syspath));
+        return true;
+}
+
 /* ---------- run-time control (fake-nvme-ctl) ---------- */
 
 static void emit_uevent(Harness *h, const char *syspath, const char *action)
@@ -856,7 +925,27 @@ static bool ctl_execute(Harness *h, char **argv, GString *out, GError **error)
 
         if (argc < 2)
                 FAIL("usage: COMMAND NAME [ARGS]; commands: reset add remove fault clear set-attr stat table "
-                     "report uevent wait");
+                     "report uevent wait supply supply-add");
+        if (!strcmp(argv[0], "supply-add") && argc == 2)
+                return supply_add(h, argv[1], error);
+        if (!strcmp(argv[0], "supply") && argc >= 3) {
+                /* like the kernel's power_supply_changed(): the attributes change, then one "change" */
+                const char *syspath = g_hash_table_lookup(h->supplies, argv[1]);
+                if (!syspath)
+                        FAIL("no power supply %s", argv[1]);
+                for (guint i = 2; i < argc; i++) {
+                        g_auto(GStrv) kv = g_strsplit(argv[i], "=", 2);
+                        g_autofree char *prop = NULL;
+                        if (!kv[1] || !supply_attr_ok(kv[0]))
+                                FAIL("supply %s: expected type|online|status|scope|capacity|present=VALUE", argv[i]);
+                        prop = supply_prop(kv[0]);
+                        set_attr(h, syspath, kv[0], kv[1]);
+                        umockdev_testbed_set_property(h->tb, syspath, prop, kv[1]);
+                }
+                emit_uevent(h, syspath, "change");
+                g_string_append_printf(out, "supply %s changed\n", argv[1]);
+                return true;
+        }
         if (strcmp(argv[0], "add")) {
                 c = ctrl_find(h, argv[1]);
                 if (!c || (c->removed && strcmp(argv[0], "table") && strcmp(argv[0], "report")))
@@ -1203,6 +1292,8 @@ static void usage(FILE *f, const char *prog)
                 "  --nvme-core PARAM=VALUE  /sys/module/nvme_core/parameters/PARAM (repeatable)\n"
                 "  --cpufreq N              fake cpufreq for N CPUs; --cpufreq-shared: cpu0+cpu1 share policy0;\n"
                 "  --cpufreq-driver intel_pstate|acpi-cpufreq   (default intel_pstate)\n"
+                "  --power-supply NAME,type=T[,online=N][,status=S][,scope=S][,capacity=N]\n"
+                "                           /sys/class/power_supply/NAME (repeatable)\n"
                 "  --state-dir DIR          state files and control socket (default: a temp dir, removed at exit)\n"
                 "  --allow-any              disable the allow-list oracle\n"
                 "  --preload LIB            extra preload before umockdev's (default $FAKE_EXTRA_PRELOAD, else the\n"
@@ -1223,6 +1314,7 @@ int main(int argc, char **argv)
                 { "cpufreq", required_argument, NULL, 'C' },
                 { "cpufreq-shared", no_argument, NULL, 'S' },
                 { "cpufreq-driver", required_argument, NULL, 'D' },
+                { "power-supply", required_argument, NULL, 'P' },
                 { "state-dir", required_argument, NULL, 's' },
                 { "allow-any", no_argument, NULL, 'a' },
                 { "preload", required_argument, NULL, 'p' },
@@ -1231,7 +1323,7 @@ int main(int argc, char **argv)
                 {}
         };
         g_autoptr(GPtrArray) ctrl_specs = g_ptr_array_new(), faults = g_ptr_array_new(), dmi = g_ptr_array_new(),
-                             params = g_ptr_array_new();
+                             params = g_ptr_array_new(), supplies = g_ptr_array_new();
         g_autoptr(GError) err = NULL;
         const char *preload = getenv("FAKE_EXTRA_PRELOAD"), *cpufreq_driver = "intel_pstate";
         g_autofree char *board = NULL, *dmi_board = NULL;
@@ -1293,6 +1385,9 @@ int main(int argc, char **argv)
                         }
                         cpufreq_driver = optarg;
                         break;
+                case 'P':
+                        g_ptr_array_add(supplies, optarg);
+                        break;
                 case 's':
                         h.state_dir = g_strdup(optarg);
                         break;
@@ -1335,6 +1430,7 @@ int main(int argc, char **argv)
         h.violations = g_ptr_array_new_with_free_func(g_free);
         h.handlers = g_ptr_array_new_with_free_func(g_object_unref);
         h.waiters = g_ptr_array_new_with_free_func((GDestroyNotify) waiter_free);
+        h.supplies = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
         /* add_device() checks parents through the redirected /sys, so the harness itself must run under
          * the preload; in_mock_environment() caches its answer: ask only after Testbed.new() */
         if (!umockdev_in_mock_environment()) {
@@ -1413,6 +1509,12 @@ int main(int argc, char **argv)
         }
         if (ncpu)
                 add_cpufreq(&h, ncpu, cpufreq_shared, cpufreq_driver);
+        for (guint i = 0; i < supplies->len; i++)
+                if (!supply_add(&h, supplies->pdata[i], &err)) {
+                        fprintf(stderr, "fake: --power-supply %s: %s\n", (char *) supplies->pdata[i], err->message);
+                        rc = EXIT_USAGE;
+                        goto out;
+                }
 
         /* control socket */
         h.ctl_path = g_build_filename(h.state_dir, "ctl.sock", NULL);
@@ -1506,6 +1608,7 @@ out:
         g_ptr_array_free(h.handlers, TRUE);
         g_ptr_array_free(h.ctrls, TRUE);
         g_ptr_array_free(h.violations, TRUE);
+        g_hash_table_unref(h.supplies);
         g_clear_pointer(&h.loop, g_main_loop_unref);
         g_object_unref(h.tb);
         if (h.state_dir && h.state_dir_is_temp)
