@@ -7,8 +7,8 @@
 # the kernel's defaults), so they do not depend on the machine. Needs only a C
 # compiler (for bench/tracegen.c), POSIX sh and awk.
 #
-#   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget"]
-#                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-n]
+#   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive optimum"]
+#                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-n] [-R]
 #
 # The binary may also come from $NVME_APSTD. IDCTRL_DIR defaults to
 # tests/data/idctrl.
@@ -25,17 +25,29 @@
 #   stall/k   total time I/O waited for wake-ups over the kernel's ("-" when both are 0)
 #   p99ms     99th percentile of the added latency per I/O, ms
 #   wall+s    seed job only: added wall time of the whole job (closed loop), s
-# Families: desktop, writeback, hyperexp, poisson, seed (closed loop), adversarial
-# (closed loop; its gaps end just after each entry of the *row's* policy chain, the
-# kernel's for `none`), regime. The summary lines give, per policy, the geometric
-# mean of E/opt and E/kern over all rows, total stall over the kernel's total, the
-# worst p99 and the mean seed-job wall time.
+# Families: desktop, writeback, hyperexp, poisson, seed (closed loop), seed-x3 (the
+# same on a drive whose real exit latencies are 3x the advertised ones,
+# --exlat-scale 3), adversarial (closed loop; its gaps end just after each entry of
+# the *row's* policy chain, the kernel's for `none` and `optimum`), regime, and one
+# real-NAME family per recorded trace in bench/traces/ (-R leaves them out). The
+# policy `optimum` is the offline oracle's row. The summary lines give, per policy,
+# the geometric mean of E/opt and E/kern over all rows, total stall over the
+# kernel's total, the worst p99 and the mean seed-job wall time; then the adaptive
+# policy's targets, each met or missed:
+#   1. no row worse than kernel by more than 2% on energy or on total stall
+#   2. mean energy <= 0.75x the kernel's at no more total stall
+#   3. seed job (and seed-x3): added wall time under 1% of the job
+#   4. desktop and writeback: energy within 1.6x the optimum
+#   5. regime: energy within 1.2x the sum over its 60 s segments of the best static
+#      table among none, kernel and budget for that segment (each segment simulated
+#      on its own)
 
 set -eu
 
 bin=${NVME_APSTD:-}
 dir=
-policies="none kernel budget"
+policies="none kernel budget adaptive optimum"
+real=yes
 seed=1
 duration=600
 power=
@@ -46,7 +58,7 @@ usage() {
         exit 2
 }
 
-while getopts b:D:p:s:d:w:nh opt; do
+while getopts b:D:p:s:d:w:nRh opt; do
         case $opt in
         b) bin=$OPTARG ;;
         D) dir=$OPTARG ;;
@@ -55,6 +67,7 @@ while getopts b:D:p:s:d:w:nh opt; do
         d) duration=$OPTARG ;;
         w) power=$OPTARG ;;
         n) quirks=no ;;
+        R) real=no ;;
         *) usage ;;
         esac
 done
@@ -80,11 +93,26 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 ${CC:-cc} -O2 -std=gnu11 -D_GNU_SOURCE -o "$tmp/tracegen" "$root/bench/tracegen.c" -lm
 
-families="desktop writeback hyperexp poisson seed adversarial regime"
+families="desktop writeback hyperexp poisson seed seed-x3 adversarial regime"
 for f in $families; do
-        [ "$f" = adversarial ] && continue
+        case $f in adversarial|seed-x3) continue ;; esac
         "$tmp/tracegen" -s "$seed" -d "$duration" "$f" >"$tmp/$f.txt"
 done
+cp "$tmp/seed.txt" "$tmp/seed-x3.txt"
+if [ "$real" = yes ]; then
+        for t in "$root"/bench/traces/*.txt.gz; do
+                [ -f "$t" ] || continue
+                f=real-$(basename "$t" .txt.gz)
+                gzip -dc "$t" >"$tmp/$f.txt"
+                families="$families $f"
+        done
+fi
+# The regime trace cut at its 60 s boundaries, each segment shifted to start at 0.
+# Each ends with a 4 KiB read at 60 s, so the segments together span the whole trace
+# (the model stops counting at the last completion).
+awk -v dir="$tmp" '!/^#/ && NF { seg = int($1 / 60); f = dir "/regime-seg" seg ".txt"; seen[f] = 1
+        printf "%.9f %s %s\n", $1 - seg * 60, $2, $3 > f }
+        END { for (f in seen) printf "60.000000000 R 4096\n" >> f }' "$tmp/regime.txt"
 printf '0 W 4096\n' >"$tmp/probe.txt"
 
 # PCI vendor:device of the sample drives (data/idctrl/README.md names their quirks;
@@ -109,6 +137,7 @@ sim() {
         pci=
         [ "$quirks" = yes ] && pci=$(pci_id "$drive")
         [ -n "$pci" ] && set -- --pci "$pci" "$@"
+        [ "$p" = optimum ] && p=kernel   # every run reports the optimum
         "$bin" simulate --id-ctrl "$drive" --trace "$t" --policy "$p" --json "$@"
 }
 
@@ -159,7 +188,7 @@ row() {
                 /^\{"name":/ {
                         match($0, /"name":"[^"]*"/); name = substr($0, RSTART + 8, RLENGTH - 9)
                         E[name] = num($0, "energy_j"); S[name] = num($0, "stall_s")
-                        P99[name] = num($0, "p99"); W[name] = num($0, "added_wall_s")
+                        P99[name] = num($0, "p99"); W[name] = num($0, "added_wall_s"); D[name] = num($0, "duration_s")
                 }
                 END {
                         if (!(pol in E) || !("kernel" in E) || !("optimum" in E)) { print "run.sh: missing rows" > "/dev/stderr"; exit 1 }
@@ -167,11 +196,14 @@ row() {
                         ek = E["kernel"] > 0 ? E[pol] / E["kernel"] : 1
                         if (S["kernel"] > 0) sk = sprintf("%.3f", S[pol] / S["kernel"])
                         else sk = S[pol] > 0 ? "inf" : "-"
-                        wall = fam == "seed" ? sprintf("%.3f", W[pol]) : "-"
-                        printf "%s %s %s %.3f %.3f %s %.3f %s %.9g %.9g\n", drv, fam, pol, eo, ek, sk, P99[pol] * 1e3, wall, S[pol], S["kernel"]
+                        wall = fam ~ /^seed/ ? sprintf("%.3f", W[pol]) : "-"
+                        # job time without power management, for the added share of the seed job
+                        job = D[pol] - W[pol]
+                        printf "%s %s %s %.3f %.3f %s %.3f %s %.9g %.9g %.9g %.9g %.9g\n", drv, fam, pol, eo, ek, sk, P99[pol] * 1e3, wall, S[pol], S["kernel"], E[pol], E["kernel"], (job > 0 ? W[pol] / job : 0)
                 }'
 }
 
+: >"$tmp/segbest"
 start=$(date +%s)
 for drive in "$dir"/*.bin; do
         name=$(basename "$drive" .bin | cut -d- -f1-2)
@@ -181,10 +213,11 @@ for drive in "$dir"/*.bin; do
                         trace=$tmp/$fam.txt
                         case $fam in
                         seed) extra=--closed-loop ;;
+                        seed-x3) extra="--closed-loop --exlat-scale 3" ;;
                         adversarial)
                                 extra=--closed-loop
                                 target=$pol
-                                [ "$pol" = none ] && target=kernel
+                                case $pol in none|optimum) target=kernel ;; esac
                                 at=$(chain_times "$target")
                                 trace=$tmp/adv-$target.txt
                                 if [ -n "$at" ]; then
@@ -198,17 +231,30 @@ for drive in "$dir"/*.bin; do
                         sim "$pol" "$trace" $extra | row "$name" "$fam" "$pol"
                 done
         done
+        # Target 5: the best of none, kernel and budget on each regime segment on its own.
+        for segf in "$tmp"/regime-seg*.txt; do
+                [ -f "$segf" ] || continue
+                best=
+                for pol in none kernel budget; do
+                        e=$(sim "$pol" "$segf" | row "$name" seg "$pol" | awk '{ print $11 }')
+                        best=$(awk -v a="$best" -v b="$e" 'BEGIN { print (a == "" || b + 0 < a + 0) ? b : a }')
+                done
+                echo "$name $best"
+        done >>"$tmp/segbest"
 done >"$tmp/rows"
 end=$(date +%s)
 
 awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${power:-default}" -v quirks="$quirks" '
         BEGIN {
                 printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s\n\n", seed, dur, power, quirks
-                printf "%-11s %-11s %-7s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"
+                printf "%-11s %-11s %-8s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"
         }
+        FILENAME ~ /segbest$/ { segbest[$1] += $2; next }
         {
-                printf "%-11s %-11s %-7s %8s %8s %8s %9s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8
-                n[$3]++; lo[$3] += log($4); lk[$3] += log($5); st[$3] += $9; sk[$3] += $10
+                printf "%-11s %-11s %-8s %8s %8s %8s %9s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8
+                n[$3]++; lo[$3] += log($4); lk[$3] += log($5); st[$3] += $9; sk[$3] += $10; sk_[$3] += $10
+                nr++; rd[nr] = $1; rf[nr] = $2; rp[nr] = $3; reo[nr] = $4; rek[nr] = $5; rs[nr] = $9; rsk[nr] = $10
+                re[nr] = $11; rwp[nr] = $13
                 if ($7 > worst[$3]) worst[$3] = $7
                 if ($2 == "seed") { wall[$3] += $8; nw[$3]++ }
                 if (!($3 in seen)) { seen[$3] = 1; order[++np] = $3 }
@@ -221,5 +267,41 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                         printf "%-7s %10.3f %10.3f %14s %12.3f %16.3f\n", p, exp(lo[p] / n[p]), exp(lk[p] / n[p]),
                                (sk[p] > 0 ? sprintf("%.3f", st[p] / sk[p]) : "-"), worst[p], (nw[p] ? wall[p] / nw[p] : 0)
                 }
+                if ("adaptive" in n) targets()
                 printf "\n(%d s)\n", secs
-        }' "$tmp/rows"
+        }
+        function targets(   i, r, f, miss1, w1, ek, sk, ok2, m3, ok3, m4, ok4, ok5, m5, d, x) {
+                printf "\ntargets (adaptive)\n"
+                miss1 = 0; w1 = ""
+                for (i = 1; i <= nr; i++) {
+                        if (rp[i] != "adaptive") continue
+                        x = (rsk[i] > 0) ? rs[i] / rsk[i] : (rs[i] > 0 ? 1e9 : 1)
+                        if (rek[i] > 1.02 || x > 1.02) { miss1++; if (miss1 <= 6) w1 = w1 sprintf(" %s/%s(E %.3f, stall %.3f)", rd[i], rf[i], rek[i], x) }
+                }
+                printf "1. never >2%% worse than kernel on energy or stall: %s (%d rows over)%s\n", miss1 ? "MISSED" : "met", miss1, w1
+                ek = exp(lk["adaptive"] / n["adaptive"]); sk = sk_["adaptive"] > 0 ? st["adaptive"] / sk_["adaptive"] : 0
+                printf "2. mean energy <= 0.75x kernel at no more total stall: %s (E/kern %.3f, stall/kernel %.3f)\n", (ek <= 0.75 && sk <= 1.0) ? "met" : "MISSED", ek, sk
+                ok3 = 1; m3 = ""
+                for (i = 1; i <= nr; i++)
+                        if (rf[i] ~ /^seed/ && (rp[i] == "adaptive" || rp[i] == "kernel")) {
+                                m3 = m3 sprintf(" %s/%s/%s %.2f%%", rd[i], rf[i], rp[i], 100 * rwp[i])
+                                if (rp[i] == "adaptive" && rwp[i] >= 0.01) ok3 = 0
+                        }
+                printf "3. seed job added wall time < 1%% (also with --exlat-scale 3): %s\n  %s\n", ok3 ? "met" : "MISSED", m3
+                ok4 = 1; m4 = ""
+                for (i = 1; i <= nr; i++)
+                        if (rp[i] == "adaptive" && (rf[i] == "desktop" || rf[i] == "writeback")) {
+                                m4 = m4 sprintf(" %s/%s %.2f", rd[i], rf[i], reo[i])
+                                if (reo[i] > 1.6) ok4 = 0
+                        }
+                printf "4. desktop/writeback within 1.6x the optimum: %s\n  %s\n", ok4 ? "met" : "MISSED", m4
+                ok5 = 1; m5 = ""
+                for (i = 1; i <= nr; i++)
+                        if (rp[i] == "adaptive" && rf[i] == "regime") {
+                                d = rd[i]
+                                x = segbest[d] > 0 ? re[i] / segbest[d] : 1
+                                m5 = m5 sprintf(" %s %.3f", d, x)
+                                if (x > 1.2) ok5 = 0
+                        }
+                printf "5. regime within 1.2x the best static (none/kernel/budget) of each segment: %s\n  %s\n", ok5 ? "met" : "MISSED", m5
+        }' "$tmp/segbest" "$tmp/rows"

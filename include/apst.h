@@ -38,6 +38,7 @@
 typedef enum ApstPolicyKind {
         APST_POLICY_BUDGET,
         APST_POLICY_KERNEL,
+        APST_POLICY_ADAPTIVE,              /* starts from apst_build()'s stall-bounded table, then adapt.c */
         _APST_POLICY_MAX,
         _APST_POLICY_INVALID = -EINVAL,
 } ApstPolicyKind;
@@ -54,7 +55,16 @@ typedef struct ApstParams {
         uint32_t primary_latency_tol_us;   /* default 15000 */
         uint32_t secondary_latency_tol_us; /* default 100000 */
         bool force;                        /* default false; true overrides the quirk list like force_apst */
+        /* adaptive: the share of elapsed time I/O may spend waiting for wake-ups, in
+         * hundredths of a percent (100 = 1%); 0 = no wake-up may cost anything. */
+        uint32_t stall_budget_cpct;
 } ApstParams;
+
+/* 1% of elapsed time: the seed job (13 s of sporadic small writes) may lose at most
+ * 130 ms to wake-ups, not the 430 ms (3.3%) it lost on its drive; on the benchmark this
+ * keeps the adaptive policy's total wake delay at 0.44x the kernel's (doc/policy.md). */
+#define APST_STALL_BUDGET_DEFAULT_CPCT 100u
+#define APST_STALL_BUDGET_MAX_CPCT 10000u
 
 #define APST_PARAMS_DEFAULT                                                             \
         ((ApstParams) {                                                                 \
@@ -65,6 +75,7 @@ typedef struct ApstParams {
                 .primary_latency_tol_us = 15000,                                        \
                 .secondary_latency_tol_us = 100000,                                     \
                 .force = false,                                                         \
+                .stall_budget_cpct = APST_STALL_BUDGET_DEFAULT_CPCT,                    \
         })
 
 /* Where the controller sits: what the kernel's quirk list matches on besides the model. */
@@ -123,6 +134,34 @@ unsigned apst_quirks(const IdCtrl *id, const ApstPlatform *plat);
  * Return: 0 or -ERANGE when id->npss > 31. apsta = 0 gives outcome UNSUPPORTED.
  */
 int apst_build(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, ApstPlan *ret);
+
+/**
+ * apst_chain() - the states a budget or adaptive table may go to, shallow to deep:
+ * non-operational, enlat + exlat <= max_latency_us, not excluded by @quirks
+ * (effective quirk bits), each strictly below the previous one's power (PS0's first).
+ * Return: how many (0..npss), written to @ret_states.
+ */
+unsigned apst_chain(const IdCtrl *id, unsigned quirks, const ApstParams *p, unsigned ret_states[IDCTRL_MAX_PS]);
+
+/**
+ * apst_table_from_chain() - the table that walks @states (ascending) with ITPT
+ * @itpt_ms[k] before entering states[k], counted in the state before it
+ * (PS0 for k = 0). Operational states and non-chain states go to the next chain
+ * state below them after the ITPT of that step; the last chain state stays.
+ * @n = 0 gives APSTE=1 with no transitions. ITPTs are clamped to 1..APST_ITPT_MAX.
+ */
+void apst_table_from_chain(const IdCtrl *id, const unsigned *states, const uint32_t *itpt_ms, unsigned n,
+                           ApstTable *ret);
+
+/**
+ * apst_stall_bounded() - ITPTs for @chain such that every wake-up from states[k]
+ * (at most enlat + exlat) follows an idle time of at least (enlat + exlat) / budget,
+ * so on any workload wake-ups cost at most @budget_cpct of elapsed time (if the
+ * drive keeps its word); never below each step's break-even time. 0 steps when
+ * @budget_cpct is 0. Return: the number of steps kept (a prefix of @chain).
+ */
+unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_cpct,
+                            uint32_t ret_itpt_ms[IDCTRL_MAX_PS]);
 
 /* Field helpers. */
 static inline uint64_t apst_entry_make(unsigned itps, uint32_t itpt_ms) {

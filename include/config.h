@@ -37,6 +37,7 @@ typedef enum ApstKeyBit {
         APST_KEY_PRIMARY_TOL = 1u << 4,
         APST_KEY_SECONDARY_TOL = 1u << 5,
         APST_KEY_FORCE = 1u << 6,
+        APST_KEY_STALL_BUDGET = 1u << 7,
 } ApstKeyBit;
 
 typedef struct DeviceSection {

@@ -74,6 +74,18 @@ typedef struct SimDrive {
  */
 int sim_drive_from_idctrl(const IdCtrl *id, uint32_t p0_fallback_uw, SimDrive *ret);
 
+/* A drive that wakes slower than it says: exit latencies a multiple of the advertised ones. */
+#define SIM_EXLAT_SCALE_MAX 100.0
+
+/**
+ * sim_drive_scale_exlat() - make every state's real exit latency @scale times the
+ * advertised one (rounded to µs, capped at UINT32_MAX). The policies still plan
+ * from the Identify data, so this is a drive that lies about its wake-up: the
+ * seed drive's ps4 took ~3x its advertised exit latency (doc/simulator.md).
+ * Return: 0, or -EINVAL unless 0 < @scale <= SIM_EXLAT_SCALE_MAX (1 = honest).
+ */
+int sim_drive_scale_exlat(SimDrive *d, double scale);
+
 /**
  * sim_table_check() - can the model follow this table on this drive?
  *
@@ -105,6 +117,9 @@ typedef struct SimPolicy {
          * moment. Return 1 and fill @ret_table to reprogram, 0 to keep the
          * table, or negative errno to abort the run. May be NULL. */
         int (*sample)(void *userdata, uint64_t now_ns, const SimBlockStat *st, ApstTable *ret_table);
+        /* Why the table just returned by sample() was chosen, in words (what the daemon
+         * would log). May be NULL. */
+        void (*reason)(void *userdata, char *buf, size_t n);
         void *userdata;
 } SimPolicy;
 
@@ -122,9 +137,12 @@ typedef struct SimParams {
 
 #define SIM_PARAMS_DEFAULT ((SimParams) { .service_ns = SIM_SERVICE_DEFAULT_NS, .closed_loop = false })
 
+#define SIM_REASON_MAX 384
+
 typedef struct SimReprogram {
         uint64_t t_ns;
         ApstTable table;
+        char reason[SIM_REASON_MAX];   /* from SimPolicy.reason(), "" when none */
 } SimReprogram;
 
 typedef struct SimResult {

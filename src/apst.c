@@ -38,6 +38,7 @@ static bool streq_ptr(const char *a, const char *b) {
 static const char *const apst_policy_table[_APST_POLICY_MAX] = {
         [APST_POLICY_BUDGET] = "budget",
         [APST_POLICY_KERNEL] = "kernel",
+        [APST_POLICY_ADAPTIVE] = "adaptive",
 };
 
 const char *apst_policy_to_string(ApstPolicyKind p) {
@@ -238,15 +239,14 @@ static uint64_t break_even_us(uint64_t p0_uw, uint64_t from_uw, const IdPsd *to)
         return num / den + (num % den != 0);
 }
 
-static void build_budget(const IdCtrl *id, unsigned quirks, const ApstParams *p, ApstTable *t) {
+unsigned apst_chain(const IdCtrl *id, unsigned quirks, const ApstParams *p, unsigned ret_states[IDCTRL_MAX_PS]) {
         const uint64_t p0_uw = id->psd[0].idle_power_uw != 0 ? id->psd[0].idle_power_uw : APST_P0_DEFAULT_UW;
         uint64_t prev_uw = p0_uw;
-        unsigned chain[IDCTRL_MAX_PS];
         unsigned n = 0;
 
-        /* The chain: non-operational states, shallow to deep, each within the budget and strictly
-         * below the previous one's power (PS0's first). ps0 is never a target: nothing is above it. */
-        for (unsigned s = 1; s <= id->npss; s++) {
+        /* Non-operational states, shallow to deep, each within the budget and strictly below
+         * the previous one's power (PS0's first). ps0 is never a target: nothing is above it. */
+        for (unsigned s = 1; s <= id->npss && s < IDCTRL_MAX_PS; s++) {
                 const IdPsd *psd = &id->psd[s];
                 uint64_t total_us = (uint64_t) psd->enlat_us + psd->exlat_us;
 
@@ -258,24 +258,97 @@ static void build_budget(const IdCtrl *id, unsigned quirks, const ApstParams *p,
                         continue;
                 if (state_power_uw(psd) >= prev_uw)
                         continue;
-                chain[n++] = s;
+                ret_states[n++] = s;
                 prev_uw = state_power_uw(psd);
         }
+        return n;
+}
+
+void apst_table_from_chain(const IdCtrl *id, const unsigned *states, const uint32_t *itpt_ms, unsigned n,
+                           ApstTable *ret) {
+        ApstTable t = { .apste = true };
+
+        for (unsigned s = 0, k = 0; s <= id->npss && s < APST_ENTRIES && k < n; s++) {
+                while (k < n && states[k] <= s)
+                        k++;
+                if (k == n)
+                        break;
+                t.entry[s] = apst_entry_make(states[k], clamp_itpt(MAX(itpt_ms[k], UINT32_C(1))));
+        }
+        *ret = t;
+}
+
+/* The break-even ITPT of each step of @chain (doc/energy-model.md), ms. */
+static void chain_break_even(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t *ret_ms) {
+        const uint64_t p0_uw = id->psd[0].idle_power_uw != 0 ? id->psd[0].idle_power_uw : APST_P0_DEFAULT_UW;
+
+        for (unsigned k = 0; k < n; k++) {
+                uint64_t from_uw = k > 0 ? state_power_uw(&id->psd[chain[k - 1]]) : p0_uw;
+                ret_ms[k] = us_to_itpt(break_even_us(p0_uw, from_uw, &id->psd[chain[k]]));
+        }
+}
+
+unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_cpct,
+                            uint32_t ret_itpt_ms[IDCTRL_MAX_PS]) {
+        uint32_t be[IDCTRL_MAX_PS];
+        uint64_t reach_ms = 0;      /* when the previous step's entry is over, from the last completion */
+
+        if (budget_cpct == 0)
+                return 0;
+        chain_break_even(id, chain, n, be);
+        for (unsigned k = 0; k < n; k++) {
+                const IdPsd *psd = &id->psd[chain[k]];
+                uint64_t tau_us = (uint64_t) psd->enlat_us + psd->exlat_us;
+                /* A wake-up during or after this entry costs at most tau; the idle time before
+                 * the entry starts must be at least tau / budget. */
+                uint64_t start_ms = (tau_us * 10000 + (uint64_t) budget_cpct * 1000 - 1) / ((uint64_t) budget_cpct * 1000);
+                uint64_t itpt = start_ms > reach_ms ? start_ms - reach_ms : 1;
+
+                itpt = MAX(itpt, (uint64_t) be[k]);
+                if (reach_ms + itpt > APST_ITPT_MAX)
+                        return k;
+                ret_itpt_ms[k] = (uint32_t) itpt;
+                reach_ms += itpt + (psd->enlat_us + 999) / 1000;
+        }
+        return n;
+}
+
+static void build_budget(const IdCtrl *id, unsigned quirks, const ApstParams *p, ApstTable *t) {
+        unsigned chain[IDCTRL_MAX_PS];
+        uint32_t itpt[IDCTRL_MAX_PS];
+        unsigned n = apst_chain(id, quirks, p, chain);
 
         /* Every state above a chain state goes to the next chain state below it: a chain state
          * after that step's break-even time, any other state (operational, or one the host chose)
-         * after the target's break-even against PS0. The deepest chain state stays. */
+         * after the same time. The deepest chain state stays. */
+        if (n == 0)
+                return;
+        chain_break_even(id, chain, n, itpt);
+        apst_table_from_chain(id, chain, itpt, n, t);
+        /* A state off the chain (operational, or skipped) leaves from PS0-like power: the
+         * target's break-even against PS0, not the chain step's. */
+        const uint64_t p0_uw = id->psd[0].idle_power_uw != 0 ? id->psd[0].idle_power_uw : APST_P0_DEFAULT_UW;
         for (unsigned s = 0, k = 0; s <= id->npss && k < n; s++) {
-                uint64_t from_uw;
-
+                bool on_chain = false;
+                for (unsigned j = 0; j < n; j++)
+                        on_chain = on_chain || chain[j] == s;
                 while (k < n && chain[k] <= s)
                         k++;
                 if (k == n)
                         break;
-                from_uw = (k > 0 && chain[k - 1] == s) ? state_power_uw(&id->psd[s]) : p0_uw;
-                t->entry[s] = apst_entry_make(chain[k],
-                                              us_to_itpt(break_even_us(p0_uw, from_uw, &id->psd[chain[k]])));
+                if (!on_chain)
+                        t->entry[s] = apst_entry_make(chain[k],
+                                                      us_to_itpt(break_even_us(p0_uw, p0_uw, &id->psd[chain[k]])));
         }
+}
+
+static void build_adaptive_start(const IdCtrl *id, unsigned quirks, const ApstParams *p, ApstTable *t) {
+        unsigned chain[IDCTRL_MAX_PS];
+        uint32_t itpt[IDCTRL_MAX_PS];
+        unsigned n = apst_chain(id, quirks, p, chain);
+
+        n = apst_stall_bounded(id, chain, n, p->stall_budget_cpct, itpt);
+        apst_table_from_chain(id, chain, itpt, n, t);
 }
 
 int apst_build(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, ApstPlan *ret) {
@@ -315,6 +388,9 @@ int apst_build(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *par
                 break;
         case APST_POLICY_BUDGET:
                 build_budget(id, effective, params, &plan.table);
+                break;
+        case APST_POLICY_ADAPTIVE:
+                build_adaptive_start(id, effective, params, &plan.table);
                 break;
         case _APST_POLICY_MAX:
         case _APST_POLICY_INVALID:

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "adapt.h"
 #include "apst.h"
 #include "config-build.h"
 #include "config.h"
@@ -50,6 +51,7 @@ typedef struct Options {
         uint32_t p0_uw;
         ApstPlatform platform;       /* PCI ids from --pci; DMI unknown */
         uint64_t service_ns;
+        double exlat_scale;          /* real exit latency / advertised; 1 = honest drive */
         bool closed_loop, json;
 } Options;
 
@@ -66,9 +68,11 @@ static void help(void) {
                "                        text output; - reads standard input\n"
                "  -c --config FILE      nvme-apstd.conf to take the policy and its knobs from\n"
                "                        (the drive is matched as controller \"sim0\")\n"
-               "  -p --policy NAME      budget (default), kernel or none; overrides the config\n"
+               "  -p --policy NAME      budget (default), kernel, adaptive or none; overrides the config\n"
                "  -w --idle-power-w W   PS0 idle power when the drive reports none (default %.1f)\n"
                "  -s --service-us US    time to serve one I/O (default %u)\n"
+               "  -x --exlat-scale X    the drive really wakes X times slower than it advertises\n"
+               "                        (policies still plan from the advertised latencies)\n"
                "  -l --closed-loop      each I/O waits for the previous one (one synchronous job):\n"
                "                        lateness shifts every later I/O\n"
                "  -P --pci VVVV:DDDD    the drive's PCI vendor:device, for the kernel's quirks and\n"
@@ -131,6 +135,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 { "idle-power-w", required_argument, NULL, 'w' },
                 { "service-us", required_argument, NULL, 's' },
                 { "closed-loop", no_argument, NULL, 'l' },
+                { "exlat-scale", required_argument, NULL, 'x' },
                 { "device", required_argument, NULL, 'd' },
                 { "pci", required_argument, NULL, 'P' },
                 { "event", required_argument, NULL, 'e' },
@@ -141,7 +146,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
         int c;
 
         optind = 0;   /* a full reset: main.c may have run getopt already */
-        while ((c = cli_getopt(argc, argv, "i:t:c:p:w:s:ld:P:e:jh", options, help)) >= 0) {
+        while ((c = cli_getopt(argc, argv, "i:t:c:p:w:s:lx:d:P:e:jh", options, help)) >= 0) {
                 switch (c) {
                 case 'i':
                         o->id_ctrl = optarg;
@@ -154,7 +159,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         break;
                 case 'p':
                         if (strcmp(optarg, "none") != 0 && apst_policy_from_string(optarg) < 0) {
-                                fprintf(stderr, "%s: --policy: expected budget, kernel or none, got \"%s\"\n",
+                                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n",
                                         prog, optarg);
                                 return -EINVAL;
                         }
@@ -171,6 +176,19 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 case 'l':
                         o->closed_loop = true;
                         break;
+                case 'x': {
+                        char *end;
+                        errno = 0;
+                        double x = strtod(optarg, &end);
+                        if (errno != 0 || end == optarg || *end != 0 || !isfinite(x) || x <= 0 ||
+                            x > SIM_EXLAT_SCALE_MAX) {
+                                fprintf(stderr, "%s: --exlat-scale: expected a factor in (0, %g], got \"%s\"\n", prog,
+                                        SIM_EXLAT_SCALE_MAX, optarg);
+                                return -EINVAL;
+                        }
+                        o->exlat_scale = x;
+                        break;
+                }
                 case 'd':
                         o->device = optarg;
                         break;
@@ -240,7 +258,7 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                 else {
                         ApstPolicyKind k = apst_policy_from_string(o->policy);
                         if (k < 0) {
-                                fprintf(stderr, "%s: --policy: expected budget, kernel or none, got \"%s\"\n",
+                                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n",
                                         prog, o->policy);
                                 return -EINVAL;
                         }
@@ -290,6 +308,8 @@ static struct json_object *json_reprograms(const SimResult *r) {
                 (void) json_object_object_add(o, "apste", json_object_new_boolean(r->reprograms[i].table.apste));
                 (void) json_object_object_add(o, "table", json_out_apst_entries(r->reprograms[i].table.entry,
                                                                                  APST_ENTRIES));
+                if (r->reprograms[i].reason[0])
+                        (void) json_object_object_add(o, "reason", json_object_new_string(r->reprograms[i].reason));
                 (void) json_object_array_add(a, o);
         }
         return a;
@@ -382,6 +402,7 @@ static int print_json(const Options *o, const IdCtrl *id, const SimDrive *d, con
         (void) json_object_object_add(doc, "trace", json_trace(o, t));
         (void) json_object_object_add(model, "service_us", json_out_fixed((double) o->service_ns / 1e3, 3));
         (void) json_object_object_add(model, "closed_loop", json_object_new_boolean(o->closed_loop));
+        (void) json_object_object_add(model, "exlat_scale", json_out_general(o->exlat_scale, 6));
         (void) json_object_object_add(doc, "model", model);
         (void) json_object_object_add(doc, "policy", json_object_new_string(chosen));
         (void) json_object_object_add(doc, "config_section", json_out_string_or_null(section[0] ? section : NULL));
@@ -406,8 +427,10 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
                (double) span * 1e-9);
         if (t->format == TRACE_FORMAT_BLKPARSE)
                 printf(" (device %s, %c events)", t->device, t->action);
-        printf("\nModel:  %.0f µs per I/O, %s loop\n", (double) o->service_ns / 1e3,
-               o->closed_loop ? "closed" : "open");
+        printf("\nModel:  %.0f µs per I/O, %s loop", (double) o->service_ns / 1e3, o->closed_loop ? "closed" : "open");
+        if (o->exlat_scale != 1.0)
+                printf(", exit latencies %g x the advertised ones", o->exlat_scale);
+        printf("\n");
         apst_describe(chosen_table, id, desc, sizeof desc);
         printf("Policy: %s%s%s%s: %s\n\n", chosen, section[0] ? " (config section " : "", section,
                section[0] ? ")" : "", desc);
@@ -449,6 +472,8 @@ static int load_drive(const Options *o, IdCtrl *id, SimDrive *d) {
                 return r;
         }
         r = sim_drive_from_idctrl(id, o->p0_uw, d);
+        if (r >= 0)
+                r = sim_drive_scale_exlat(d, o->exlat_scale);
         if (r < 0)
                 fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
         return r;
@@ -521,8 +546,18 @@ static int run(const Options *o) {
         size_t done = 0;
         for (; done < 3; done++) {
                 SimPolicy pol;
+                Adapt adapt;
                 rows[done].name = names[done];
                 sim_policy_static(&pol, names[done], &tables[done]);
+                if (done == 0 && kind == APST_POLICY_ADAPTIVE) {
+                        /* The daemon's own decision code, fed the counters it would read. */
+                        r = adapt_init(&adapt, &id, &o->platform, &params, 0, &tables[0]);
+                        if (r < 0) {
+                                fprintf(stderr, "%s: adaptive policy: %s\n", prog, strerror(-r));
+                                goto free_rows;
+                        }
+                        adapt_sim_policy(&pol, &adapt);
+                }
                 r = sim_run(&d, t.io, t.n, &sp, &pol, &rows[done].res);
                 if (r < 0) {
                         fprintf(stderr, "%s: simulating %s: %s\n", prog, names[done], strerror(-r));
@@ -553,7 +588,7 @@ finish:
 }
 
 int verb_simulate(int argc, char *argv[]) {
-        Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS };
+        Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS, .exlat_scale = 1.0 };
         int r;
 
         r = parse_options(argc, argv, &o);

@@ -125,6 +125,38 @@ static int parse_u32(const ConfigKey *k, const char *v, void *dest, char *reason
         return 0;
 }
 
+/* A percentage with at most two decimals ("2", "0.5", "0.25"), stored in hundredths of a
+ * percent; k->min and k->max are in those hundredths. */
+static int parse_percent(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        uint64_t whole = 0, frac = 0;
+        unsigned digits = 0, frac_digits = 0;
+        const char *p = v;
+
+        for (; *p >= '0' && *p <= '9'; p++, digits++)
+                if (whole <= 100000)
+                        whole = whole * 10 + (uint64_t) (*p - '0');
+        if (*p == '.') {
+                for (p++; *p >= '0' && *p <= '9' && frac_digits < 2; p++, frac_digits++)
+                        frac = frac * 10 + (uint64_t) (*p - '0');
+                while (*p == '0')      /* "0.500" is 0.5 */
+                        p++;
+        }
+        if (*p != 0 || digits == 0 || (p[-1] == '.')) {
+                snprintf(reason, n, "not a percentage (a decimal number such as 2 or 0.5, at most two decimals)");
+                return -EINVAL;
+        }
+        if (frac_digits == 1)
+                frac *= 10;
+        uint64_t x = whole * 100 + frac;
+        if (x < k->min || x > k->max) {
+                snprintf(reason, n, "out of range (%" PRIu32 ".%02" PRIu32 "..%" PRIu32 ".%02" PRIu32 ")", k->min / 100,
+                         k->min % 100, k->max / 100, k->max % 100);
+                return -EINVAL;
+        }
+        *(uint32_t *) dest = (uint32_t) x;
+        return 0;
+}
+
 static int parse_bool(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
         int b;
 
@@ -148,6 +180,7 @@ static int parse_policy(const ConfigKey *k, const char *v, void *dest, char *rea
         } table[] = {
                 { "budget", APST_POLICY_BUDGET },
                 { "kernel", APST_POLICY_KERNEL },
+                { "adaptive", APST_POLICY_ADAPTIVE },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(table); i++)
@@ -155,7 +188,7 @@ static int parse_policy(const ConfigKey *k, const char *v, void *dest, char *rea
                         *(ApstPolicyKind *) dest = table[i].kind;
                         return 0;
                 }
-        snprintf(reason, n, "unknown policy (budget or kernel)");
+        snprintf(reason, n, "unknown policy (budget, kernel or adaptive)");
         return -EINVAL;
 }
 
@@ -398,6 +431,8 @@ static const ConfigKey config_keys[] = {
         APST_KEY("secondary_latency_tol_us", parse_u32, secondary_latency_tol_us, 0, LATENCY_US_MAX,
                  APST_KEY_SECONDARY_TOL),
         APST_KEY("force", parse_bool, force, 0, 0, APST_KEY_FORCE),
+        APST_KEY("stall_budget_pct", parse_percent, stall_budget_cpct, 0, APST_STALL_BUDGET_MAX_CPCT,
+                 APST_KEY_STALL_BUDGET),
 
         DEVICE_KEY("match_name", parse_glob, match_name),
         DEVICE_KEY("match_model", parse_glob, match_model),

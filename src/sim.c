@@ -63,6 +63,16 @@ int sim_drive_from_idctrl(const IdCtrl *id, uint32_t p0_fallback_uw, SimDrive *r
         return 0;
 }
 
+int sim_drive_scale_exlat(SimDrive *d, double scale) {
+        if (!(scale > 0 && scale <= SIM_EXLAT_SCALE_MAX))   /* also refuses NaN */
+                return -EINVAL;
+        for (unsigned i = 0; i <= d->npss && i < APST_ENTRIES; i++) {
+                double x = (double) d->ps[i].exlat_us * scale + 0.5;
+                d->ps[i].exlat_us = x >= (double) UINT32_MAX ? UINT32_MAX : (uint32_t) x;
+        }
+        return 0;
+}
+
 int sim_table_check(const SimDrive *d, const ApstTable *t) {
         if (!t->apste)
                 return 0;
@@ -161,7 +171,7 @@ static int add_reprogram(SimResult *r, size_t *allocated, uint64_t t_ns, const A
                 r->reprograms = q;
                 *allocated = m;
         }
-        r->reprograms[r->n_reprograms++] = (SimReprogram) { t_ns, *t };
+        r->reprograms[r->n_reprograms++] = (SimReprogram) { .t_ns = t_ns, .table = *t };
         return 0;
 }
 
@@ -336,6 +346,9 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                                 q = set_table(&s, &res, &allocated, next_sample, &t);
                                 if (q < 0)
                                         goto fail;
+                                if (pol->reason)
+                                        pol->reason(pol->userdata, res.reprograms[res.n_reprograms - 1].reason,
+                                                    SIM_REASON_MAX);
                                 /* Idle: the admin command restarts the idle timer where the drive rests.
                                  * Busy: the new chain starts from PS0 at the next completion anyway. */
                                 if (next_sample >= prev_done && s.phase == PHASE_RESTING)

@@ -163,6 +163,23 @@ static void check_force_on(const Config *c) {
         assert(c->apst.force);
 }
 
+static void check_stall_half(const Config *c) {
+        assert(c->apst.stall_budget_cpct == 50);
+        assert(c->apst.policy == APST_POLICY_ADAPTIVE);
+}
+
+static void check_stall_default(const Config *c) {
+        assert(c->apst.stall_budget_cpct == APST_STALL_BUDGET_DEFAULT_CPCT);
+}
+
+static void check_stall_whole(const Config *c) {
+        assert(c->apst.stall_budget_cpct == 300);
+}
+
+static void check_stall_hundredth(const Config *c) {
+        assert(c->apst.stall_budget_cpct == 1);
+}
+
 static void check_force_off(const Config *c) {
         assert(!c->apst.force);
 }
@@ -199,6 +216,11 @@ static const GoodCase good_cases[] = {
         { "/config/good/metrics/path",
           "[metrics]\npath = /var/lib/prometheus/node-exporter/nvme-apstd.prom\n", check_metrics_path },
         { "/config/good/metrics/empty-section-is-off", "[metrics]\n", check_defaults },
+        { "/config/good/stall/half", "[apst]\npolicy = adaptive\nstall_budget_pct = 0.5\n", check_stall_half },
+        { "/config/good/stall/trailing-zeros", "[apst]\npolicy = adaptive\nstall_budget_pct = 0.500\n", check_stall_half },
+        { "/config/good/stall/whole", "[apst]\nstall_budget_pct = 3\n", check_stall_whole },
+        { "/config/good/stall/hundredth", "[apst]\nstall_budget_pct = 0.01\n", check_stall_hundredth },
+        { "/config/good/stall/default", "[apst]\n", check_stall_default },
         { "/config/good/bool/yes", "[apst]\nforce = yes\n", check_force_on },
         { "/config/good/bool/true", "[apst]\nforce = true\n", check_force_on },
         { "/config/good/bool/one", "[apst]\nforce = 1\n", check_force_on },
@@ -391,6 +413,14 @@ typedef struct BadCase {
 
 static const BadCase bad_cases[] = {
         /* sections */
+        { "/config/bad/stall/too-precise", "[apst]\nstall_budget_pct = 0.125\n", -EINVAL,
+          "2: [apst] stall_budget_pct = 0.125: not a percentage (a decimal number such as 2 or 0.5, at most two decimals)" },
+        { "/config/bad/stall/over", "[apst]\nstall_budget_pct = 100.01\n", -EINVAL,
+          "2: [apst] stall_budget_pct = 100.01: out of range (0.00..100.00)" },
+        { "/config/bad/stall/unit", "[apst]\nstall_budget_pct = 2%\n", -EINVAL,
+          "2: [apst] stall_budget_pct = 2%: not a percentage (a decimal number such as 2 or 0.5, at most two decimals)" },
+        { "/config/bad/stall/dot", "[apst]\nstall_budget_pct = 2.\n", -EINVAL,
+          "2: [apst] stall_budget_pct = 2.: not a percentage (a decimal number such as 2 or 0.5, at most two decimals)" },
         { "/config/bad/section/unknown", "[apst]\n[foo]\n", -EINVAL,
           "2: [foo]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])" },
         { "/config/bad/section/unknown-empty-at-end", "[apst]\nforce = no\n[cpus]\n", -EINVAL,
@@ -513,7 +543,7 @@ static const BadCase bad_cases[] = {
 
         /* enumerations and words */
         { "/config/bad/value/policy", "[apst]\npolicy = Kernel\n", -EINVAL,
-          "2: [apst] policy = Kernel: unknown policy (budget or kernel)" },
+          "2: [apst] policy = Kernel: unknown policy (budget, kernel or adaptive)" },
         { "/config/bad/value/bool", "[apst]\nforce = maybe\n", -EINVAL,
           "2: [apst] force = maybe: not a boolean (yes/no, true/false, on/off, 1/0)" },
         { "/config/bad/value/bool-y", "[device a]\nmatch_name = x\nenable = y\n", -EINVAL,

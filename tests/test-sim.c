@@ -429,6 +429,43 @@ static void test_reprogram(void) {
         sim_result_done(&r);
 }
 
+/* The per-I/O ticks of /sys/block/X/stat include the wait for the wake-up (the kernel
+ * times a request from its start to its completion), and a drive that wakes slower than
+ * it advertises shows up there: the watcher's evidence of a lying drive. */
+static void test_ticks_include_wake(void) {
+        for (int lie = 0; lie <= 1; lie++) {
+                SimDrive d = drive_a();
+                Probe probe = { .start = table_a(), .reprogram_at = UINT64_MAX };
+                SimPolicy pol = { .name = "probe", .sample_period_ns = MS(50), .start = probe_start,
+                                  .sample = probe_sample, .userdata = &probe };
+                TraceIo io[] = { { .t_ns = 0, .op = TRACE_OP_WRITE, .bytes = 4096 },
+                                 { .t_ns = MS(100), .op = TRACE_OP_WRITE, .bytes = 4096 },
+                                 { .t_ns = MS(200), .op = TRACE_OP_WRITE, .bytes = 4096 } };
+                SimResult r;
+
+                current = lie ? "ticks/exlat-x3" : "ticks/honest";
+                if (lie)
+                        CHECK(sim_drive_scale_exlat(&d, 3.0) == 0);
+                CHECK(d.ps[1].exlat_us == (lie ? 6000u : 2000u));
+                CHECK(sim_run(&d, io, 3, &params_100us, &pol, &r) == 0);
+                /* io1 finds ps1 (entered at 10.1..11.1) and waits its exit: 2 ms, or 6 ms on the
+                 * lying drive; served until 102.1 or 106.1. Sample at 150: write_ios 2, write_ticks
+                 * = floor(0.1 + 2.1) = 2 ms, or floor(0.1 + 6.1) = 6 ms. At 100 io1 is in flight. */
+                CHECK(r.stall_ns == (lie ? MS(6) + MS(6) : MS(2) + MS(2)));
+                CHECK(probe.n == 4 && probe.when[2] == MS(150));
+                CHECK(probe.st[1].in_flight == 1 && probe.st[1].write_ios == 1 && probe.st[1].write_ticks == 0);
+                CHECK(probe.st[2].write_ios == 2 && probe.st[2].write_ticks == (lie ? 6u : 2u));
+                sim_result_done(&r);
+        }
+
+        SimDrive d = drive_a();
+        current = "ticks/scale-bounds";
+        CHECK(sim_drive_scale_exlat(&d, 0) == -EINVAL);
+        CHECK(sim_drive_scale_exlat(&d, NAN) == -EINVAL);
+        CHECK(sim_drive_scale_exlat(&d, SIM_EXLAT_SCALE_MAX + 1) == -EINVAL);
+        CHECK(sim_drive_scale_exlat(&d, 1.5) == 0 && d.ps[1].exlat_us == 3000 && d.ps[0].exlat_us == 0);
+}
+
 static void test_table_check(void) {
         SimDrive b = drive_b();
         ApstTable t;
@@ -486,6 +523,7 @@ int main(void) {
         test_closed_loop();
         test_counters();
         test_reprogram();
+        test_ticks_include_wake();
         test_table_check();
 
         printf("%u checks, %u failed\n", n_checks, n_failed);

@@ -92,6 +92,41 @@ else
         fail "simulate --pci exited $?"
 fi
 
+# A drive that wakes 3x slower than it says: the kernel's table is the same (it plans from the
+# advertised 10 ms), but io2 now waits 30 ms for ps4's exit; the optimum still wakes in time.
+out=$tmp/lie.json
+checks=$((checks + 1))
+if "$bin" simulate --id-ctrl "$intel_bin" --trace "$tmp/tiny.txt" --idle-power-w 0.2 --exlat-scale 3 \
+        --json >"$out"; then
+        expect "$out" kernel stall_s 0.03
+        expect "$out" kernel max 0.03
+        expect "$out" none stall_s 0
+        grep -q '"exlat_scale":3' "$out" || fail "--exlat-scale: not in the model"
+else
+        fail "simulate --exlat-scale exited $?"
+fi
+checks=$((checks + 1))
+"$bin" simulate -i "$intel_bin" -t "$tmp/tiny.txt" --exlat-scale 0 >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "bad --exlat-scale: rc $rc"
+
+# The adaptive policy: writes every 300 ms for 30 s on the 970 EVO Plus (the kernel's table
+# wakes ps4 for each); the policy programs its start table, then at least one learned one,
+# each with its reason.
+awk 'BEGIN { for (t = 0; t < 30; t += 0.3) printf "%.3f W 4096\n", t }' >"$tmp/periodic.txt"
+out=$tmp/adaptive.json
+checks=$((checks + 1))
+if "$bin" simulate --id-ctrl "$dir/05-samsung-ssd-970-evo-plus-2tb.bin" --trace "$tmp/periodic.txt" \
+        --policy adaptive --closed-loop --json >"$out"; then
+        grep -q '^"policy":"adaptive"' "$out" || fail "adaptive: not the chosen policy"
+        grep '^"reprograms":' "$out" | grep -q '"reason":"I/O every ~300 ms' || fail "adaptive: no reason for its table"
+        # within its 1% stall budget, the kernel's table far over it
+        awk -v a="$(field "$out" adaptive stall_s)" -v k="$(field "$out" kernel stall_s)" \
+                'BEGIN { exit !(a <= 0.3 && k > 0.5) }' || fail "adaptive: stall $(field "$out" adaptive stall_s)"
+else
+        fail "simulate --policy adaptive exited $?"
+fi
+
 # The trace from standard input, and the human table
 checks=$((checks + 1))
 if ! "$bin" simulate -i "$intel_bin" -t - <"$tmp/tiny.txt" | grep -q '^kernel '; then

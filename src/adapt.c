@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The adaptive policy: see adapt.h for what it does and doc/policy.md for why.
+ *
+ * Candidates. A table is a chain of at most ADAPT_MAX_STEPS states taken, in
+ * order, from apst_chain() (so every state used has enlat + exlat <=
+ * max_latency_us), each entered when the idle time since the last completion
+ * reaches a value from a fixed grid (1 ms .. 30 s). Each candidate is scored
+ * on the watcher's idle-gap histogram with the model of doc/simulator.md:
+ * energy of spending every gap under the chain (resting power, entries and
+ * wake-ups at PS0 power) and the wake-up cost (rest of an entry + exit
+ * latency x the exlat factor). The cheapest candidate whose cost stays within
+ * both the stall budget (share of the elapsed time the histogram covers) and
+ * the kernel table's cost on the same gaps wins.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "adapt.h"
+#include "macro.h"
+
+#define NS_PER_MS 1000000.0
+#define NS_PER_US 1000.0
+#define EXLAT_FACTOR_MAX 20.0
+/* Advertised wake cost the factor needs before it moves: a few wake-ups' worth. */
+#define EXLAT_EVIDENCE_MS 5.0
+
+static const uint32_t grid_ms[] = { 1,   2,   5,    10,   20,   35,   50,   75,    100,   150,  200,
+                                    300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 30000 };
+
+static double power_uw(const Adapt *a, unsigned s) {
+        const IdPsd *p = &a->id.psd[s];
+
+        if (s == 0)
+                return a->p0_uw;
+        return p->idle_power_uw ? p->idle_power_uw : p->max_power_uw;
+}
+
+/* One idle gap of @g ns under chain @c: energy (µW·ns) and wake-up wait (ns). */
+static void gap_cost(const Adapt *a, const AdaptChain *c, double g, double xf, double *ret_e, double *ret_stall) {
+        double t = 0, e = 0, stall;
+        unsigned cur = 0;
+
+        for (unsigned k = 0; k < c->n; k++) {
+                double start = t + c->itpt_ms[k] * NS_PER_MS;
+                double enter = a->id.psd[c->state[k]].enlat_us * NS_PER_US;
+
+                if (g <= start)
+                        break;
+                e += power_uw(a, cur) * (start - t);
+                if (g < start + enter) {
+                        stall = start + enter - g + a->id.psd[c->state[k]].exlat_us * NS_PER_US * xf;
+                        e += a->p0_uw * (g - start + stall);
+                        *ret_e = e;
+                        *ret_stall = stall;
+                        return;
+                }
+                e += a->p0_uw * enter;
+                t = start + enter;
+                cur = c->state[k];
+        }
+        stall = cur == 0 ? 0 : a->id.psd[cur].exlat_us * NS_PER_US * xf;
+        e += power_uw(a, cur) * (g - t) + a->p0_uw * stall;
+        *ret_e = e;
+        *ret_stall = stall;
+}
+
+/* A chain over the watcher's gap histogram: energy (µW·ns) and stall (ns), decayed sums. */
+static void chain_score(const Adapt *a, const AdaptChain *c, double xf, double *ret_e, double *ret_stall) {
+        double e = 0, s = 0;
+
+        /* A bucket spans a factor 2^(1/4) and its gaps are only known to about a quarter of
+         * their length: score each at its mean and a quarter below and above it, so a
+         * threshold just inside the spread is not taken for a clean miss. */
+        static const double spread[3] = { 0.75, 1.0, 1.25 }, weight[3] = { 0.25, 0.5, 0.25 };
+        for (unsigned b = 0; b < WATCH_BUCKETS; b++) {
+                double n = a->watch.gap_count[b], ge, gs;
+                if (n <= 1e-6)
+                        continue;
+                double mean = a->watch.gap_sum_ns[b] / n;
+                for (unsigned k = 0; k < 3; k++) {
+                        gap_cost(a, c, mean * spread[k], xf, &ge, &gs);
+                        e += weight[k] * n * ge;
+                        s += weight[k] * n * gs;
+                }
+        }
+        *ret_e = e;
+        *ret_stall = s;
+}
+
+static void chain_from_table(const ApstTable *t, const IdCtrl *id, AdaptChain *ret) {
+        AdaptChain c = {};
+        unsigned s = 0;
+
+        while (t->apste && c.n < ADAPT_MAX_STEPS && s <= id->npss) {
+                uint64_t e = t->entry[s];
+                unsigned to = apst_entry_itps(e);
+                if (apst_entry_itpt(e) == 0 || to <= s)
+                        break;
+                c.state[c.n] = to;
+                c.itpt_ms[c.n++] = apst_entry_itpt(e);
+                s = to;
+        }
+        *ret = c;
+}
+
+static void chain_to_table(const Adapt *a, const AdaptChain *c, ApstTable *ret) {
+        apst_table_from_chain(&a->id, c->state, c->itpt_ms, c->n, ret);
+}
+
+static bool chain_equal(const AdaptChain *x, const AdaptChain *y) {
+        if (x->n != y->n)
+                return false;
+        for (unsigned k = 0; k < x->n; k++)
+                if (x->state[k] != y->state[k] || x->itpt_ms[k] != y->itpt_ms[k])
+                        return false;
+        return true;
+}
+
+void adapt_chain_describe(const AdaptChain *c, char *buf, size_t n) {
+        size_t off = 0;
+
+        if (n == 0)
+                return;
+        buf[0] = 0;
+        if (c->n == 0) {
+                (void) snprintf(buf, n, "no transitions");
+                return;
+        }
+        for (unsigned k = 0; k < c->n && off < n; k++) {
+                int w;
+                if (k == 0)
+                        w = snprintf(buf + off, n - off, "ps0→ps%u after %" PRIu32 " ms", c->state[0], c->itpt_ms[0]);
+                else
+                        w = snprintf(buf + off, n - off, ", ps%u after %" PRIu32 " ms more", c->state[k],
+                                     c->itpt_ms[k]);
+                if (w < 0)
+                        return;
+                off += (size_t) w;
+        }
+}
+
+int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstParams *p, uint64_t now_ns,
+               ApstTable *ret_table) {
+        ApstParams kp = APST_PARAMS_DEFAULT, ap;
+        ApstPlan plan;
+        int r;
+
+        if (!a || !id || !p || !ret_table)
+                return -EINVAL;
+        ap = *p;
+        *a = (Adapt) { .id = *id, .budget_cpct = p->stall_budget_cpct, .exlat_factor = 1.0 };
+        a->p0_uw = id->psd[0].idle_power_uw ? id->psd[0].idle_power_uw : APST_P0_DEFAULT_UW;
+
+        ap.policy = APST_POLICY_ADAPTIVE;
+        r = apst_build(id, plat, &ap, &plan);
+        if (r < 0)
+                return r;
+        a->current_table = plan.outcome == APST_OUTCOME_PROGRAM ? plan.table : (ApstTable) {};
+        a->enabled = plan.table.apste;
+        if (a->enabled) {
+                unsigned quirks = p->force ? 0 : plan.quirks;
+                a->n_chain = apst_chain(id, quirks, p, a->chain);
+                chain_from_table(&plan.table, id, &a->current);
+        }
+
+        /* The reference: the kernel's own table for this drive, with nvme_core's defaults. */
+        kp.policy = APST_POLICY_KERNEL;
+        kp.force = p->force;
+        r = apst_build(id, plat, &kp, &plan);
+        if (r < 0)
+                return r;
+        if (plan.outcome == APST_OUTCOME_PROGRAM)
+                chain_from_table(&plan.table, id, &a->kernel);
+
+        watch_init(&a->watch, now_ns);
+        a->last_program_ns = now_ns;
+        a->last_eval_ns = now_ns;
+        *ret_table = a->current_table;
+        return 0;
+}
+
+typedef struct Search {
+        const Adapt *a;
+        double xf, limit_ns;
+        AdaptChain cur, best;
+        double best_e, best_s;
+        bool found;
+} Search;
+
+static void consider(Search *s) {
+        double e, st;
+
+        chain_score(s->a, &s->cur, s->xf, &e, &st);
+        if (st <= s->limit_ns && (!s->found || e < s->best_e)) {
+                s->best = s->cur;
+                s->best_e = e;
+                s->best_s = st;
+                s->found = true;
+        }
+}
+
+/* Step @k of the candidate: chain state index @j entered when the idle time reaches
+ * grid_ms[@g] (counted from the last completion), after the previous step's entry is
+ * over at @reach_ms. Return: false when the grid point comes too early. */
+static bool set_step(Search *s, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
+        unsigned state = s->a->chain[j];
+
+        if (grid_ms[g] <= reach_ms)
+                return false;
+        s->cur.n = k + 1;
+        s->cur.state[k] = state;
+        s->cur.itpt_ms[k] = (uint32_t) (grid_ms[g] - reach_ms);
+        *ret_reach_ms = grid_ms[g] + ceil(s->a->id.psd[state].enlat_us / 1000.0);
+        return true;
+}
+
+/* Every chain of up to three steps, states in chain order, entry times increasing on the grid. */
+static void search(Search *s) {
+        const unsigned nc = s->a->n_chain, ng = ELEMENTSOF(grid_ms);
+        double r1, r2, r3;
+
+        _Static_assert(ADAPT_MAX_STEPS == 3, "search() enumerates three steps");
+        s->cur.n = 0;
+        consider(s);
+        for (unsigned j1 = 0; j1 < nc; j1++)
+                for (unsigned g1 = 0; g1 < ng; g1++) {
+                        if (!set_step(s, 0, j1, g1, 0, &r1))
+                                continue;
+                        consider(s);
+                        for (unsigned j2 = j1 + 1; j2 < nc; j2++)
+                                for (unsigned g2 = g1 + 1; g2 < ng; g2++) {
+                                        if (!set_step(s, 1, j2, g2, r1, &r2))
+                                                continue;
+                                        consider(s);
+                                        for (unsigned j3 = j2 + 1; j3 < nc; j3++)
+                                                for (unsigned g3 = g2 + 1; g3 < ng; g3++)
+                                                        if (set_step(s, 2, j3, g3, r2, &r3))
+                                                                consider(s);
+                                }
+                }
+}
+
+static void update_exlat_factor(Adapt *a, const WatchReport *r) {
+        double e, stall;
+
+        if (!r->small || r->wake_gap_ns == 0)
+                return;
+        gap_cost(a, &a->current, (double) r->wake_gap_ns, 1.0, &e, &stall);
+        if (stall <= 0)
+                return;
+        /* Decay the evidence like the watcher's statistics, so a firmware update that
+         * fixes the wake-up is believed again in minutes. */
+        double f = exp2(-(double) r->dt_ns / (double) WATCH_HALF_LIFE_NS);
+        a->pred_wake_ms = a->pred_wake_ms * f + stall / NS_PER_MS;
+        a->obs_wake_ms = a->obs_wake_ms * f + r->wake_ms;
+        if (a->pred_wake_ms >= EXLAT_EVIDENCE_MS)
+                a->exlat_factor = MIN(MAX(a->obs_wake_ms / a->pred_wake_ms, 1.0), EXLAT_FACTOR_MAX);
+}
+
+static void format_gap(uint64_t ns, char *buf, size_t n) {
+        if (ns >= UINT64_C(10000000000))
+                (void) snprintf(buf, n, "%.0f s", (double) ns * 1e-9);
+        else if (ns >= UINT64_C(1000000000))
+                (void) snprintf(buf, n, "%.1f s", (double) ns * 1e-9);
+        else
+                (void) snprintf(buf, n, "%.0f ms", (double) ns / NS_PER_MS);
+}
+
+int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_table, AdaptDecision *ret_why) {
+        WatchReport r;
+        Search s;
+        double cur_e, cur_s, k_e, k_s, elapsed;
+        bool overrun;
+
+        watch_feed(&a->watch, now_ns, st, &r);
+        if (!a->enabled)
+                return 0;
+        update_exlat_factor(a, &r);
+
+        if (now_ns - a->last_eval_ns < ADAPT_DECIDE_NS || watch_gap_total(&a->watch) < ADAPT_WARMUP_GAPS)
+                return 0;
+        a->last_eval_ns = now_ns;
+
+        elapsed = a->watch.elapsed_ns;
+        chain_score(a, &a->kernel, a->exlat_factor, &k_e, &k_s);
+        chain_score(a, &a->current, a->exlat_factor, &cur_e, &cur_s);
+        s = (Search) { .a = a, .xf = a->exlat_factor };
+        double budget_ns = elapsed * a->budget_cpct / 10000.0;
+        s.limit_ns = MIN(budget_ns, k_s);
+        /* Also a drive that stalls more than its advertised latencies explain: the observed
+         * wake cost counts against the table in force. */
+        /* Slack of a tenth of the budget, so gaps that hover around a threshold do not
+         * make the limit flip the table back and forth. */
+        overrun = cur_s > s.limit_ns * 1.1 + budget_ns / 20 ||
+                  watch_stall_fraction(&a->watch) > 1.5 * a->budget_cpct / 10000.0 + 1e-6;
+        /* A band: a new table must fit in 80% of the budget (and the kernel's cost), the one
+         * in force is kept up to 110% of its limit plus 5% of the budget, so the noise
+         * of the estimates does not flip tables. */
+        s.limit_ns = MIN(0.8 * budget_ns, k_s);
+        search(&s);
+        if (!s.found || chain_equal(&s.best, &a->current))
+                return 0;
+        if (overrun) {
+                if (now_ns - a->last_program_ns < ADAPT_FIX_NS || s.best_s >= cur_s)
+                        return 0;
+        } else if ((a->programs > 0 && now_ns - a->last_program_ns < ADAPT_RATE_LIMIT_NS) ||
+                   s.best_e > (1.0 - ADAPT_MIN_GAIN) * cur_e)
+                /* The first change after the start table needs no wait: the start table is the
+                 * cautious guess, the first estimate is already better informed. */
+                return 0;
+
+        AdaptDecision d = {
+                .t_ns = now_ns,
+                .chain = s.best,
+                .io_rate = watch_io_rate(&a->watch),
+                .median_gap_ns = watch_gap_quantile(&a->watch, 0.5),
+                .observed_stall = watch_stall_fraction(&a->watch),
+                .expected_stall = elapsed > 0 ? s.best_s / elapsed : 0,
+                .kernel_stall = elapsed > 0 ? k_s / elapsed : 0,
+                .limit_stall = elapsed > 0 ? s.limit_ns / elapsed : 0,
+                .energy_vs_kernel = k_e > 0 ? s.best_e / k_e : 1,
+                .exlat_factor = a->exlat_factor,
+        };
+        chain_to_table(a, &s.best, &d.table);
+
+        char gap[32], chain[160], lie[64] = "";
+        format_gap(d.median_gap_ns, gap, sizeof gap);
+        adapt_chain_describe(&s.best, chain, sizeof chain);
+        if (a->exlat_factor > 1.2)
+                (void) snprintf(lie, sizeof lie, "; the drive wakes %.1fx slower than it says", a->exlat_factor);
+        if (snprintf(d.reason, sizeof d.reason,
+                        "I/O every ~%s (%.1f/s)%s: the kernel's table would stall %.2f%% of the time, the table "
+                        "in force %.2f%%, budget %.2f%%; %s: expected stall %.2f%%, idle energy %.0f%% of the kernel's",
+                        gap, d.io_rate, lie, 100 * d.kernel_stall, elapsed > 0 ? 100 * cur_s / elapsed : 0,
+                     a->budget_cpct / 100.0, chain, 100 * d.expected_stall, 100 * d.energy_vs_kernel) < 0)
+                d.reason[0] = 0;
+
+        a->current = s.best;
+        a->current_table = d.table;
+        a->last_program_ns = now_ns;
+        a->programs++;
+        a->last = d;
+        *ret_table = d.table;
+        if (ret_why)
+                *ret_why = d;
+        return 1;
+}
+
+static int sim_start(void *userdata, ApstTable *ret_table) {
+        const Adapt *a = userdata;
+
+        *ret_table = a->current_table;
+        return 0;
+}
+
+static int sim_sample(void *userdata, uint64_t now_ns, const SimBlockStat *st, ApstTable *ret_table) {
+        Adapt *a = userdata;
+        WatchStat w;
+
+        if (now_ns < adapt_next(a))
+                return 0;
+        w = (WatchStat) {
+                .ios = st->read_ios + st->write_ios + st->discard_ios + st->flush_ios,
+                .ticks_ms = st->read_ticks + st->write_ticks + st->discard_ticks + st->flush_ticks,
+                .in_flight = st->in_flight,
+                .io_ticks_ms = st->io_ticks,
+        };
+        return adapt_feed(a, now_ns, &w, ret_table, NULL);
+}
+
+static void sim_reason(void *userdata, char *buf, size_t n) {
+        const Adapt *a = userdata;
+
+        if (n > 0 && snprintf(buf, n, "%s", a->last.reason) < 0)
+                buf[0] = 0;
+}
+
+void adapt_sim_policy(SimPolicy *ret, Adapt *a) {
+        *ret = (SimPolicy) {
+                .name = "adaptive",
+                .sample_period_ns = WATCH_FAST_NS,
+                .start = sim_start,
+                .sample = sim_sample,
+                .reason = sim_reason,
+                .userdata = a,
+        };
+}

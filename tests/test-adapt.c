@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The watcher on synthetic /sys/block/X/stat sequences on a virtual clock, and the
+ * adaptive policy through the simulator's seam on traces built here.
+ */
+#undef NDEBUG
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapt.h"
+#include "sim.h"
+#include "watch.h"
+
+static unsigned n_checks, n_failed;
+static const char *current = "";
+
+#define CHECK(cond)                                                                    \
+        do {                                                                           \
+                n_checks++;                                                            \
+                if (!(cond)) {                                                         \
+                        n_failed++;                                                    \
+                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,     \
+                                __LINE__, current, #cond);                             \
+                }                                                                      \
+        } while (0)
+
+#define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
+
+static void test_parse(void) {
+        WatchStat st;
+
+        current = "parse";
+        /* 17 fields: reads 10 (ticks 7), writes 20 (ticks 30), in flight 2, io_ticks 99,
+         * discards 3 (ticks 4), flushes 5 (ticks 6) */
+        CHECK(watch_stat_parse("      10        0       80        7       20        0      160       30        2"
+                               "       99      120        3        0       24        4        5        6\n", &st) == 0);
+        CHECK(st.ios == 38 && st.ticks_ms == 47 && st.in_flight == 2 && st.io_ticks_ms == 99);
+        CHECK(watch_stat_parse("1 0 8 1 2 0 16 3 0 4 4\n", &st) == 0);    /* 11 fields, before 4.18 */
+        CHECK(st.ios == 3 && st.ticks_ms == 4);
+        CHECK(watch_stat_parse("1 0 8 1 2 0 16 3 0 4\n", &st) == -EINVAL);
+        CHECK(watch_stat_parse("1 0 8 1 2 0 16 3 0 4 x\n", &st) == -EINVAL);
+        CHECK(watch_stat_parse("", &st) == -EINVAL);
+}
+
+/* A disk that completes one I/O every @period_ms (at k * period), each paying @wake_ms of ticks,
+ * until @until_ms; read at the watcher's own times until @end_ms. */
+typedef struct Synth {
+        double period_ms, wake_ms, until_ms;
+} Synth;
+
+static WatchStat synth_at(const Synth *s, uint64_t t_ns) {
+        double t = (double) t_ns / 1e6;
+        double last = t < s->until_ms ? t : s->until_ms;
+        uint64_t n = (uint64_t) floor(last / s->period_ms) + 1;
+        return (WatchStat) { .ios = n, .ticks_ms = (uint64_t) floor((double) n * s->wake_ms) };
+}
+
+static unsigned run_synth(Watch *w, const Synth *s, uint64_t end_ns, uint64_t *ret_last_dt) {
+        unsigned readings = 0;
+        uint64_t prev = 0;
+
+        watch_init(w, 0);
+        while (watch_next(w) <= end_ns) {
+                uint64_t t = watch_next(w);
+                WatchStat st = synth_at(s, t);
+                WatchReport r;
+                watch_feed(w, t, &st, &r);
+                CHECK(r.next_ns > t);
+                if (ret_last_dt)
+                        *ret_last_dt = t - prev;
+                prev = t;
+                readings++;
+        }
+        return readings;
+}
+
+static void test_watch_activity(void) {
+        Watch w;
+        Synth s = { .period_ms = 300, .wake_ms = 10, .until_ms = 20000 };
+        uint64_t last_dt = 0;
+
+        current = "watch/periodic";
+        run_synth(&w, &s, MS(20000), NULL);
+        /* One I/O every 300 ms: the median gap is 300 ms to the sampling's precision. */
+        uint64_t med = watch_gap_quantile(&w, 0.5);
+        CHECK(med >= MS(250) && med <= MS(350));
+        CHECK(fabs(watch_io_rate(&w) - 1000.0 / 300) < 0.4);
+        /* Each I/O after a gap carries 10 ms of ticks beyond the (unknown, 0) baseline:
+         * 10 / 300 = 3.3% of the time spent waking. */
+        CHECK(fabs(watch_stall_fraction(&w) - 10.0 / 300) < 0.005);
+        /* While I/O happens it reads every 50 ms or so (never slower than a quarter of 300 ms). */
+        CHECK(w.readings >= 20000 / 80);
+
+        current = "watch/back-off";
+        /* The same, then 10 minutes of silence: the readings back off to 5 s. */
+        unsigned n = run_synth(&w, &s, MS(620000), &last_dt);
+        CHECK(last_dt == WATCH_SLOW_NS);
+        /* From 20 s on: 1/4 of the idle time, so 5 s after 20 s of idleness; 600 s idle in
+         * about 600 / 5 + a few dozen back-off steps. */
+        Watch w2;
+        Synth quiet = { .period_ms = 1e12, .wake_ms = 0, .until_ms = 0 };
+        unsigned n2 = run_synth(&w2, &quiet, MS(600000), NULL);
+        /* An idle disk from the start: at most 0.2 readings a second, plus the ramp. */
+        CHECK(n2 <= 600 / 5 + 40);
+        CHECK(watch_gap_total(&w2) == 0 && watch_stall_fraction(&w2) == 0);
+        CHECK(n > n2);
+
+        current = "watch/counters-reset";
+        /* Counters that go backwards (a new disk behind the name) restart without a bogus gap. */
+        Watch w3;
+        WatchStat a = { .ios = 100, .ticks_ms = 100 }, b = { .ios = 1, .ticks_ms = 0 };
+        WatchReport r;
+        watch_init(&w3, 0);
+        watch_feed(&w3, 0, &a, &r);
+        watch_feed(&w3, MS(50), &b, &r);
+        CHECK(r.ios == 0 && r.gap_ns == 0 && r.dt_ns == 0);
+}
+
+/* Samsung 970 EVO Plus-like: ps3 70 mW (enlat 210, exlat 1200 µs), ps4 5 mW (2000, 8000 µs). */
+static IdCtrl drive(void) {
+        IdCtrl id = { .vid = 0x144d, .npss = 4, .apst_supported = true };
+        strcpy(id.model, "test drive");
+        id.psd[0] = (IdPsd) { .max_power_uw = 7500000 };
+        id.psd[1] = (IdPsd) { .max_power_uw = 5900000 };
+        id.psd[2] = (IdPsd) { .max_power_uw = 3600000 };
+        id.psd[3] = (IdPsd) { .max_power_uw = 70000, .non_operational = true, .enlat_us = 210, .exlat_us = 1200 };
+        id.psd[4] = (IdPsd) { .max_power_uw = 5000, .non_operational = true, .enlat_us = 2000, .exlat_us = 8000 };
+        return id;
+}
+
+typedef struct Outcome {
+        SimResult adaptive, kernel;
+        Adapt a;
+} Outcome;
+
+static void run(const TraceIo *io, size_t n, bool closed, double exlat_scale, Outcome *o) {
+        IdCtrl id = drive();
+        ApstParams p = APST_PARAMS_DEFAULT, kp = APST_PARAMS_DEFAULT;
+        SimDrive d;
+        SimPolicy pol;
+        ApstTable start;
+        ApstPlan kplan;
+        SimParams sp = SIM_PARAMS_DEFAULT;
+
+        sp.closed_loop = closed;
+        p.policy = APST_POLICY_ADAPTIVE;
+        assert(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
+        assert(sim_drive_scale_exlat(&d, exlat_scale) == 0);
+        assert(adapt_init(&o->a, &id, NULL, &p, 0, &start) == 0);
+        adapt_sim_policy(&pol, &o->a);
+        assert(sim_run(&d, io, n, &sp, &pol, &o->adaptive) == 0);
+
+        kp.policy = APST_POLICY_KERNEL;
+        assert(apst_build(&id, NULL, &kp, &kplan) == 0);
+        sim_policy_static(&pol, "kernel", &kplan.table);
+        assert(sim_run(&d, io, n, &sp, &pol, &o->kernel) == 0);
+}
+
+static void done(Outcome *o) {
+        sim_result_done(&o->adaptive);
+        sim_result_done(&o->kernel);
+}
+
+/* Writes every 250..350 ms (a fixed pseudo-random sequence) for @secs seconds. */
+static size_t seed_trace(TraceIo *io, size_t max, double secs) {
+        size_t n = 0;
+        uint64_t t = 0, x = 12345;
+
+        while (n < max && (double) t < secs * 1e9) {
+                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_WRITE };
+                x = x * 6364136223846793005u + 1442695040888963407u;
+                t += MS(250 + (double) ((x >> 33) % 100));
+        }
+        return n;
+}
+
+static void test_seed(void) {
+        static TraceIo io[4096];
+        size_t n = seed_trace(io, 4096, 120);
+        Outcome o;
+
+        for (int lie = 0; lie <= 1; lie++) {
+                current = lie ? "adapt/seed-lying-drive" : "adapt/seed";
+                run(io, n, true, lie ? 3.0 : 1.0, &o);
+                double dur = (double) o.adaptive.duration_ns;
+                /* The kernel's table (ps4 after 100 ms) wakes from ps4 on every write. */
+                CHECK(o.kernel.wakeups[4] >= n - 2);
+                /* Adaptive keeps the job's added time within the budget (default 1%; the lying
+                 * drive is caught after a few wake-ups) and well under the kernel's. */
+                CHECK((double) o.adaptive.added_wall_ns <= APST_STALL_BUDGET_DEFAULT_CPCT / 10000.0 * dur);
+                CHECK(o.adaptive.stall_ns * 2 <= o.kernel.stall_ns);
+                /* ... the honest drive while still sleeping between the writes: less energy than
+                 * staying in PS0 (0.3 W). On the lying one ps3's real 3.6 ms exit every ~300 ms is
+                 * over the budget: it stays awake. */
+                if (!lie)
+                        CHECK(o.adaptive.energy_j < 0.3 * dur * 1e-9 * 0.9);
+                /* It did learn: at least one table after the start one, and few of them. */
+                CHECK(o.adaptive.n_reprograms >= 2 && o.adaptive.n_reprograms <= 8);
+                if (lie) {
+                        /* The ticks gave the lie away: wake-ups cost ~3x the advertised exit. */
+                        CHECK(o.a.exlat_factor > 2.0 && o.a.exlat_factor < 4.0);
+                } else
+                        CHECK(o.a.exlat_factor < 1.3);
+                CHECK(o.a.last.reason[0] != 0 && strstr(o.a.last.reason, "ps0→ps") != NULL);
+                /* The simulator keeps each table's reason, as the daemon would log it. */
+                CHECK(o.adaptive.reprograms[0].reason[0] == 0);
+                CHECK(strcmp(o.adaptive.reprograms[o.adaptive.n_reprograms - 1].reason, o.a.last.reason) == 0);
+                CHECK(strstr(o.a.last.reason, "budget 1.00%") != NULL);
+                if (lie)
+                        CHECK(strstr(o.a.last.reason, "slower than it says") != NULL);
+                done(&o);
+        }
+}
+
+static void test_stationary(void) {
+        static TraceIo io[8192];
+        size_t n = 0;
+        uint64_t t = 0, x = 7;
+        Outcome o;
+
+        current = "adapt/stationary-poisson";
+        /* Poisson arrivals, mean gap 200 ms, for 600 s. */
+        while (n < 8192 && t < MS(600000)) {
+                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_READ };
+                x = x * 6364136223846793005u + 1442695040888963407u;
+                double u = ((double) (x >> 11) + 0.5) / 9007199254740992.0;
+                t += (uint64_t) (-200e6 * log(u));
+        }
+        run(io, n, false, 1.0, &o);
+        /* Converges: a handful of tables, the last one within the first 2 minutes. */
+        CHECK(o.adaptive.n_reprograms <= 6);
+        CHECK(o.adaptive.reprograms[o.adaptive.n_reprograms - 1].t_ns <= MS(120000));
+        /* No more wake delay than the kernel, and less energy. */
+        CHECK(o.adaptive.stall_ns <= o.kernel.stall_ns);
+        CHECK(o.adaptive.energy_j < o.kernel.energy_j);
+        done(&o);
+}
+
+static void test_no_oscillation(void) {
+        static TraceIo io[8192];
+        size_t n = 0;
+        uint64_t t = 0;
+        Outcome o;
+
+        current = "adapt/alternating";
+        /* Gaps alternate between 95 and 105 ms every 10 s, for 600 s: around any threshold
+         * near 100 ms, the hysteresis and the rate limit must not chase each switch. */
+        while (n < 8192 && t < MS(600000)) {
+                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_WRITE };
+                t += ((t / MS(10000)) % 2) ? MS(105) : MS(95);
+        }
+        run(io, n, false, 1.0, &o);
+        /* It does not settle on one table yet (an energy change every 20 s at most, each
+         * sometimes undone by a stall fix 5 s later), but it never chases the 10 s switches:
+         * at most one table per 30 s on average, never two within ADAPT_FIX_NS. */
+        CHECK(o.adaptive.n_reprograms <= 20);
+        for (size_t i = 1; i < o.adaptive.n_reprograms; i++)
+                CHECK(o.adaptive.reprograms[i].t_ns - o.adaptive.reprograms[i - 1].t_ns >= ADAPT_FIX_NS);
+        CHECK(o.adaptive.stall_ns <= o.kernel.stall_ns);
+        done(&o);
+}
+
+int main(void) {
+        test_parse();
+        test_watch_activity();
+        test_seed();
+        test_stationary();
+        test_no_oscillation();
+
+        printf("%u checks, %u failed\n", n_checks, n_failed);
+        return n_failed ? 1 : 0;
+}
