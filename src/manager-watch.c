@@ -2,9 +2,9 @@
 /*
  * The daemon's I/O watcher glue (see manager.h): one sd-event timer per
  * watched controller on CLOCK_MONOTONIC, re-armed at the time the watcher
- * (watch.h) or the adaptive policy (adapt.h) wants its next reading, with an
- * accuracy of a fifth of the wait so that the timers of several controllers,
- * and of other programs, coalesce into one wake-up. A reading is the block
+ * (watch.h) or the adaptive policy (adapt.h) wants its next reading, with
+ * accuracy slack (watch_arm()) so that the timers of several controllers, and
+ * of other programs, coalesce into one wake-up. A reading is the block
  * counters of the controller's namespaces (sysfs_ctrl_block_stat(): a sysfs
  * read, never a command to the drive). The watcher samples every 50 ms while
  * I/O happens and backs off to 5 s when idle, so an idle daemon wakes at most
@@ -35,7 +35,7 @@
 
 #define NS_PER_USEC UINT64_C(1000)
 #define WATCH_ACCURACY_MIN_USEC UINT64_C(1000)
-#define WATCH_ACCURACY_MAX_USEC UINT64_C(1000000)
+#define WATCH_ACCURACY_LONG_USEC UINT64_C(1000000)
 
 struct ManagerWatch {
         ManagerCtrl *ctrl;
@@ -69,12 +69,18 @@ ManagerWatch *manager_watch_free(ManagerWatch *w) {
         return NULL;
 }
 
+/* While I/O happens the readings keep close to the watcher's times (a fifth of the wait as
+ * slack); once it waits a second or more, half the wait: the timers of all controllers (and
+ * of other programs, on sd-event's shared grid) then fall into one wake-up, and an idle
+ * reading due every 5 s comes every 5 to 7.5 s. */
 static void watch_arm(ManagerWatch *w, uint64_t now, uint64_t due) {
-        uint64_t acc;
+        uint64_t acc, wait;
 
         if (due <= now)
                 due = now + WATCH_ACCURACY_MIN_USEC;
-        acc = MIN(MAX((due - now) / 5, WATCH_ACCURACY_MIN_USEC), WATCH_ACCURACY_MAX_USEC);
+        wait = due - now;
+        acc = wait >= WATCH_ACCURACY_LONG_USEC ? MIN(wait / 2, WATCH_SLOW_NS / NS_PER_USEC / 2)
+                                              : MAX(wait / 5, WATCH_ACCURACY_MIN_USEC);
         (void) sd_event_source_set_time(w->timer, due);
         (void) sd_event_source_set_time_accuracy(w->timer, acc);
         (void) sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);

@@ -219,7 +219,7 @@ int sysfs_ctrl_block_stat(const char *sysroot, const char *name, WatchStat *ret)
 }
 
 int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret) {
-        WatchStat st;
+        WatchStat st = {};
         int r;
 
         r = sysfs_ctrl_block_stat(sysroot, name, &st);

@@ -389,7 +389,7 @@ elif scenario == "adaptive":
                     last = t
                 time.sleep(0.05)
         check(len(changes) >= 1, f"the I/O changed the programmed table (changes at {[round(c[0], 2) for c in changes]} s)")
-        check(changes and changes[0][0] <= 8.0, "the first change comes within 8 s of the I/O (warm-up + one decision)")
+        check(changes and changes[0][0] <= 10.0, "the first change comes within 10 s of the I/O (warm-up + one decision)")
         gaps = [b[0] - a[0] for a, b in zip(changes, changes[1:])]
         check(all(g >= 1.9 for g in gaps), f"changes at least ADAPT_FIX_NS (2 s) apart: {gaps}")
         check(count_cmds("nvme0", SET) - sets0 == len(changes), "one Set Features per change, nothing else")
@@ -438,6 +438,8 @@ elif scenario == "adaptive":
 elif scenario == "adaptive-idle":
     # An idle daemon with policy = adaptive (and pin = busy on the same watcher) wakes at most
     # 0.2 times a second: count its context switches over 15 s without I/O.
+    if WRAPPER:
+        skip("the wrapper (valgrind) would be the process measured, not the daemon")
     write_config("[apst]\npolicy = adaptive\n[cpu]\npin = busy\ngovernor = performance\n", CONF)
     d = Daemon(CONF)
     try:
@@ -452,8 +454,6 @@ elif scenario == "adaptive-idle":
                         if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
                             n += int(line.split()[1])
             return n
-        if WRAPPER:
-            skip("the wrapper (valgrind) is the process measured, not the daemon")
         a, t = ctxsw(), time.monotonic()
         time.sleep(15)
         rate = (ctxsw() - a) / (time.monotonic() - t)
