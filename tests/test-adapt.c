@@ -254,10 +254,9 @@ static void test_no_oscillation(void) {
                 t += ((t / MS(10000)) % 2) ? MS(105) : MS(95);
         }
         run(io, n, false, 1.0, &o);
-        /* It does not settle on one table yet (an energy change every 20 s at most, each
-         * sometimes undone by a stall fix 5 s later), but it never chases the 10 s switches:
-         * at most one table per 30 s on average, never two within ADAPT_FIX_NS. */
-        CHECK(o.adaptive.n_reprograms <= 20);
+        /* It settles: the start table and at most two learned ones in 600 s (60 switches of
+         * the workload), never two within ADAPT_FIX_NS. */
+        CHECK(o.adaptive.n_reprograms <= 3);
         for (size_t i = 1; i < o.adaptive.n_reprograms; i++)
                 CHECK(o.adaptive.reprograms[i].t_ns - o.adaptive.reprograms[i - 1].t_ns >= ADAPT_FIX_NS);
         CHECK(o.adaptive.stall_ns <= o.kernel.stall_ns);
