@@ -72,15 +72,19 @@ ManagerWatch *manager_watch_free(ManagerWatch *w) {
 /* While I/O happens the readings keep close to the watcher's times (a fifth of the wait as
  * slack); once it waits a second or more, half the wait: the timers of all controllers (and
  * of other programs, on sd-event's shared grid) then fall into one wake-up, and an idle
- * reading due every 5 s comes every 5 to 7.5 s. */
+ * reading due every 5 s comes every 5 to 7.5 s. With pin = busy the first I/O after an idle
+ * spell is what pins the CPUs: at most a second of slack, an idle reading every 5 to 6 s. */
 static void watch_arm(ManagerWatch *w, uint64_t now, uint64_t due) {
+        bool prompt = w->ctrl->manager->config.cpu.pin == CPU_PIN_BUSY;
         uint64_t acc, wait;
 
         if (due <= now)
                 due = now + WATCH_ACCURACY_MIN_USEC;
         wait = due - now;
-        acc = wait >= WATCH_ACCURACY_LONG_USEC ? MIN(wait / 2, WATCH_SLOW_NS / NS_PER_USEC / 2)
-                                              : MAX(wait / 5, WATCH_ACCURACY_MIN_USEC);
+        if (wait >= WATCH_ACCURACY_LONG_USEC)
+                acc = prompt ? MIN(wait / 5, WATCH_ACCURACY_LONG_USEC) : MIN(wait / 2, WATCH_SLOW_NS / NS_PER_USEC / 2);
+        else
+                acc = MAX(wait / 5, WATCH_ACCURACY_MIN_USEC);
         (void) sd_event_source_set_time(w->timer, due);
         (void) sd_event_source_set_time_accuracy(w->timer, acc);
         (void) sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);
