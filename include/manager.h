@@ -105,6 +105,8 @@ void manager_stop(Manager *m);
 
 /* The STATUS= text: "nvme0: budget, ps3@100ms→ps4@2000ms; nvme1: failed". */
 void manager_status_text(const Manager *m, char *buf, size_t n);
+/* sd_notify() STATUS= from manager_status_text(), after @prefix ("READY=1\n", or NULL). */
+void manager_notify_status(Manager *m, const char *prefix);
 
 /* Run the engine on one controller (controller_sync(), or controller_program() when @table is
  * given) and act on the outcome: count it, retry, remember success. */

@@ -173,6 +173,7 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         if (program) {
                 log_decision(c, &why);
                 (void) manager_ctrl_program(c, &table, "adaptive");
+                manager_notify_status(m, NULL);
         } else if (verify)
                 (void) manager_ctrl_sync(c, "verify");
         return 0;

@@ -65,7 +65,7 @@ void manager_status_text(const Manager *m, char *buf, size_t n) {
                 (void) snprintf(buf, n, "no NVMe controllers");
 }
 
-static void manager_notify_status(Manager *m, const char *prefix) {
+void manager_notify_status(Manager *m, const char *prefix) {
         char status[4096];
 
         manager_status_text(m, status, sizeof status);

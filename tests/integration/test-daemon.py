@@ -404,6 +404,7 @@ elif scenario == "adaptive":
         check(wake is not None and int(wake.group(1)) <= 100000, "never beyond max_latency_us")
         learned = read_table("nvme0")
         check(learned != want0, "the learned table differs from the initial one")
+        check(d.wait_notify(r"^STATUS=nvme0: adaptive, ps", 1) is not None, "STATUS= updated after the change")
 
         # the kernel resets the controller and writes its own table: ours comes back, the learned one
         kernel_tbl = os.path.join(d.dir, "kernel.table")
