@@ -310,11 +310,11 @@ int controller_program(Controller *c, const ControllerContext *ctx, const ApstTa
                 return outcome_fail(ret, CONTROLLER_STEP_PLAN, -EINVAL, 0);
         if (apst_table_check(table, &c->id) < 0)
                 return outcome_fail(ret, CONTROLLER_STEP_PLAN,
-                                    log_error_errno(-EINVAL, "%s: refusing an invalid %s table.", c->name, reason), 0);
+                                    log_error_errno(-EINVAL, "%s: refusing an invalid table (%s).", c->name, reason), 0);
         worst = apst_worst_wake_us(table, &c->id);
         if (worst > c->plan.params.max_latency_us)
                 return outcome_fail(ret, CONTROLLER_STEP_PLAN,
-                                    log_error_errno(-ERANGE, "%s: refusing a %s table whose worst wake (%u us) "
+                                    log_error_errno(-ERANGE, "%s: refusing a table (%s) whose worst wake (%u us) "
                                                              "exceeds max_latency_us = %u.",
                                                     c->name, reason, worst, c->plan.params.max_latency_us),
                                     0);
