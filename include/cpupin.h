@@ -106,6 +106,10 @@ int cpupin_busy_hook(CpuPin *p, bool busy, uint64_t now_usec, uint64_t *ret_dead
 /* Whether any policy is pinned now. */
 bool cpupin_is_pinned(const CpuPin *p);
 
+/* The policies pinned now, as first found (cpu: the policy's lowest CPU, cpus: its CPUs);
+ * valid until the next call that changes the pins. Return: how many. */
+size_t cpupin_pinned(const CpuPin *p, const CpufreqSettings **ret);
+
 /**
  * cpupin_describe() - what the CPU policy would become (`nvme-apstd plan`)
  *

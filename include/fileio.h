@@ -33,7 +33,7 @@ int read_full_file(const char *path, uint64_t max, ReadFullFlags flags, char **r
 /**
  * write_file_atomic() - replace @path with @len bytes of @data
  *
- * Writes "DIR/.NAME.tmp" (mode @mode, never following a link), loops over
+ * Writes "DIR/.NAME.tmp" (mode @mode exactly, umask or not; never following a link), loops over
  * short writes, fsyncs it, renames it over @path and fsyncs the directory, so
  * that after a crash @path holds either the old or the new contents, never a
  * mix; a stale temporary file left by a crash is overwritten. On failure the

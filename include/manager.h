@@ -46,6 +46,7 @@ typedef struct ManagerOptions {
 
 typedef struct Manager Manager;
 typedef struct ManagerWatch ManagerWatch;   /* one controller's I/O watcher (src/manager-watch.c) */
+typedef struct ManagerMetrics ManagerMetrics;
 
 /* What the daemon has done to one controller since it first saw it: what status, the D-Bus API and
  * the metrics show. Updated by manager_ctrl_sync() only. */
@@ -95,6 +96,9 @@ struct Manager {
 
         CpuPin *cpupin;
         CpuSet irq_cpus;           /* CPUs servicing the controllers' interrupts (cpus = nvme-irq) */
+        ManagerMetrics *metrics;   /* src/manager-metrics.c; NULL until the first update */
+        uint64_t config_reloads;   /* SIGHUPs that took effect */
+        uint64_t config_reload_failures;  /* SIGHUPs whose file was rejected */
 };
 
 int manager_new(const ManagerOptions *o, Manager **ret);
@@ -124,3 +128,7 @@ ManagerWatch *manager_watch_free(ManagerWatch *w);
 /* CPU frequency pinning glue (src/manager-cpu.c). */
 void manager_cpu_apply(Manager *m, const char *reason);
 void manager_cpu_controllers_changed(Manager *m, const char *reason);
+
+/* The [metrics] file (src/manager-metrics.c): rewritten after an event when its text changed. */
+void manager_metrics_update(Manager *m);
+void manager_metrics_free(Manager *m);

@@ -107,6 +107,11 @@ bool cpupin_is_pinned(const CpuPin *p) {
         return p->n_saved > 0;
 }
 
+size_t cpupin_pinned(const CpuPin *p, const CpufreqSettings **ret) {
+        *ret = p->saved;
+        return p->n_saved;
+}
+
 /* --- the record file ------------------------------------------------------------------------ */
 
 /* Replace the record with @v (remove it when @n is 0), atomically (record_store()). */

@@ -113,7 +113,10 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
         if (fd < 0)
                 return negative_errno();
-        r = write_all(fd, data, len);
+        /* exactly @mode, whatever the umask (the unit's UMask=0077 would hide a 0644 file) */
+        r = fchmod(fd, mode) < 0 ? negative_errno() : 0;
+        if (r >= 0)
+                r = write_all(fd, data, len);
         if (r >= 0 && fsync(fd) < 0)
                 r = negative_errno();
         if (close(TAKE_FD(fd)) < 0 && r >= 0)

@@ -160,8 +160,12 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 else
                         watch_feed(&w->watch, now * NS_PER_USEC, &st, NULL);
         }
-        if (m->cpupin && m->config.cpu.pin == CPU_PIN_BUSY)
+        if (m->cpupin && m->config.cpu.pin == CPU_PIN_BUSY) {
+                bool was = cpupin_is_pinned(m->cpupin);
                 (void) cpupin_busy_hook(m->cpupin, busy, now, &deadline);
+                if (cpupin_is_pinned(m->cpupin) != was)
+                        manager_metrics_update(m);   /* pinned or released */
+        }
 
         due = watch_next(watcher(w)) / NS_PER_USEC;
         if (deadline != UINT64_MAX)
@@ -174,8 +178,10 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 log_decision(c, &why);
                 (void) manager_ctrl_program(c, &table, "adaptive");
                 manager_notify_status(m, NULL);
-        } else if (verify)
+        } else if (verify) {
                 (void) manager_ctrl_sync(c, "verify");
+                manager_metrics_update(m);   /* a verification may have found an overwrite */
+        }
         return 0;
 }
 

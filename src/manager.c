@@ -70,6 +70,7 @@ void manager_notify_status(Manager *m, const char *prefix) {
 
         manager_status_text(m, status, sizeof status);
         (void) sd_notifyf(false, "%sSTATUS=%s", strempty(prefix), status);
+        manager_metrics_update(m);
 }
 
 /* ---- one controller ---- */
@@ -299,6 +300,7 @@ static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 c->io_known = true;
         }
         (void) sd_event_source_set_time_relative(s, m->verify_interval_usec);
+        manager_metrics_update(m);  /* a verification may have found an overwrite */
         return 0;
 }
 
@@ -342,11 +344,13 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         if (r < 0) {
                 log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
                           "Configuration not reloaded, keeping the running one: %s", err ? err : strerror(-r));
+                m->config_reload_failures++;
                 manager_notify_status(m, "READY=1\n");
                 return 0;
         }
         config_done(&m->config);
         m->config = staging;
+        m->config_reloads++;
 
         changed = manager_replan_all(m);
         manager_cpu_apply(m, "reload");
@@ -398,6 +402,7 @@ Manager *manager_free(Manager *m) {
                 manager_ctrl_free(m->ctrls[i]);
         free(m->ctrls);
         cpupin_free(m->cpupin);
+        manager_metrics_free(m);
         sd_event_source_disable_unref(m->verify_timer);
         sd_event_source_disable_unref(m->sighup);
         sd_bus_slot_unref(m->sleep_slot);

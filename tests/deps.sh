@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Install what nvme-apstd needs to build and test on Debian 12 (as root).
-# Usage: tests/deps.sh [build|test|e2e]...   (default: build test)
+# Usage: tests/deps.sh [build|test|e2e|package]...   (default: build test)
 set -euo pipefail
 
 build=(gcc pkg-config meson ninja-build libnvme-dev libjson-c-dev libssl-dev libsystemd-dev
@@ -14,6 +14,8 @@ test=(umockdev libumockdev-dev gir1.2-umockdev-1.0 nvme-cli valgrind clang clang
       libclang-rt-14-dev python3 python3-gi dbus util-linux procps prometheus)
 # the QEMU system test (suite e2e)
 e2e=(qemu-system-x86 busybox-static cpio kmod mmdebstrap e2fsprogs xz-utils zstd)
+# the Debian package (debian/, suite 'package'; the QEMU test installs it)
+package=(debhelper dpkg-dev lintian)
 
 want=()
 [ $# -eq 0 ] && set -- build test
@@ -21,8 +23,9 @@ for what in "$@"; do
         case $what in
         build) want+=("${build[@]}") ;;
         test) want+=("${build[@]}" "${test[@]}") ;;
-        e2e) want+=("${e2e[@]}") ;;
-        *) echo "usage: $0 [build|test|e2e]..." >&2; exit 2 ;;
+        e2e) want+=("${e2e[@]}" "${package[@]}") ;;
+        package) want+=("${build[@]}" "${package[@]}") ;;
+        *) echo "usage: $0 [build|test|e2e|package]..." >&2; exit 2 ;;
         esac
 done
 

@@ -108,12 +108,22 @@ i=0
 while [ ! -c /dev/nvme0 ] && [ $i -lt 60 ]; do sleep 0.5; i=$((i + 1)); done
 check "the real nvme driver bound the QEMU controller (/dev/nvme0, $(sed 's/ *$//' /sys/class/nvme/nvme0/model 2>/dev/null))" \
 	test -c /dev/nvme0
+# The Debian package, when the host built one (tests/package/build-debs.sh):
+# installed here with apt-get instead of meson install; upgraded, removed and
+# purged after the other checks (guest-package.sh).
+PKG=0
+if [ -r /usr/local/libexec/nvme-apstd-e2e/package.sh ]; then
+	PKG=1
+	# shellcheck disable=SC1091
+	. /usr/local/libexec/nvme-apstd-e2e/guest-package.sh
+	pkg_install
+fi
 check "nvme-apstd is installed (binary and unit)" \
 	test -x "$(command -v nvme-apstd)" -a -n "$(systemctl cat "$UNIT" 2>/dev/null)"
 
 # ---------------------------------------------------------------- 1. start
 step "1. systemctl start"
-c0=$(cursor)
+c0=${C_INSTALL:-$(cursor)} # (the package started the daemon already)
 check "systemctl start $UNIT succeeds (Type=notify: READY=1 received)" t 90 systemctl start "$UNIT"
 check "is-active = active" is_active active
 PID=$(prop MainPID)
@@ -252,6 +262,8 @@ echo "E2E_EXPOSURE=$exposure"
 check "systemd-analyze security reports an exposure level (rc=$src): $exposure" [ -n "$exposure" ]
 t 60 systemd-analyze verify "$UNIT" >/tmp/verify.txt 2>&1
 note "systemd-analyze verify rc=$?: $(tr '\n' ' ' </tmp/verify.txt)"
+
+[ "$PKG" = 0 ] || pkg_lifecycle
 
 # ------------------------------------------------------------------ report
 step "done"

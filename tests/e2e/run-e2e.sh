@@ -13,7 +13,7 @@
 #       passes its own); default: a build of its own in WORK_DIR/build with
 #       --prefix=/usr --sysconfdir=/etc
 #   -w  scratch dir for this run (default: a new dir under ${TMPDIR:-/tmp})
-#   -t  timeout for the QEMU run (default 480)
+#   -t  timeout for the QEMU run (default 1000)
 #   -k  keep the scratch dir (guest image, logs) after the run
 #
 # Environment (all optional):
@@ -34,7 +34,7 @@ trap 'echo "E2E FAIL: line $LINENO: $BASH_COMMAND (status $?)" >&2; exit 1' ERR
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
-WORK='' QTMO=480 KEEP=0 BUILD=''
+WORK='' QTMO=1000 KEEP=0 BUILD=''
 while getopts "s:b:w:t:kh" opt; do
 	case $opt in
 	s) SRC=$(cd "$OPTARG" && pwd) ;;
@@ -166,12 +166,36 @@ DAEMON=$(find "$WORK/stage" -type f -name nvme-apstd -perm -u+x -print -quit)
 [ -n "$DAEMON" ] || fail "meson install put no nvme-apstd executable in $WORK/stage"
 [ -n "$(find "$WORK/stage" -name nvme-apstd.service)" ] || fail "meson install put no nvme-apstd.service"
 
+# ------------------------------------------------------ the Debian package
+# What the guest installs: the package tests/package/build-debs.sh builds
+# from the source tree (reused if the 'package' suite built it from the same
+# files), and the one a version up for the upgrade check. Only when the
+# packaging tools cannot be installed does the guest get the meson install
+# above instead (and no package checks).
+DEBDIR=$BUILD/tests/package/debs
+PKG=0
+log "building the Debian packages (tests/package/build-debs.sh -o $DEBDIR)"
+if t 1800 "$SRC/tests/package/build-debs.sh" -s "$SRC" -o "$DEBDIR" >"$WORK/package.log" 2>&1; then
+	PKG=1
+	DEB1=$(find "$DEBDIR" -maxdepth 1 -name 'nvme-apstd_*.deb' -print -quit)
+	DEB2=$(find "$DEBDIR/upgrade" -maxdepth 1 -name 'nvme-apstd_*.deb' -print -quit)
+	if [ -z "$DEB1" ] || [ -z "$DEB2" ]; then fail "build-debs.sh put no packages in $DEBDIR"; fi
+	sed -n '/^== /,$p' "$WORK/package.log" | sed 's/^/    /' >&2
+else
+	prc=$?
+	tail -n 40 "$WORK/package.log" >&2
+	[ "$prc" = 77 ] || fail "building the Debian package failed (log: $WORK/package.log)"
+	log "no packaging tools: the guest gets the meson install, without the package checks"
+fi
+
 # --------------------------------------------------- guest base root fs
 # Packages: the base list plus whatever Debian package provides each library
 # the installed executables link (so a new dependency needs no edit here).
 # procps: /bin/kill, which the unit's ExecReload= runs (minbase lacks it; every
 # standard Debian install has it). jq: the guest script's JSON assertions.
 PKGS="systemd systemd-sysv udev dbus kmod procps nvme-cli libnvme1 libsystemd0 libcpupower1 libinih1 jq"
+# ... and what the package depends on, so that apt-get installs it offline.
+[ "$PKG" = 0 ] || PKGS="$PKGS $(dpkg-deb -f "$DEB1" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/ //g')"
 libpkgs() {
 	local f lib real p
 	find "$WORK/stage" -type f -perm -u+x | while read -r f; do
@@ -248,10 +272,24 @@ R=$WORK/root
 rm -rf "$R"
 mkdir -p "$R"
 t 300 tar -C "$R" -xf "$BASE" || fail "unpacking $BASE failed"
-# The project, as `meson install` laid it out (/lib → /usr/lib on merged-/usr
-# Debian: keep the guest's directory symlinks).
-tar -C "$WORK/stage" -cf - . | tar -C "$R" -xf - --keep-directory-symlink ||
-	fail "copying the installed project into the guest failed"
+if [ "$PKG" = 1 ]; then
+	# The packages, for the guest to install with apt-get (guest-package.sh);
+	# dpkg there installs every file (no mmdebstrap path-exclude of man pages
+	# and /usr/share/doc), as on any Debian system.
+	G=/usr/local/libexec/nvme-apstd-e2e
+	install -D -m644 "$DEB1" "$R$G/debs/$(basename "$DEB1")"
+	install -D -m644 "$DEB2" "$R$G/debs/$(basename "$DEB2")"
+	install -D -m644 "$HERE/guest-package.sh" "$R$G/guest-package.sh"
+	printf 'PKG_DEB1=%s\nPKG_VER1=%s\nPKG_DEB2=%s\nPKG_VER2=%s\n' \
+		"$G/debs/$(basename "$DEB1")" "$(dpkg-deb -f "$DEB1" Version)" \
+		"$G/debs/$(basename "$DEB2")" "$(dpkg-deb -f "$DEB2" Version)" >"$R$G/package.sh"
+	rm -f "$R/etc/dpkg/dpkg.cfg.d/99mmdebstrap"
+else
+	# The project, as `meson install` laid it out (/lib → /usr/lib on merged-/usr
+	# Debian: keep the guest's directory symlinks).
+	tar -C "$WORK/stage" -cf - . | tar -C "$R" -xf - --keep-directory-symlink ||
+		fail "copying the installed project into the guest failed"
+fi
 # The kernel's modules that udev loads by modalias: the NVMe driver (and its
 # dependencies); then depmod so the guest's modprobe finds them.
 t 60 modprobe -d "$KDIR" -S "$KVER" --show-depends nvme | awk '/^insmod/{print $2}' |

@@ -166,7 +166,7 @@ def wait_for(pred, timeout=10.0, what="condition"):
 class Daemon:
     """nvme-apstd run with its own NOTIFY_SOCKET and RUNTIME_DIRECTORY."""
 
-    def __init__(self, config, runtime_dir=None, extra_env=None, args=()):
+    def __init__(self, config, runtime_dir=None, extra_env=None, args=(), preexec_fn=None):
         self.dir = tempfile.mkdtemp(prefix="apstd-daemon-")
         self.runtime_dir = runtime_dir or os.path.join(self.dir, "run")
         os.makedirs(self.runtime_dir, exist_ok=True)
@@ -187,7 +187,7 @@ class Daemon:
             env.update(extra_env)
         self.err = open(self.stderr_path, "w")
         self.proc = subprocess.Popen(WRAPPER + [NVME_APSTD, "run", "--config", config, *args], stdout=self.err,
-                                     stderr=self.err, env=env)
+                                     stderr=self.err, env=env, preexec_fn=preexec_fn)
 
     def poll_notify(self, timeout=0.0):
         r, _, _ = select.select([self.sock], [], [], timeout)
