@@ -11,7 +11,7 @@ starts it as the fake controller harness's COMMAND (or directly for `tuned`).
     load.py ready RUNS            time to READY=1, RUNS starts (one controller in the harness)
 
 Environment: NVME_APSTD (the daemon), RSS_FLOOR (bench/rss-floor.c built), OUT (a directory for
-logs). Prints `key: value` lines; load.sh collects them into one report."""
+logs), POLICY (budget by default; adaptive runs the I/O watcher on every controller). Prints `key: value` lines; load.sh collects them into one report."""
 
 import os
 import re
@@ -28,6 +28,8 @@ NVME_APSTD = os.environ["NVME_APSTD"]
 RSS_FLOOR = os.environ["RSS_FLOOR"]
 OUT = os.environ.get("OUT", tempfile.mkdtemp(prefix="bench-load-"))
 STATE = os.environ.get("FAKE_NVME_STATE", "")
+# the policy the daemon runs with at start and in the idle window (the reloads alternate budget and kernel)
+POLICY = os.environ.get("POLICY", "budget")
 HZ = os.sysconf("SC_CLK_TCK")
 
 
@@ -129,7 +131,7 @@ def many(reloads):
     n = len([d for d in os.listdir("/sys/class/nvme")])
     report("controllers", n)
     conf = os.path.join(OUT, "many.conf")
-    write_config(conf, "budget")
+    write_config(conf, POLICY)
 
     floor = Notified([RSS_FLOOR], name="floor")
     floor.wait(r"^READY=1")
@@ -184,7 +186,7 @@ def many(reloads):
 
 def idle(seconds):
     conf = os.path.join(OUT, "idle.conf")
-    write_config(conf, "budget")
+    write_config(conf, POLICY)
     procs = {}
     bus_env = {}
     if os.environ.get("BENCH_BUS"):
@@ -213,7 +215,7 @@ def idle(seconds):
 
 def ready(runs):
     conf = os.path.join(OUT, "ready.conf")
-    write_config(conf, "budget")
+    write_config(conf, POLICY)
     times = []
     for _ in range(runs):
         d = Notified([NVME_APSTD, "run", "--config", conf], name="ready")

@@ -16,6 +16,7 @@
 #               beside the daemon; needs `apt-get install tuned dbus`. It gets a private system
 #               bus (tuned cannot start without one); the daemon gets the same bus.
 #   OUT=DIR     where logs and the report go (default BUILD_DIR/bench-load)
+#   POLICY=adaptive   the [apst] policy at start and in the idle window (default budget)
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +33,7 @@ TUNED=${TUNED:-0}
 rm -rf "$OUT"
 mkdir -p "$OUT"
 REPORT=$OUT/load-report.txt
-export NVME_APSTD=$BUILD/src/nvme-apstd OUT
+export NVME_APSTD=$BUILD/src/nvme-apstd OUT POLICY=${POLICY:-budget}
 export RSS_FLOOR=$OUT/rss-floor
 TB=$BUILD/tests/fake/fake-nvme-tb
 IDCTRL=$SRC/tests/data/idctrl/05-samsung-ssd-970-evo-plus-2tb.bin
@@ -61,6 +62,7 @@ harness() { # N COMMAND...: run COMMAND in a harness with N controllers; keep on
 }
 
 {
+    echo "# policy: $POLICY"
     echo "# nvme-apstd load benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$SRC" describe --always --dirty 2>/dev/null)"
     echo "# $(nproc) CPUs, $(uname -r), $(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo) RAM; buildtype: $(meson introspect --buildoptions "$BUILD" 2>/dev/null | python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="buildtype"))' 2>/dev/null || echo '?')"
 } | tee "$REPORT"

@@ -175,6 +175,8 @@ static inline uint32_t apst_entry_itpt(uint64_t e) {
 }
 
 bool apst_table_equal(const ApstTable *a, const ApstTable *b);
+/* Every knob the same (the policy included). */
+bool apst_params_equal(const ApstParams *a, const ApstParams *b);
 
 /**
  * apst_table_check() - is this a table we may write to this controller?

@@ -59,6 +59,10 @@ typedef struct Controller {
         ApstTable original;
         bool have_written;         /* written: what the daemon last wrote and verified */
         ApstTable written;
+        bool have_learned;         /* learned: a run-time policy's table (adaptive), written instead of
+                                    * plan's by every later sync (reset, resume, verify) until a replan
+                                    * changes the parameters, verdict or planned table */
+        ApstTable learned;
         bool not_live_logged;      /* "not live" said once until it is live again */
 } Controller;
 
@@ -111,8 +115,29 @@ const char *controller_firmware(const Controller *c);
 int controller_sync(Controller *c, const ControllerContext *ctx, const char *reason, ControllerOutcome *ret);
 
 /**
+ * controller_program() - write @table, a run-time policy's choice, instead of the plan's
+ * @reason: why now ("adaptive")
+ *
+ * The table is checked first: it must be valid for this controller (apst_table_check())
+ * and its worst wake (enlat + exlat of every reachable state) must stay within the plan's
+ * max_latency_us; else -ERANGE/-EINVAL and nothing changes. It is then kept as the
+ * learned table, so later syncs (a kernel overwrite after a reset, resume, verification,
+ * retry) write it rather than the initial plan, and written exactly as controller_sync()
+ * writes (the original recorded before the first write, verified, restored at stop).
+ * Only for a managed (DEVICE_MANAGE), identified controller in CONTROLLER_MODE_DAEMON.
+ * Return: as controller_sync().
+ */
+int controller_program(Controller *c, const ControllerContext *ctx, const ApstTable *table, const char *reason,
+                       ControllerOutcome *ret);
+
+/* The table controller_sync() writes: the learned one, else the plan's. */
+const ApstTable *controller_table(const Controller *c);
+
+/**
  * controller_replan() - plan again from ctx->config (after a reload); pure
- * @ret_changed: the verdict or the table changed
+ * The learned table is dropped when the verdict, the parameters or the planned table change
+ * (the configuration changed), and kept otherwise.
+ * @ret_changed: the table controller_sync() would write (or the verdict) changed
  */
 int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_changed);
 

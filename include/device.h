@@ -38,6 +38,10 @@ typedef struct DevicePlan {
 int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
                 const IdCtrl *id, DevicePlan *ret);
 
+/* What apst_build() needs to know of the platform: PCI ids from @sys, DMI strings from @plat
+ * (either may be NULL). The strings point into @plat. Pure. */
+void device_apst_platform(const SysPlatform *plat, const SysCtrl *sys, ApstPlatform *ret);
+
 /* One-line reason for skipping, e.g. "transport tcp is not PCIe". */
 const char *device_verdict_reason(DeviceVerdict v);
 

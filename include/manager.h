@@ -35,10 +35,6 @@
  * (it was awake anyway). 30 s keeps the idle daemon far below 0.2 wake-ups/s. */
 #define MANAGER_VERIFY_INTERVAL_USEC (30ULL * 1000000ULL)
 
-/* With `pin = busy`: how often the I/O counters are sampled to tell busy from idle.
- * Only armed in that mode, which the user chose knowing it costs one wake-up per period. */
-#define MANAGER_IOWATCH_INTERVAL_USEC (1ULL * 1000000ULL)
-
 /* A change of the power situation is acted on this long after the first event of a burst, with
  * whatever the sources say then: a flapping charger or a profile toggled back and forth costs at
  * most one re-plan (and one write per changed controller) per period. Short enough that a user who
@@ -56,6 +52,7 @@ typedef struct ManagerOptions {
 } ManagerOptions;
 
 typedef struct Manager Manager;
+typedef struct ManagerWatch ManagerWatch;   /* one controller's I/O watcher (src/manager-watch.c) */
 typedef struct ManagerMetrics ManagerMetrics;
 
 /* What the daemon has done to one controller since it first saw it: what status, the D-Bus API and
@@ -78,6 +75,7 @@ typedef struct ManagerCtrl {
         bool io_known;
         sd_event_source *retry;    /* pending retry while not live, or after a transient error */
         unsigned n_retries;        /* retries since the last success or event */
+        ManagerWatch *watch;       /* its I/O watcher (adaptive policy, pin = busy); NULL = not watched */
 } ManagerCtrl;
 
 struct Manager {
@@ -107,10 +105,6 @@ struct Manager {
 
         CpuPin *cpupin;
         CpuSet irq_cpus;           /* CPUs servicing the controllers' interrupts (cpus = nvme-irq) */
-        sd_event_source *iowatch_timer;  /* pin = busy only */
-        uint64_t iowatch_total;
-        bool iowatch_known;
-
         ManagerMetrics *metrics;   /* src/manager-metrics.c; NULL until the first update */
         uint64_t config_reloads;   /* SIGHUPs that took effect */
         uint64_t config_reload_failures;  /* SIGHUPs whose file was rejected */
@@ -131,8 +125,21 @@ void manager_stop(Manager *m);
 
 /* The STATUS= text: "nvme0: budget, ps3@100ms→ps4@2000ms; nvme1: failed". */
 void manager_status_text(const Manager *m, char *buf, size_t n);
-
+/* sd_notify() STATUS= from manager_status_text(), after @prefix ("READY=1\n", or NULL). */
 void manager_notify_status(Manager *m, const char *prefix);
+
+/* Run the engine on one controller (controller_sync(), or controller_program() when @table is
+ * given) and act on the outcome: count it, retry, remember success. */
+int manager_ctrl_sync(ManagerCtrl *c, const char *reason);
+int manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *reason);
+
+/* The I/O watcher and the adaptive policy (src/manager-watch.c): one sd-event timer per
+ * watched controller, re-armed when the watcher wants its next reading. A controller is
+ * watched while its policy is adaptive or [cpu] pin = busy; the watcher then also takes
+ * over its verification (the verify timer runs only for controllers nobody watches). */
+void manager_watch_ctrl(ManagerCtrl *c);        /* start, restart or stop to match the config and plan */
+void manager_watch_all(Manager *m);
+ManagerWatch *manager_watch_free(ManagerWatch *w);
 
 /* Re-plan every controller from m->config, write what changed, give back what is no longer ours;
  * @reason: "reload", "on battery", ... Return: how many controllers' plans changed. */

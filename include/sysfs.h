@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "watch.h"
+
 typedef struct SysCtrl {
         char name[32];             /* "nvme0" */
         char transport[16];        /* "pcie", "tcp", "rdma", "fc", "loop" */
@@ -57,6 +59,15 @@ void sysfs_read_platform(const char *sysroot, SysPlatform *ret);
  * Return: 0, or -ENOENT when no namespace stat is readable.
  */
 int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret);
+
+/**
+ * sysfs_ctrl_block_stat() - the block counters the I/O watcher reads (watch.h), summed
+ * over the same namespaces as sysfs_ctrl_io_count(): I/Os, their ticks, in flight;
+ * io_ticks is the largest of the disks' (the controller was busy at least that long).
+ * A sysfs read: never a command to the drive.
+ * Return: 0, or -ENOENT when no namespace stat is readable.
+ */
+int sysfs_ctrl_block_stat(const char *sysroot, const char *name, WatchStat *ret);
 
 /* Read a small attribute file into @buf, trimmed; -errno on failure. */
 int sysfs_read_attr(const char *path, char *buf, size_t n);

@@ -623,3 +623,11 @@ void apst_table_to_hex(const ApstTable *t, char *buf, size_t n) {
         for (unsigned i = 0; i < APST_ENTRIES; i++)
                 append(&a, "%s0x%016" PRIx64, i > 0 ? " " : "", t->entry[i]);
 }
+
+bool apst_params_equal(const ApstParams *a, const ApstParams *b) {
+        return a->policy == b->policy && a->max_latency_us == b->max_latency_us &&
+               a->primary_timeout_ms == b->primary_timeout_ms && a->secondary_timeout_ms == b->secondary_timeout_ms &&
+               a->primary_latency_tol_us == b->primary_latency_tol_us &&
+               a->secondary_latency_tol_us == b->secondary_latency_tol_us && a->force == b->force &&
+               a->stall_budget_cpct == b->stall_budget_cpct;
+}

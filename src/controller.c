@@ -233,11 +233,17 @@ static void log_left_alone(const Controller *c, const ControllerContext *ctx, bo
                           "%s: left alone: %s.", c->name, device_verdict_reason(c->plan.verdict));
 }
 
+const ApstTable *controller_table(const Controller *c) {
+        return c->have_learned ? &c->learned : &c->plan.plan.table;
+}
+
 static int step_write(Controller *c, const ControllerContext *ctx, Ctrl *ctrl, bool first, const char *reason,
                       ControllerOutcome *o) {
         bool daemon = ctx->mode == CONTROLLER_MODE_DAEMON;
         ApplyTarget t = controller_target(c, reason);
         RecordHook hook = { .c = c, .ctx = ctx };
+        const ApstTable *want = controller_table(c);
+        uint32_t worst = c->have_learned ? apst_worst_wake_us(want, &c->id) : c->plan.plan.worst_wake_us;
         int r;
 
         if (daemon) {
@@ -245,15 +251,15 @@ static int step_write(Controller *c, const ControllerContext *ctx, Ctrl *ctrl, b
                 t.before_write = record_original;
                 t.userdata = &hook;
         }
-        r = apply_table(ctrl, &t, &c->plan.plan.table, c->plan.plan.worst_wake_us, daemon, &o->apply);
-        if (daemon && o->apply.have_before && !first && apst_table_equal(&o->apply.before, &c->plan.plan.table))
+        r = apply_table(ctrl, &t, want, worst, daemon, &o->apply);
+        if (daemon && o->apply.have_before && !first && apst_table_equal(&o->apply.before, want))
                 log_debug("%s: re-checked after %s: table in place.", c->name, reason);
         if (r < 0) {
                 (void) outcome_fail(o, CONTROLLER_STEP_WRITE, o->apply.error, o->apply.nvme_status);
                 return r;
         }
         c->have_written = true;
-        c->written = c->plan.plan.table;
+        c->written = *want;
         o->result = CONTROLLER_PROGRAMMED;
         return 0;
 }
@@ -295,16 +301,42 @@ int controller_sync(Controller *c, const ControllerContext *ctx, const char *rea
         return step_write(c, ctx, ctrl, first, reason, ret);
 }
 
+int controller_program(Controller *c, const ControllerContext *ctx, const ApstTable *table, const char *reason,
+                       ControllerOutcome *ret) {
+        uint32_t worst;
+
+        *ret = (ControllerOutcome) { .failed_step = CONTROLLER_STEP_NONE };
+        if (ctx->mode != CONTROLLER_MODE_DAEMON || !c->identified || c->plan.verdict != DEVICE_MANAGE)
+                return outcome_fail(ret, CONTROLLER_STEP_PLAN, -EINVAL, 0);
+        if (apst_table_check(table, &c->id) < 0)
+                return outcome_fail(ret, CONTROLLER_STEP_PLAN,
+                                    log_error_errno(-EINVAL, "%s: refusing an invalid table (%s).", c->name, reason), 0);
+        worst = apst_worst_wake_us(table, &c->id);
+        if (worst > c->plan.params.max_latency_us)
+                return outcome_fail(ret, CONTROLLER_STEP_PLAN,
+                                    log_error_errno(-ERANGE, "%s: refusing a table (%s) whose worst wake (%u us) "
+                                                             "exceeds max_latency_us = %u.",
+                                                    c->name, reason, worst, c->plan.params.max_latency_us),
+                                    0);
+        c->learned = *table;
+        c->have_learned = true;
+        return controller_sync(c, ctx, reason, ret);
+}
+
 int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_changed) {
         DevicePlan old = c->plan;
+        ApstTable old_table = *controller_table(c);
         int r;
 
         r = device_plan(ctx->config, ctx->platform, c->name, &c->sys, &c->id, &c->plan);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot plan the APST table: %m", c->name);
+        /* What a policy learned at run time holds for the configuration it learned under. */
+        if (old.verdict != c->plan.verdict || !apst_params_equal(&old.params, &c->plan.params) ||
+            !apst_table_equal(&old.plan.table, &c->plan.plan.table))
+                c->have_learned = false;
         if (ret_changed)
-                *ret_changed = old.verdict != c->plan.verdict ||
-                               !apst_table_equal(&old.plan.table, &c->plan.plan.table);
+                *ret_changed = old.verdict != c->plan.verdict || !apst_table_equal(&old_table, controller_table(c));
         return 0;
 }
 
@@ -353,7 +385,7 @@ void controller_status(const Controller *c, bool failed, char *buf, size_t n) {
         else if (!c->identified)
                 (void) snprintf(buf, n, "not ready (%s)", c->sys.state);
         else if (c->plan.verdict == DEVICE_MANAGE) {
-                apst_summary(&c->plan.plan.table, s, sizeof s);
+                apst_summary(controller_table(c), s, sizeof s);
                 (void) snprintf(buf, n, "%s, %s", apst_policy_to_string(c->plan.params.policy), s);
         } else
                 (void) snprintf(buf, n, "%s",

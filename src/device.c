@@ -52,10 +52,26 @@ static const char *nonempty(const char *s) {
         return s && *s ? s : NULL;
 }
 
+void device_apst_platform(const SysPlatform *plat, const SysCtrl *sys, ApstPlatform *ret) {
+        ApstPlatform ap = {};
+
+        if (sys) {
+                ap.pci_vendor = sys->pci_vendor;
+                ap.pci_device = sys->pci_device;
+        }
+        if (plat) {
+                ap.board_vendor = nonempty(plat->board_vendor);
+                ap.board_name = nonempty(plat->board_name);
+                ap.sys_vendor = nonempty(plat->sys_vendor);
+                ap.product_name = nonempty(plat->product_name);
+        }
+        *ret = ap;
+}
+
 int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
                 const IdCtrl *id, DevicePlan *ret) {
         DevicePlan d = {};
-        ApstPlatform ap = {};
+        ApstPlatform ap;
         DeviceIdent ident = {
                 .name = name,
                 .model = id->model,
@@ -67,15 +83,8 @@ int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, co
         if (sys) {
                 ident.pci_vendor = sys->pci_vendor;
                 ident.pci_device = sys->pci_device;
-                ap.pci_vendor = sys->pci_vendor;
-                ap.pci_device = sys->pci_device;
         }
-        if (plat) {
-                ap.board_vendor = nonempty(plat->board_vendor);
-                ap.board_name = nonempty(plat->board_name);
-                ap.sys_vendor = nonempty(plat->sys_vendor);
-                ap.product_name = nonempty(plat->product_name);
-        }
+        device_apst_platform(plat, sys, &ap);
 
         if (!config_resolve(cfg, &ident, &d.params, &d.section)) {
                 d.verdict = DEVICE_DISABLED;

@@ -33,6 +33,7 @@ static ManagerCtrl *manager_ctrl_free(ManagerCtrl *c) {
         if (!c)
                 return NULL;
         sd_event_source_disable_unref(c->retry);
+        manager_watch_free(c->watch);
         free(c);
         return NULL;
 }
@@ -127,8 +128,7 @@ static void manager_ctrl_account(ManagerCtrl *c, const char *reason, const Contr
         }
 }
 
-/* Run the engine on one controller and act on the outcome: retry, or remember success. */
-static int manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
+static int manager_ctrl_run(ManagerCtrl *c, const ApstTable *table, const char *reason) {
         ControllerOutcome o;
         int r;
 
@@ -137,7 +137,10 @@ static int manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
 
         if (strcmp(reason, "retry") != 0)
                 c->n_retries = 0;   /* an event: a fresh start */
-        r = controller_sync(&c->controller, &c->manager->ctx, reason, &o);
+        if (table)
+                r = controller_program(&c->controller, &c->manager->ctx, table, reason, &o);
+        else
+                r = controller_sync(&c->controller, &c->manager->ctx, reason, &o);
         manager_ctrl_account(c, reason, &o, had_written ? &prev_written : NULL);
         switch (o.result) {
         case CONTROLLER_NOT_LIVE:
@@ -162,7 +165,16 @@ static int manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
         case _CONTROLLER_RESULT_INVALID:
                 break;
         }
+        manager_watch_ctrl(c);   /* identified now, or planned again */
         return r;
+}
+
+int manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
+        return manager_ctrl_run(c, NULL, reason);
+}
+
+int manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *reason) {
+        return manager_ctrl_run(c, table, reason);
 }
 
 static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -280,6 +292,8 @@ static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 ManagerCtrl *c = m->ctrls[i];
                 uint64_t n;
 
+                if (c->watch)   /* its watcher verifies it */
+                        continue;
                 if (sysfs_ctrl_io_count(m->sysfs_root, c->controller.name, &n) < 0)
                         continue;
                 /* Only a controller that did I/O since the last look: it was awake anyway. */
@@ -403,7 +417,6 @@ Manager *manager_free(Manager *m) {
         free(m->ctrls);
         cpupin_free(m->cpupin);
         manager_metrics_free(m);
-        sd_event_source_disable_unref(m->iowatch_timer);
         sd_event_source_disable_unref(m->verify_timer);
         sd_event_source_disable_unref(m->sighup);
         manager_power_free(m);

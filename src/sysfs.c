@@ -11,6 +11,7 @@
 #include "idctrl.h"
 #include "macro.h"
 #include "sysfs.h"
+#include "watch.h"
 #include "util.h"
 
 bool sysfs_is_ctrl_name(const char *name) {
@@ -181,9 +182,9 @@ static bool is_namespace_of(const char *ctrl, const char *entry) {
         return true;
 }
 
-int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret) {
+int sysfs_ctrl_block_stat(const char *sysroot, const char *name, WatchStat *ret) {
         char dir[256], path[600], buf[512];
-        uint64_t total = 0;
+        WatchStat total = {};
         bool found = false;
         struct dirent *de;
         DIR *d;
@@ -195,30 +196,36 @@ int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret) {
         if (!d)
                 return negative_errno();
         while ((de = readdir(d))) {
-                uint64_t f[17] = {};
-                int k;
+                WatchStat st;
 
                 if (!is_namespace_of(name, de->d_name))
                         continue;
                 (void) snprintf(path, sizeof path, "%s/%s/stat", dir, de->d_name);
-                if (sysfs_read_attr(path, buf, sizeof buf) < 0)
+                /* Documentation/block/stat.rst; field 9 (in flight) is the sum the disk's
+                 * `inflight` file splits into reads and writes (block/genhd.c) */
+                if (sysfs_read_attr(path, buf, sizeof buf) < 0 || watch_stat_parse(buf, &st) < 0)
                         continue;
-                /* Documentation/block/stat.rst: reads(1) .. writes(5) .. discards(12) .. flushes(16) */
-                k = sscanf(buf,
-                           "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                           " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                           " %" SCNu64 " %" SCNu64 " %" SCNu64,
-                           &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10],
-                           &f[11], &f[12], &f[13], &f[14], &f[15], &f[16]);
-                if (k < 11)
-                        continue;
-                total += f[0] + f[4] + f[11] + f[15];
+                total.ios += st.ios;
+                total.ticks_ms += st.ticks_ms;
+                total.in_flight += st.in_flight;
+                total.io_ticks_ms = MAX(total.io_ticks_ms, st.io_ticks_ms);
                 found = true;
         }
         closedir(d);
         if (!found)
                 return -ENOENT;
         *ret = total;
+        return 0;
+}
+
+int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret) {
+        WatchStat st = {};
+        int r;
+
+        r = sysfs_ctrl_block_stat(sysroot, name, &st);
+        if (r < 0)
+                return r;
+        *ret = st.ios;
         return 0;
 }
 

@@ -7,6 +7,7 @@
 #undef NDEBUG
 #include <assert.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,5 +57,17 @@ int main(int argc, char *argv[]) {
         assert(sysfs_ctrl_io_count("/sys", "nvme0", &io) == 0);
         assert(io == 10);
         printf("ok: %s layout: 10 I/Os counted\n", argv[1]);
+
+        /* what the I/O watcher reads: the same disk, with its ticks (7 ms plain, 6 ms on the
+         * hidden path disk in the multipath recording) and io_ticks (4 and 8 ms) */
+        WatchStat st;
+        bool multipath = strcmp(argv[1], "multipath") == 0;
+        assert(sysfs_ctrl_block_stat("/sys", "nvme0", &st) == 0);
+        assert(st.ios == 10 && st.in_flight == 0);
+        assert(st.ticks_ms == (multipath ? 6u : 7u));
+        assert(st.io_ticks_ms == (multipath ? 8u : 4u));
+        assert(sysfs_ctrl_block_stat("/sys", "nvme1", &st) == -ENOENT);
+        printf("ok: %s layout: watcher reading %llu I/Os, %llu ms ticks\n", argv[1], (unsigned long long) st.ios,
+               (unsigned long long) st.ticks_ms);
         return 0;
 }

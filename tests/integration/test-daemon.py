@@ -5,6 +5,7 @@ kernel overwrite, hot-plug, failures, stop; with its own NOTIFY_SOCKET and
 RUNTIME_DIRECTORY. Run as the harness's COMMAND: test-daemon.py SCENARIO."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -358,6 +359,114 @@ elif scenario == "crash-restart":
         if d2.proc.poll() is None:
             d2.stop()
         d2.dump()
+
+elif scenario == "adaptive":
+    # policy = adaptive: I/O injected through the namespace's stat file (one write every ~300 ms,
+    # each paying a couple of ms, as on the drive of the seed report), then silence. The policy
+    # must reprogram within its rate limit, say why in the journal, and keep what it learned
+    # across a kernel overwrite.
+    write_config("[apst]\npolicy = adaptive\n", CONF)
+    want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        check(read_table("nvme0") == want0, "the initial (stall-bounded) adaptive table is written at start")
+        check(re.search(r"STATUS=nvme0: adaptive, ps", "\n".join(d.notifications)), "STATUS= says adaptive")
+        sets0 = count_cmds("nvme0", SET)
+        changes = []   # (monotonic time, table) each time the fake's table changed
+        last = read_table("nvme0")
+        ios = ticks = 0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 12.0:
+            ios += 1
+            ticks += 2
+            ctl("stat", "nvme0", "nvme0n1", f"0 0 0 0 {ios} 0 {ios * 8} {ticks} 0 {ticks} {ticks}")
+            end = time.monotonic() + 0.3
+            while time.monotonic() < end:
+                t = read_table("nvme0")
+                if t != last:
+                    changes.append((time.monotonic() - t0, t))
+                    last = t
+                time.sleep(0.05)
+        check(len(changes) >= 1, f"the I/O changed the programmed table (changes at {[round(c[0], 2) for c in changes]} s)")
+        check(changes and changes[0][0] <= 10.0, "the first change comes within 10 s of the I/O (warm-up + one decision)")
+        gaps = [b[0] - a[0] for a, b in zip(changes, changes[1:])]
+        check(all(g >= 1.9 for g in gaps), f"changes at least ADAPT_FIX_NS (2 s) apart: {gaps}")
+        check(count_cmds("nvme0", SET) - sets0 == len(changes), "one Set Features per change, nothing else")
+        m = re.search(r"nvme0: adaptive policy chose a new APST table: I/O every ~\d+ ms [^\n]*kernel's table would "
+                      r"stall [\d.]+% [^\n]*budget 1\.00%[^\n]*MESSAGE_ID=a92f4a510f3244a2995add91f00c9cbe[^\n]*", d.log())
+        check(m is not None, "the journal says why, in words, with its MESSAGE_ID")
+        line = m.group(0) if m else ""
+        for f in ("APST_OBSERVED_STALL_PCT=", "APST_EXPECTED_STALL_PCT=", "APST_ENERGY_VS_KERNEL=",
+                  "APST_TABLE=0x", "APST_WORST_WAKE_US="):
+            check(f in line, f"structured field {f}")
+        wake = re.search(r"APST_WORST_WAKE_US=(\d+)", line)
+        check(wake is not None and int(wake.group(1)) <= 100000, "never beyond max_latency_us")
+        learned = read_table("nvme0")
+        check(learned != want0, "the learned table differs from the initial one")
+        check(d.wait_notify(r"^STATUS=nvme0: adaptive, ps", 1) is not None, "STATUS= updated after the change")
+
+        # the kernel resets the controller and writes its own table: ours comes back, the learned one
+        kernel_tbl = os.path.join(d.dir, "kernel.table")
+        write_table_file(kernel_tbl, 1, [0] * 32)
+        ctl("reset", "nvme0", kernel_tbl)
+        check(wait_for(lambda: read_table("nvme0") == learned, 10, "learned table back") is not None,
+              "after a reset the learned table is re-applied, not the initial one")
+        check(d.wait_log(r"nvme0: wrote and verified the APST table .*APST_REASON=reset", 5) is not None,
+              "... by the reset's re-check")
+        # a reload with the same configuration keeps it
+        sets1 = count_cmds("nvme0", SET)
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1 after reload")
+        check(read_table("nvme0") == learned, "a reload that changes nothing keeps the learned table")
+        check(count_cmds("nvme0", SET) == sets1, f"... and writes nothing ({sets1} -> {count_cmds('nvme0', SET)})")
+        # a reload that changes the configuration starts over from the new plan
+        write_config("[apst]\npolicy = adaptive\nstall_budget_pct = 0.5\n", CONF)
+        want_half = plan_table(CONF, SAMSUNG, "144d:a808")
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1 after the changing reload")
+        check(wait_for(lambda: read_table("nvme0") == want_half, 5, "new initial table") is not None,
+              "a changed configuration replaces the learned table with the new initial one")
+        check(d.stop() == 0, "exit 0")
+        check(read_table("nvme0") == (0, [0] * 32), "the original table restored at stop")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+elif scenario == "adaptive-idle":
+    # An idle daemon with policy = adaptive wakes at most 0.2 times a second: count its
+    # voluntary context switches (each sleep in epoll_wait that a timer ends is one) over 20 s
+    # without I/O; one wake-up may straddle the start of the window.
+    if WRAPPER:
+        skip("the wrapper (valgrind) would be the process measured, not the daemon")
+    write_config("[apst]\npolicy = adaptive\n", CONF)
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        time.sleep(2)
+
+        def ctxsw(kind):
+            n = 0
+            for tid in os.listdir(f"/proc/{d.proc.pid}/task"):
+                with open(f"/proc/{d.proc.pid}/task/{tid}/status") as f:
+                    for line in f:
+                        if line.startswith(kind + "_ctxt_switches"):
+                            n += int(line.split()[1])
+            return n
+        a, ai, t = ctxsw("voluntary"), ctxsw("nonvoluntary"), time.monotonic()
+        time.sleep(20)
+        span = time.monotonic() - t
+        n, ni = ctxsw("voluntary") - a, ctxsw("nonvoluntary") - ai
+        print(f"idle wake-ups: {n} in {span:.1f} s = {n / span:.3f}/s (and {ni} preemptions)")
+        check((n - 1) / span <= 0.2, f"idle: at most 0.2 wake-ups/s ({n} in {span:.1f} s)")
+        check(d.stop() == 0, "exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
 
 else:
     print(f"unknown scenario {scenario}")
