@@ -32,7 +32,8 @@
 # real-NAME family per recorded trace in bench/traces/ (-R leaves them out). The
 # policy `optimum` is the offline oracle's row. The summary lines give, per policy,
 # the geometric mean of E/opt and E/kern over all rows, total stall over the
-# kernel's total, the worst p99 and the mean seed-job wall time; then the adaptive
+# kernel's total, the worst p99 and the mean seed-job wall time; per family, each
+# policy's total stall over the kernel's and its geometric mean E/kern; then the adaptive
 # policy's targets, each met or missed:
 #   1. no row worse than kernel by more than 2% on energy or on total stall
 #   2. mean energy <= 0.75x the kernel's at no more total stall

@@ -12,8 +12,10 @@
  * clamp every ITPT to APST_ITPT_MAX.
  *
  * APST_POLICY_BUDGET is ours; doc/policy.md explains it. In short: the budget
- * (max_latency_us) bounds enlat + exlat of every target, idle times are the
- * break-even times of doc/energy-model.md, and the chain only ever goes to lower power.
+ * (max_latency_us) bounds enlat + exlat of every target, the chain only ever goes to
+ * lower power, and each state is entered at the latest of its break-even time
+ * (doc/energy-model.md), the kernel's tier for its latency and (enlat + exlat) /
+ * stall_budget_pct.
  */
 
 #include <errno.h>
