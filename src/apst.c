@@ -352,7 +352,7 @@ unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n,
 }
 
 static void build_budget(const IdCtrl *id, unsigned quirks, const ApstParams *p, ApstTable *t) {
-        unsigned chain[IDCTRL_MAX_PS];
+        unsigned chain[IDCTRL_MAX_PS] = {};   /* stall_bounded() may shorten n; the analyzer cannot tell */
         uint32_t itpt[IDCTRL_MAX_PS];
         unsigned n = apst_chain(id, quirks, p, chain);
 
