@@ -32,7 +32,8 @@
 # real-NAME family per recorded trace in bench/traces/ (-R leaves them out). The
 # policy `optimum` is the offline oracle's row. The summary lines give, per policy,
 # the geometric mean of E/opt and E/kern over all rows, total stall over the
-# kernel's total, the worst p99 and the mean seed-job wall time; then the adaptive
+# kernel's total, the worst p99 and the mean seed-job wall time; per family, each
+# policy's total stall over the kernel's and its geometric mean E/kern; then the adaptive
 # policy's targets, each met or missed:
 #   1. no row worse than kernel by more than 2% on energy or on total stall
 #   2. mean energy <= 0.75x the kernel's at no more total stall
@@ -267,8 +268,32 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                         printf "%-7s %10.3f %10.3f %14s %12.3f %16.3f\n", p, exp(lo[p] / n[p]), exp(lk[p] / n[p]),
                                (sk[p] > 0 ? sprintf("%.3f", st[p] / sk[p]) : "-"), worst[p], (nw[p] ? wall[p] / nw[p] : 0)
                 }
+                families()
                 if ("adaptive" in n) targets()
                 printf "\n(%d s)\n", secs
+        }
+        # Per family, over the drives: total stall over the kernel total, and the
+        # geometric mean of E/kern ("-" when neither stalls).
+        function families(   i, f, p, nf, fo, seenf, ss, sk, le, ne, line) {
+                nf = 0
+                for (i = 1; i <= nr; i++) {
+                        if (!(rf[i] in seenf)) { seenf[rf[i]] = 1; fo[++nf] = rf[i] }
+                        ss[rf[i], rp[i]] += rs[i]; sk[rf[i], rp[i]] += rsk[i]
+                        le[rf[i], rp[i]] += log(rek[i]); ne[rf[i], rp[i]]++
+                }
+                printf "\nper family over the drives: total stall / kernel total stall, geometric mean E/kern\n"
+                line = sprintf("%-11s", "family")
+                for (i = 1; i <= np; i++) line = line sprintf(" %19s", order[i])
+                print line
+                for (f = 1; f <= nf; f++) {
+                        line = sprintf("%-11s", fo[f])
+                        for (i = 1; i <= np; i++) {
+                                p = order[i]
+                                line = line sprintf(" %8s E %8.3f", (sk[fo[f], p] > 0 ? sprintf("%.3f", ss[fo[f], p] / sk[fo[f], p]) : (ss[fo[f], p] > 0 ? "inf" : "-")),
+                                                    (ne[fo[f], p] ? exp(le[fo[f], p] / ne[fo[f], p]) : 0))
+                        }
+                        print line
+                }
         }
         function targets(   i, r, f, miss1, w1, ek, sk, ok2, m3, ok3, m4, ok4, ok5, m5, d, x) {
                 printf "\ntargets (adaptive)\n"

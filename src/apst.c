@@ -12,8 +12,10 @@
  * clamp every ITPT to APST_ITPT_MAX.
  *
  * APST_POLICY_BUDGET is ours; doc/policy.md explains it. In short: the budget
- * (max_latency_us) bounds enlat + exlat of every target, idle times are the
- * break-even times of doc/energy-model.md, and the chain only ever goes to lower power.
+ * (max_latency_us) bounds enlat + exlat of every target, the chain only ever goes to
+ * lower power, and each state is entered at the latest of its break-even time
+ * (doc/energy-model.md), the kernel's tier for its latency and (enlat + exlat) /
+ * stall_budget_pct.
  */
 
 #include <errno.h>
@@ -288,8 +290,40 @@ static void chain_break_even(const IdCtrl *id, const unsigned *chain, unsigned n
         }
 }
 
-unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_cpct,
-                            uint32_t ret_itpt_ms[IDCTRL_MAX_PS]) {
+/* The idle time, from the last completion, before a wake-up from chain state @psd may
+ * cost its whole enlat + exlat: tau / budget, in ms rounded up. */
+static uint64_t stall_start_ms(const IdPsd *psd, uint32_t budget_cpct) {
+        uint64_t tau_us = (uint64_t) psd->enlat_us + psd->exlat_us;
+
+        return (tau_us * 10000 + (uint64_t) budget_cpct * 1000 - 1) / ((uint64_t) budget_cpct * 1000);
+}
+
+/*
+ * The kernel's tier for a state with total latency @tau_us (nvme_apst_get_transition_time(),
+ * doc/kernel-apst.md): primary_timeout_ms up to primary_latency_tol_us, else
+ * secondary_timeout_ms (also beyond secondary_latency_tol_us, which only a raised
+ * max_latency_us lets into the chain). 0 when the kernel would use its legacy rule.
+ */
+static uint64_t kernel_tier_ms(const ApstParams *p, uint64_t tau_us) {
+        if (p->primary_timeout_ms == 0 || p->primary_latency_tol_us == 0)
+                return 0;
+        if (tau_us <= p->primary_latency_tol_us || p->secondary_timeout_ms == 0)
+                return p->primary_timeout_ms;
+        return MAX(p->secondary_timeout_ms, p->primary_timeout_ms);
+}
+
+/* When chain state @psd may be entered at the earliest, from the last completion: tau /
+ * budget, and with @tiers no earlier than the kernel's tier for it. */
+static uint64_t earliest_start_ms(const IdPsd *psd, uint32_t budget_cpct, const ApstParams *tiers) {
+        uint64_t start_ms = stall_start_ms(psd, budget_cpct);
+
+        if (tiers)
+                start_ms = MAX(start_ms, kernel_tier_ms(tiers, (uint64_t) psd->enlat_us + psd->exlat_us));
+        return start_ms;
+}
+
+static unsigned stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_cpct,
+                              const ApstParams *tiers, uint32_t ret_itpt_ms[IDCTRL_MAX_PS]) {
         uint32_t be[IDCTRL_MAX_PS];
         uint64_t reach_ms = 0;      /* when the previous step's entry is over, from the last completion */
 
@@ -298,10 +332,9 @@ unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n,
         chain_break_even(id, chain, n, be);
         for (unsigned k = 0; k < n; k++) {
                 const IdPsd *psd = &id->psd[chain[k]];
-                uint64_t tau_us = (uint64_t) psd->enlat_us + psd->exlat_us;
                 /* A wake-up during or after this entry costs at most tau; the idle time before
                  * the entry starts must be at least tau / budget. */
-                uint64_t start_ms = (tau_us * 10000 + (uint64_t) budget_cpct * 1000 - 1) / ((uint64_t) budget_cpct * 1000);
+                uint64_t start_ms = earliest_start_ms(psd, budget_cpct, tiers);
                 uint64_t itpt = start_ms > reach_ms ? start_ms - reach_ms : 1;
 
                 itpt = MAX(itpt, (uint64_t) be[k]);
@@ -313,20 +346,29 @@ unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n,
         return n;
 }
 
+unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_cpct,
+                            uint32_t ret_itpt_ms[IDCTRL_MAX_PS]) {
+        return stall_bounded(id, chain, n, budget_cpct, NULL, ret_itpt_ms);
+}
+
 static void build_budget(const IdCtrl *id, unsigned quirks, const ApstParams *p, ApstTable *t) {
-        unsigned chain[IDCTRL_MAX_PS];
+        unsigned chain[IDCTRL_MAX_PS] = {};   /* stall_bounded() may shorten n; the analyzer cannot tell */
         uint32_t itpt[IDCTRL_MAX_PS];
         unsigned n = apst_chain(id, quirks, p, chain);
 
-        /* Every state above a chain state goes to the next chain state below it: a chain state
-         * after that step's break-even time, any other state (operational, or one the host chose)
-         * after the same time. The deepest chain state stays. */
+        /* Each chain state is entered no earlier than its break-even time, no earlier than
+         * the kernel would enter a state of its latency (its tier: primary_timeout_ms or
+         * secondary_timeout_ms), and no earlier than tau / stall budget after the last
+         * completion, so an idle gap of any length loses at most the stall budget's share
+         * of itself to the wake-up that ends it. Every state above a chain state goes to
+         * the next chain state below it. The deepest chain state stays. */
+        n = stall_bounded(id, chain, n, p->stall_budget_cpct, p, itpt);
         if (n == 0)
                 return;
-        chain_break_even(id, chain, n, itpt);
         apst_table_from_chain(id, chain, itpt, n, t);
-        /* A state off the chain (operational, or skipped) leaves from PS0-like power: the
-         * target's break-even against PS0, not the chain step's. */
+        /* A state off the chain (operational, or skipped) leaves from PS0-like power, from
+         * the last completion: the later of the target's break-even against PS0 and the
+         * target's stall-bounded start. */
         const uint64_t p0_uw = id->psd[0].idle_power_uw != 0 ? id->psd[0].idle_power_uw : APST_P0_DEFAULT_UW;
         for (unsigned s = 0, k = 0; s <= id->npss && k < n; s++) {
                 bool on_chain = false;
@@ -336,9 +378,12 @@ static void build_budget(const IdCtrl *id, unsigned quirks, const ApstParams *p,
                         k++;
                 if (k == n)
                         break;
-                if (!on_chain)
-                        t->entry[s] = apst_entry_make(chain[k],
-                                                      us_to_itpt(break_even_us(p0_uw, p0_uw, &id->psd[chain[k]])));
+                if (!on_chain) {
+                        const IdPsd *to = &id->psd[chain[k]];
+                        uint64_t ms = MAX((uint64_t) us_to_itpt(break_even_us(p0_uw, p0_uw, to)),
+                                          earliest_start_ms(to, p->stall_budget_cpct, p));
+                        t->entry[s] = apst_entry_make(chain[k], clamp_itpt(ms));
+                }
         }
 }
 

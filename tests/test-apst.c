@@ -46,8 +46,19 @@
                 .policy = (pol), .max_latency_us = (lat), .primary_timeout_ms = (pto),          \
                 .secondary_timeout_ms = (sto), .primary_latency_tol_us = (ptol),                \
                 .secondary_latency_tol_us = (stol), .force = (f),                               \
+                .stall_budget_cpct = APST_STALL_BUDGET_DEFAULT_CPCT,                            \
         }
 #define PARAMS(pol, lat) PARAMS_FULL(pol, lat, 100, 2000, 15000, 100000, false)
+/* The budget policy reduced to bare break-even: no kernel tier (primary_timeout_ms = 0) and a
+ * 100% stall budget (tau / 100% = tau, never later than break-even from PS0). What the budget
+ * policy was before it honoured the stall budget; kept to test the break-even arithmetic. */
+#define PARAMS_BE(pol, lat)                                                                     \
+        {                                                                                       \
+                .policy = (pol), .max_latency_us = (lat), .primary_timeout_ms = 0,              \
+                .secondary_timeout_ms = 2000, .primary_latency_tol_us = 15000,                  \
+                .secondary_latency_tol_us = 100000, .force = false,                             \
+                .stall_budget_cpct = APST_STALL_BUDGET_MAX_CPCT,                                \
+        }
 #define PARAMS_FORCED(pol, lat) PARAMS_FULL(pol, lat, 100, 2000, 15000, 100000, true)
 #define K APST_POLICY_KERNEL
 #define B APST_POLICY_BUDGET
@@ -220,35 +231,53 @@ static const Case table_cases[] = {
         { "/apst/kernel/ebs", EBS, NULL, {}, PARAMS(K, 100000), APST_OUTCOME_PROGRAM, true, {}, 0, false, 0,
           "no idle transitions", "none" },
 
-        /* ---------------- budget policy, six drives, defaults (B = 100000 µs, P0 = 300000 µW) ---------------- */
+        /* ---------------- budget policy, six drives, defaults (B = 100000 µs, P0 = 300000 µW, 1%) ----------------
+         * Each chain state starts (from the last completion) at the latest of its break-even time,
+         * the kernel's tier for its enlat + exlat (100 ms up to 15000 µs, else 2000 ms) and
+         * (enlat + exlat) / 1%; a step's ITPT is that start minus when the previous entry is over
+         * (its ITPT plus its target's enlat, rounded up to ms), and never below its break-even. */
 
-        /* Seed. Chain: ps3 (10300 <= B, 70000 < P0), ps4 (12000 <= B, 5000 < 70000).
-         * ps0-2 -> ps3 after ceil(10300 µs) = 11 ms.
-         * ps3 -> ps4 after 12000·(300000−5000)/(70000−5000) = 3540000000/65000 = 54461.5 -> 54462 µs -> 55 ms.
-         * Entry 0 = 11<<8 | 3<<3 = 0xb18. Worst: ps4 12.0 ms. */
+        /* Seed. Chain: ps3 (10000+300 = 10300 µs, 70000 < P0), ps4 (12000 µs, 5000 < 70000).
+         * ps3: max(be 11, tier 100, 10300 µs / 1% = 1030) = 1030 ms; its entry is over at 1040.
+         * ps4: max(tier 100, 12000 / 1% = 1200) − 1040 = 160 ms, above its break-even
+         * 12000·(300000−5000)/(70000−5000) µs = 55 ms. Entry 0 = 1030<<8 | 3<<3 = 0x40618. */
         { "/apst/budget/seed", SEED, NULL, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true,
-          { [0 ... 2] = 0xb18, [3] = ENT(4, 55) }, 0, false, 12000,
-          "ps0–ps2 → ps3 after 11 ms, ps3 → ps4 after 55 ms; worst wake 12.0 ms", "ps3@11ms→ps4@55ms" },
-        /* 970 EVO Plus. ps3 1410 µs -> 2 ms. ps3 -> ps4: 10000·295000/65000 = 45384.6 -> 45385 µs -> 46 ms. */
+          { [0 ... 2] = 0x40618, [3] = ENT(4, 160) }, 0, false, 12000,
+          "ps0–ps2 → ps3 after 1030 ms, ps3 → ps4 after 160 ms; worst wake 12.0 ms", "ps3@1030ms→ps4@160ms" },
+        /* 970 EVO Plus. ps3 1410 µs -> 141 ms (above the 100 ms tier), over at 142. ps4 10000 µs ->
+         * 1000 − 142 = 858 ms (break-even 46). */
         { "/apst/budget/970-evo-plus", EVO, NULL, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true,
-          { [0 ... 2] = ENT(3, 2), [3] = ENT(4, 46) }, 0, false, 10000,
-          "ps0–ps2 → ps3 after 2 ms, ps3 → ps4 after 46 ms; worst wake 10.0 ms", "ps3@2ms→ps4@46ms" },
-        /* Kingston. ps3 4000 µs -> 4 ms. ps3 -> ps4: 30000·(300000−4000)/(45000−4000) = 8880000000/41000
-         * = 216585.4 -> 216586 µs -> 217 ms. Worst 30.0 ms. */
+          { [0 ... 2] = ENT(3, 141), [3] = ENT(4, 858) }, 0, false, 10000,
+          "ps0–ps2 → ps3 after 141 ms, ps3 → ps4 after 858 ms; worst wake 10.0 ms", "ps3@141ms→ps4@858ms" },
+        /* Kingston. ps3 4000 µs -> 400 ms, over at 402. ps4 30000 µs -> 3000 (tier 2000) − 402
+         * = 2598 ms (break-even 217). Worst 30.0 ms. */
         { "/apst/budget/kingston-a2000", KINGSTON, NULL, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true,
-          { [0 ... 2] = ENT(3, 4), [3] = ENT(4, 217) }, 0, false, 30000,
-          "ps0–ps2 → ps3 after 4 ms, ps3 → ps4 after 217 ms; worst wake 30.0 ms", "ps3@4ms→ps4@217ms" },
-        /* 980 PRO. ps3 3200 µs -> 4 ms. ps3 -> ps4: 10000·295000/(40000−5000) = 84285.7 -> 84286 µs -> 85 ms. */
+          { [0 ... 2] = ENT(3, 400), [3] = ENT(4, 2598) }, 0, false, 30000,
+          "ps0–ps2 → ps3 after 400 ms, ps3 → ps4 after 2598 ms; worst wake 30.0 ms", "ps3@400ms→ps4@2598ms" },
+        /* 980 PRO. ps3 3200 µs -> 320 ms, over at 322. ps4 10000 µs -> 1000 − 322 = 678 ms (be 85). */
         { "/apst/budget/980-pro", PRO, NULL, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true,
-          { [0 ... 2] = ENT(3, 4), [3] = ENT(4, 85) }, 0, false, 10000,
-          "ps0–ps2 → ps3 after 4 ms, ps3 → ps4 after 85 ms; worst wake 10.0 ms", "ps3@4ms→ps4@85ms" },
-        /* SN550. ps3 14900 µs -> 15 ms. ps3 -> ps4: 44000·295000/(25000−5000) = 649000 µs exactly -> 649 ms. */
+          { [0 ... 2] = ENT(3, 320), [3] = ENT(4, 678) }, 0, false, 10000,
+          "ps0–ps2 → ps3 after 320 ms, ps3 → ps4 after 678 ms; worst wake 10.0 ms", "ps3@320ms→ps4@678ms" },
+        /* SN550. ps3 14900 µs -> 1490 ms, over at 1494. ps4 44000 µs -> 4400 (tier 2000) − 1494
+         * = 2906 ms (be 649). */
         { "/apst/budget/sn550", WDC, NULL, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true,
-          { [0 ... 2] = ENT(3, 15), [3] = ENT(4, 649) }, 0, false, 44000,
-          "ps0–ps2 → ps3 after 15 ms, ps3 → ps4 after 649 ms; worst wake 44.0 ms", "ps3@15ms→ps4@649ms" },
+          { [0 ... 2] = ENT(3, 1490), [3] = ENT(4, 2906) }, 0, false, 44000,
+          "ps0–ps2 → ps3 after 1490 ms, ps3 → ps4 after 2906 ms; worst wake 44.0 ms", "ps3@1490ms→ps4@2906ms" },
         /* EBS: no non-operational state. */
         { "/apst/budget/ebs", EBS, NULL, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true, {}, 0, false, 0,
           "no idle transitions", "none" },
+        /* The stall budget is the knob: at 10% the seed's ps3 starts at max(tier 100, 103) = 103 ms, over
+         * at 113; ps4 at max(100, 120) − 113 = 7 ms, below its break-even: 55 ms. */
+        { "/apst/budget/seed/stall-10pct", SEED, NULL, {},
+          { .policy = B, .max_latency_us = 100000, .primary_timeout_ms = 100, .secondary_timeout_ms = 2000,
+            .primary_latency_tol_us = 15000, .secondary_latency_tol_us = 100000, .stall_budget_cpct = 1000 },
+          APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 103), [3] = ENT(4, 55) }, 0, false, 12000,
+          "ps0–ps2 → ps3 after 103 ms, ps3 → ps4 after 55 ms; worst wake 12.0 ms", "ps3@103ms→ps4@55ms" },
+        /* A stall budget of 0: no wake-up may cost anything, so nothing is entered (APSTE=1, empty). */
+        { "/apst/budget/seed/stall-0", SEED, NULL, {},
+          { .policy = B, .max_latency_us = 100000, .primary_timeout_ms = 100, .secondary_timeout_ms = 2000,
+            .primary_latency_tol_us = 15000, .secondary_latency_tol_us = 100000, .stall_budget_cpct = 0 },
+          APST_OUTCOME_PROGRAM, true, {}, 0, false, 0, "no idle transitions", "none" },
 
         /* ---------------- the budget's meaning: enlat + exlat vs the kernel's exlat ---------------- */
 
@@ -260,14 +289,14 @@ static const Case table_cases[] = {
         { "/apst/kernel/seed/latency-9999", SEED, NULL, {}, PARAMS(K, 9999), APST_OUTCOME_PROGRAM, true,
           { [0 ... 2] = ENT(3, 100) }, 0, false, 10300, "ps0–ps2 → ps3 after 100 ms; worst wake 10.3 ms",
           "ps3@100ms" },
-        /* Budget, 11000: ps4's 12000 > 11000 excluded, ps3's 10300 fits -> ps3 after 11 ms only. */
+        /* Budget, 11000: ps4's 12000 > 11000 excluded, ps3's 10300 fits -> ps3 after 1030 ms only. */
         { "/apst/budget/seed/latency-11000", SEED, NULL, {}, PARAMS(B, 11000), APST_OUTCOME_PROGRAM, true,
-          { [0 ... 2] = ENT(3, 11) }, 0, false, 10300, "ps0–ps2 → ps3 after 11 ms; worst wake 10.3 ms",
-          "ps3@11ms" },
+          { [0 ... 2] = ENT(3, 1030) }, 0, false, 10300, "ps0–ps2 → ps3 after 1030 ms; worst wake 10.3 ms",
+          "ps3@1030ms" },
         /* Budget, exactly 12000: ps4 fits (<=), same as the default. */
         { "/apst/budget/seed/latency-12000", SEED, NULL, {}, PARAMS(B, 12000), APST_OUTCOME_PROGRAM, true,
-          { [0 ... 2] = ENT(3, 11), [3] = ENT(4, 55) }, 0, false, 12000,
-          "ps0–ps2 → ps3 after 11 ms, ps3 → ps4 after 55 ms; worst wake 12.0 ms", "ps3@11ms→ps4@55ms" },
+          { [0 ... 2] = ENT(3, 1030), [3] = ENT(4, 160) }, 0, false, 12000,
+          "ps0–ps2 → ps3 after 1030 ms, ps3 → ps4 after 160 ms; worst wake 12.0 ms", "ps3@1030ms→ps4@160ms" },
         /* Budget below every state: 10000 < 10300 and < 12000 -> APSTE=1, nothing. */
         { "/apst/budget/seed/below-every-state", SEED, NULL, {}, PARAMS(B, 10000), APST_OUTCOME_PROGRAM, true, {},
           0, false, 0, "no idle transitions", "none" },
@@ -275,37 +304,37 @@ static const Case table_cases[] = {
         { "/apst/kernel/seed/below-every-state", SEED, NULL, {}, PARAMS(K, 250), APST_OUTCOME_PROGRAM, true, {}, 0,
           false, 0, "no idle transitions", "none" },
 
-        /* ---------------- budget policy details ---------------- */
+        /* ---------------- budget policy details (bare break-even: PARAMS_BE) ---------------- */
 
         /* P0 reported (0.5 W): ps3 -> ps4 = 12000·(500000−5000)/(65000) = 91384.6 -> 91385 µs -> 92 ms;
          * the first step stays e+x = 11 ms (from P0 the factor is 1). */
-        { "/apst/budget/seed/p0-reported", SEED, mut_seed_p0, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true,
+        { "/apst/budget/seed/p0-reported", SEED, mut_seed_p0, {}, PARAMS_BE(B, 100000), APST_OUTCOME_PROGRAM, true,
           { [0 ... 2] = ENT(3, 11), [3] = ENT(4, 92) }, 0, false, 12000,
           "ps0–ps2 → ps3 after 11 ms, ps3 → ps4 after 92 ms; worst wake 12.0 ms", "ps3@11ms→ps4@92ms" },
         /* ps4 at 80 mW is not below ps3's 70 mW: dropped, ps3 is the end of the chain. */
-        { "/apst/budget/seed/deeper-not-cheaper", SEED, mut_seed_ps4_hungry, {}, PARAMS(B, 100000),
+        { "/apst/budget/seed/deeper-not-cheaper", SEED, mut_seed_ps4_hungry, {}, PARAMS_BE(B, 100000),
           APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 11) }, 0, false, 10300,
           "ps0–ps2 → ps3 after 11 ms; worst wake 10.3 ms", "ps3@11ms" },
 
         /* ps4 as hungry as ps3 (70 mW): not strictly below, dropped. */
-        { "/apst/budget/seed/deeper-same-power", SEED, mut_seed_ps4_same, {}, PARAMS(B, 100000),
+        { "/apst/budget/seed/deeper-same-power", SEED, mut_seed_ps4_same, {}, PARAMS_BE(B, 100000),
           APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 11) }, 0, false, 10300,
           "ps0–ps2 → ps3 after 11 ms; worst wake 10.3 ms", "ps3@11ms" },
         /* ps4 reports idle power 1 mW: it counts instead of its max power. ps3 -> ps4:
          * 12000·(300000−1000)/(70000−1000) = 3588000000/69000 = 52000 µs exactly -> 52 ms. */
-        { "/apst/budget/seed/idle-power-reported", SEED, mut_seed_ps4_idle, {}, PARAMS(B, 100000),
+        { "/apst/budget/seed/idle-power-reported", SEED, mut_seed_ps4_idle, {}, PARAMS_BE(B, 100000),
           APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 11), [3] = ENT(4, 52) }, 0, false, 12000,
           "ps0–ps2 → ps3 after 11 ms, ps3 → ps4 after 52 ms; worst wake 12.0 ms", "ps3@11ms→ps4@52ms" },
         /* ps0 -> ps1: break-even 0 µs, but ITPT 0 would mean "never": at least 1 ms.
          * ps1 -> ps2: 1000.33 µs rounds up to 1001 µs, then to 2 ms (not 1000 µs = 1 ms). Worst wake
          * ps2's 1 µs, shown as 0.0 ms. */
-        { "/apst/budget/rounding", NULL, mut_rounding, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true,
+        { "/apst/budget/rounding", NULL, mut_rounding, {}, PARAMS_BE(B, 100000), APST_OUTCOME_PROGRAM, true,
           { [0] = ENT(1, 1), [1] = ENT(2, 2) }, 0, false, 1,
           "ps0 → ps1 after 1 ms, ps1 → ps2 after 2 ms; worst wake 0.0 ms", "ps1@1ms→ps2@2ms" },
         /* force with nothing to override: not reported as overridden. */
         { "/apst/budget/force-without-quirks", SEED, NULL, {}, PARAMS_FORCED(B, 100000), APST_OUTCOME_PROGRAM, true,
-          { [0 ... 2] = ENT(3, 11), [3] = ENT(4, 55) }, 0, false, 12000,
-          "ps0–ps2 → ps3 after 11 ms, ps3 → ps4 after 55 ms; worst wake 12.0 ms", "ps3@11ms→ps4@55ms" },
+          { [0 ... 2] = ENT(3, 1030), [3] = ENT(4, 160) }, 0, false, 12000,
+          "ps0–ps2 → ps3 after 1030 ms, ps3 → ps4 after 160 ms; worst wake 12.0 ms", "ps3@1030ms→ps4@160ms" },
 
         /* ---------------- quirks ---------------- */
 
@@ -313,32 +342,32 @@ static const Case table_cases[] = {
         { "/apst/kernel/quirk/seed-8086-f1a5", SEED, NULL, { .pci_vendor = 0x8086, .pci_device = 0xf1a5 },
           PARAMS(K, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 100) }, NO_DEEPEST, false, 10300,
           "ps0–ps2 → ps3 after 100 ms; worst wake 10.3 ms", "ps3@100ms" },
-        /* Budget: chain is ps3 alone, 11 ms. */
+        /* Budget: chain is ps3 alone, 1030 ms. */
         { "/apst/budget/quirk/seed-8086-f1a5", SEED, NULL, { .pci_vendor = 0x8086, .pci_device = 0xf1a5 },
-          PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 11) }, NO_DEEPEST, false, 10300,
-          "ps0–ps2 → ps3 after 11 ms; worst wake 10.3 ms", "ps3@11ms" },
+          PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 1030) }, NO_DEEPEST, false, 10300,
+          "ps0–ps2 → ps3 after 1030 ms; worst wake 10.3 ms", "ps3@1030ms" },
         /* force: the quirk is reported but ignored, the table is the unquirked one. */
         { "/apst/kernel/quirk/seed-8086-f1a5-forced", SEED, NULL, { .pci_vendor = 0x8086, .pci_device = 0xf1a5 },
           PARAMS_FORCED(K, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 3] = ENT(4, 100) }, NO_DEEPEST,
           true, 12000, "ps0–ps3 → ps4 after 100 ms; worst wake 12.0 ms", "ps4@100ms" },
         { "/apst/budget/quirk/seed-8086-f1a5-forced", SEED, NULL, { .pci_vendor = 0x8086, .pci_device = 0xf1a5 },
-          PARAMS_FORCED(B, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = 0xb18, [3] = ENT(4, 55) },
-          NO_DEEPEST, true, 12000, "ps0–ps2 → ps3 after 11 ms, ps3 → ps4 after 55 ms; worst wake 12.0 ms",
-          "ps3@11ms→ps4@55ms" },
-        /* Kingston A2000 2646:2263: kernel ps3 primary @100 only; budget ps3 after 4 ms. */
+          PARAMS_FORCED(B, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = 0x40618, [3] = ENT(4, 160) },
+          NO_DEEPEST, true, 12000, "ps0–ps2 → ps3 after 1030 ms, ps3 → ps4 after 160 ms; worst wake 12.0 ms",
+          "ps3@1030ms→ps4@160ms" },
+        /* Kingston A2000 2646:2263: kernel ps3 primary @100 only; budget ps3 after 400 ms. */
         { "/apst/kernel/quirk/kingston-2646-2263", KINGSTON, NULL, { .pci_vendor = 0x2646, .pci_device = 0x2263 },
           PARAMS(K, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 100) }, NO_DEEPEST, false, 4000,
           "ps0–ps2 → ps3 after 100 ms; worst wake 4.0 ms", "ps3@100ms" },
         { "/apst/budget/quirk/kingston-2646-2263", KINGSTON, NULL, { .pci_vendor = 0x2646, .pci_device = 0x2263 },
-          PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 4) }, NO_DEEPEST, false, 4000,
-          "ps0–ps2 → ps3 after 4 ms; worst wake 4.0 ms", "ps3@4ms" },
-        /* SN550 15b7:5009: kernel ps3 (14900 <= 15000) primary @100; budget 15 ms. */
+          PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 400) }, NO_DEEPEST, false, 4000,
+          "ps0–ps2 → ps3 after 400 ms; worst wake 4.0 ms", "ps3@400ms" },
+        /* SN550 15b7:5009: kernel ps3 (14900 <= 15000) primary @100; budget 1490 ms. */
         { "/apst/kernel/quirk/sn550-15b7-5009", WDC, NULL, { .pci_vendor = 0x15b7, .pci_device = 0x5009 },
           PARAMS(K, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 100) }, NO_DEEPEST, false, 14900,
           "ps0–ps2 → ps3 after 100 ms; worst wake 14.9 ms", "ps3@100ms" },
         { "/apst/budget/quirk/sn550-15b7-5009", WDC, NULL, { .pci_vendor = 0x15b7, .pci_device = 0x5009 },
-          PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 15) }, NO_DEEPEST, false, 14900,
-          "ps0–ps2 → ps3 after 15 ms; worst wake 14.9 ms", "ps3@15ms" },
+          PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 1490) }, NO_DEEPEST, false, 14900,
+          "ps0–ps2 → ps3 after 1490 ms; worst wake 14.9 ms", "ps3@1490ms" },
         /* A different device of the same vendor is not quirked. */
         { "/apst/kernel/quirk/sn530-not-listed", WDC, NULL, { .pci_vendor = 0x15b7, .pci_device = 0x5008 },
           PARAMS(K, 100000), APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 100), [3] = ENT(4, 2000) }, 0, false,
@@ -462,7 +491,7 @@ static const Case table_cases[] = {
          * ps0 -> ps1 after ceil(200 µs) = 1 ms. psN-1 -> psN: 200N·(300000 − (32−N)·1000)/1000
          * = 200N·(268+N) µs: N=2: 400·270 = 108000 µs = 108 ms; N=3: 600·271 = 162600 -> 163 ms;
          * N=31: 6200·299 = 1853800 -> 1854 ms. With NO_DEEPEST_PS the chain ends at ps30. */
-        { "/apst/budget/31-states", NULL, mut_31_states, {}, PARAMS(B, 100000), APST_OUTCOME_PROGRAM, true,
+        { "/apst/budget/31-states", NULL, mut_31_states, {}, PARAMS_BE(B, 100000), APST_OUTCOME_PROGRAM, true,
           { [0] = ENT(1, 1), [1] = ENT(2, 108), [2] = ENT(3, 163), [3] = ENT(4, 4 * 200 * 272 / 1000 + 1),
             [4] = ENT(5, 1000 * 273 / 1000), [5] = ENT(6, 1200 * 274 / 1000 + 1), [6] = ENT(7, 1400 * 275 / 1000),
             [7] = ENT(8, 1600 * 276 / 1000 + 1), [8] = ENT(9, 1800 * 277 / 1000 + 1),
@@ -486,7 +515,7 @@ static const Case table_cases[] = {
          * worst wakes are 0 because the drive says so; nothing overflows or wraps. */
         { "/apst/kernel/untrusted/zero-and-max-latency", EVO, mut_evo_zero_and_max_latency, {}, PARAMS(K, 100000),
           APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 100) }, 0, false, 0, NULL, "ps3@100ms" },
-        { "/apst/budget/untrusted/zero-and-max-latency", EVO, mut_evo_zero_and_max_latency, {}, PARAMS(B, 100000),
+        { "/apst/budget/untrusted/zero-and-max-latency", EVO, mut_evo_zero_and_max_latency, {}, PARAMS_BE(B, 100000),
           APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 1) }, 0, false, 0, NULL, "ps3@1ms" },
         /* All-zero descriptors: every state is operational, so nothing is a target (APSTE=1, empty). */
         { "/apst/kernel/untrusted/all-zero-psds", EVO, mut_all_zero_psds, {}, PARAMS(K, 100000), APST_OUTCOME_PROGRAM,
@@ -505,13 +534,16 @@ static const Case table_cases[] = {
         /* Budget 2^32−1: enlat + exlat = 8589934590 > budget, computed in 64 bits, not wrapped to 2^32−2. */
         { "/apst/budget/huge/max-latency", NULL, mut_huge, {}, PARAMS(B, UINT32_MAX), APST_OUTCOME_PROGRAM, true, {},
           0, false, 0, "no idle transitions", "none" },
-        /* Budget 2^32−1, enlat 2^32−1, exlat 0: both fit. ps0 -> ps1 after ceil(4294967295 µs) = 4294968 ms.
-         * ps1 -> ps2: 4294967295·(300000−100000)/(110000−100000) = 85899345900 µs -> 85899346 ms, clamped
-         * to 16777215. */
-        { "/apst/budget/huge/clamp-24-bit", NULL, mut_huge_entry, {}, PARAMS(B, UINT32_MAX), APST_OUTCOME_PROGRAM,
-          true, { [0] = ENT(1, 4294968), [1] = ENT(2, 0xffffff) }, 0, false, UINT32_MAX,
-          "ps0 → ps1 after 4294968 ms, ps1 → ps2 after 16777215 ms; worst wake 4294967.3 ms",
-          "ps1@4294968ms→ps2@16777215ms" },
+        /* Budget 2^32−1, enlat 2^32−1, exlat 0: both fit. Bare break-even: ps0 -> ps1 after
+         * ceil(4294967295 µs) = 4294968 ms; that entry is over at 8589936 ms. ps1 -> ps2 would need
+         * its break-even 4294967295·(300000−100000)/(110000−100000) µs, clamped to 16777215 ms, on top:
+         * past the 24-bit ITPT from the last completion, so the chain ends at ps1. At the default 1%
+         * stall budget ps1 itself (tau / 1% = 429496730 ms) is out of reach: nothing. */
+        { "/apst/budget/huge/clamp-24-bit", NULL, mut_huge_entry, {}, PARAMS_BE(B, UINT32_MAX), APST_OUTCOME_PROGRAM,
+          true, { [0] = ENT(1, 4294968) }, 0, false, UINT32_MAX,
+          "ps0 → ps1 after 4294968 ms; worst wake 4294967.3 ms", "ps1@4294968ms" },
+        { "/apst/budget/huge/stall-out-of-reach", NULL, mut_huge_entry, {}, PARAMS(B, UINT32_MAX),
+          APST_OUTCOME_PROGRAM, true, {}, 0, false, 0, "no idle transitions", "none" },
 };
 
 static void check_case(const Case *c) {
@@ -599,7 +631,7 @@ static void test_build_errors(void) {
         /* NULL platform = unknown: no PCI or DMI quirks, the default policy is the budget one */
         p = APST_PARAMS_DEFAULT;
         assert(apst_build(&id, NULL, &p, &plan) == 0);
-        assert(plan.quirks == 0 && plan.table.apste && plan.table.entry[0] == ENT(3, 11));
+        assert(plan.quirks == 0 && plan.table.apste && plan.table.entry[0] == ENT(3, 1030));
 }
 
 /* /apst/params/defaults: the header's defaults are nvme_core's, and the budget policy is the default. */
