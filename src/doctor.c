@@ -388,28 +388,79 @@ static void check_over_budget(Ctx *c, const DoctorCtrl *d, const DevicePlan *pla
         }
 }
 
+/* The firmware has no APST: nothing anyone can program. */
+static void check_apst_unsupported(Ctx *c, const DoctorCtrl *d) {
+        DoctorFinding *f = finding_new(c, DOCTOR_APST_FIRMWARE_UNSUPPORTED, d->sys.name);
+
+        title(c, f, "%s (%s, firmware %s) does not support APST (Identify apsta = 0)", d->sys.name,
+              d->id.model, d->id.firmware[0] ? d->id.firmware : "not reported");
+        evidence(c, f, "Identify apsta", "0");
+        evidence(c, f, "Identify npss", "%u", d->id.npss);
+        for (unsigned ps = 0; ps <= d->id.npss && ps < IDCTRL_MAX_PS; ps++)
+                psd_evidence(c, f, d, ps);
+        why(c, f, "Without APST the drive moves to a low-power state only when the host tells it to "
+                  "(Set Features, Power Management), which Linux does not do at run time: it stays in "
+                  "an operational state while idle. Neither the kernel nor nvme-apstd can program "
+                  "anything here.");
+        fix(c, f, "Nothing to configure. Look for a firmware update from the drive's vendor that "
+                  "enables APST; nvme-apstd leaves this controller alone.");
+}
+
+/* The daemon runs, yet the table in force is not the one it would write (@desc). */
+static void check_table_differs(Ctx *c, const DoctorCtrl *d, const DevicePlan *plan, const char *desc) {
+        const DoctorSnapshot *s = c->s;
+        DoctorFinding *f;
+
+        if (apst_table_equal(&d->table, &plan->plan.table))
+                return;
+        f = finding_new(c, DOCTOR_APST_TABLE_DIFFERS, d->sys.name);
+        title(c, f, "nvme-apstd runs (pid %u), but the table in force on %s is not the one it would write",
+              s->daemon_pid, d->sys.name);
+        table_evidence(c, f, d, "Get Features 0x0C (table in force)", &d->table);
+        evidence(c, f, "nvme-apstd would write (this configuration)", "%s", desc);
+        evidence(c, f, "nvme-apstd daemon", "pid %u", s->daemon_pid);
+        why(c, f, "The daemon writes its table at start and again after every reset and resume. A "
+                  "different table means it runs with another configuration (the file changed and "
+                  "was not reloaded), it failed to write (its journal says why), or something else "
+                  "wrote the table since.");
+        fix(c, f, "systemctl reload nvme-apstd   (reads the configuration again and rewrites changed "
+                  "tables)");
+        fix(c, f, "journalctl -u nvme-apstd NVME_CTRL=%s   (the daemon's log for this controller)",
+            d->sys.name);
+}
+
+/* The daemon does not run: the kernel's table is (or will be again) in force instead of @desc. */
+static void check_daemon_not_running(Ctx *c, const DoctorCtrl *d, const DevicePlan *plan, const char *desc) {
+        const DoctorSnapshot *s = c->s;
+        DoctorFinding *f;
+        ApstTable kt;
+        bool have_kt;
+
+        have_kt = kernel_table(c, d, &kt);
+        if (plan->verdict != DEVICE_MANAGE || (have_kt && apst_table_equal(&kt, &plan->plan.table)))
+                return;
+        f = finding_new(c, DOCTOR_APST_DAEMON_NOT_RUNNING, d->sys.name);
+        title(c, f, "nvme-apstd is not running: %s %s the kernel's table, not the configured one",
+              d->sys.name, apst_table_equal(&d->table, &plan->plan.table) ? "will get back" : "has");
+        evidence(c, f, "nvme-apstd daemon", "no process in %s", s->proc_root ? s->proc_root : "/proc");
+        table_evidence(c, f, d, "Get Features 0x0C (table in force)", &d->table);
+        evidence(c, f, "nvme-apstd would write", "%s", desc);
+        if (have_kt)
+                table_evidence(c, f, d, "the kernel writes", &kt);
+        why(c, f, "The kernel rewrites the APST table at probe, on every controller reset and on "
+                  "resume from suspend, with its own single latency limit. A table written once (by "
+                  "nvme-apstd apply or nvme set-feature) is gone after the next of these; only the "
+                  "running daemon puts it back.");
+        fix(c, f, "systemctl enable --now nvme-apstd");
+}
+
 static void check_apst(Ctx *c, const DoctorCtrl *d) {
         const DoctorSnapshot *s = c->s;
         DevicePlan plan;
-        ApstTable kt;
-        DoctorFinding *f;
         char desc[1024], found[1024];
-        bool have_kt;
 
         if (!d->id.apst_supported) {
-                f = finding_new(c, DOCTOR_APST_FIRMWARE_UNSUPPORTED, d->sys.name);
-                title(c, f, "%s (%s, firmware %s) does not support APST (Identify apsta = 0)", d->sys.name,
-                      d->id.model, d->id.firmware[0] ? d->id.firmware : "not reported");
-                evidence(c, f, "Identify apsta", "0");
-                evidence(c, f, "Identify npss", "%u", d->id.npss);
-                for (unsigned ps = 0; ps <= d->id.npss && ps < IDCTRL_MAX_PS; ps++)
-                        psd_evidence(c, f, d, ps);
-                why(c, f, "Without APST the drive moves to a low-power state only when the host tells it to "
-                          "(Set Features, Power Management), which Linux does not do at run time: it stays in "
-                          "an operational state while idle. Neither the kernel nor nvme-apstd can program "
-                          "anything here.");
-                fix(c, f, "Nothing to configure. Look for a firmware update from the drive's vendor that "
-                          "enables APST; nvme-apstd leaves this controller alone.");
+                check_apst_unsupported(c, d);
                 return;
         }
 
@@ -441,40 +492,10 @@ static void check_apst(Ctx *c, const DoctorCtrl *d) {
         describe(&plan.plan.table, &d->id, desc, sizeof desc);
         switch (s->daemon) {
         case DOCTOR_DAEMON_RUNNING:
-                if (apst_table_equal(&d->table, &plan.plan.table))
-                        break;
-                f = finding_new(c, DOCTOR_APST_TABLE_DIFFERS, d->sys.name);
-                title(c, f, "nvme-apstd runs (pid %u), but the table in force on %s is not the one it would write",
-                      s->daemon_pid, d->sys.name);
-                table_evidence(c, f, d, "Get Features 0x0C (table in force)", &d->table);
-                evidence(c, f, "nvme-apstd would write (this configuration)", "%s", desc);
-                evidence(c, f, "nvme-apstd daemon", "pid %u", s->daemon_pid);
-                why(c, f, "The daemon writes its table at start and again after every reset and resume. A "
-                          "different table means it runs with another configuration (the file changed and "
-                          "was not reloaded), it failed to write (its journal says why), or something else "
-                          "wrote the table since.");
-                fix(c, f, "systemctl reload nvme-apstd   (reads the configuration again and rewrites changed "
-                          "tables)");
-                fix(c, f, "journalctl -u nvme-apstd NVME_CTRL=%s   (the daemon's log for this controller)",
-                    d->sys.name);
+                check_table_differs(c, d, &plan, desc);
                 break;
         case DOCTOR_DAEMON_NOT_RUNNING:
-                have_kt = kernel_table(c, d, &kt);
-                if (plan.verdict != DEVICE_MANAGE || (have_kt && apst_table_equal(&kt, &plan.plan.table)))
-                        break;
-                f = finding_new(c, DOCTOR_APST_DAEMON_NOT_RUNNING, d->sys.name);
-                title(c, f, "nvme-apstd is not running: %s %s the kernel's table, not the configured one",
-                      d->sys.name, apst_table_equal(&d->table, &plan.plan.table) ? "will get back" : "has");
-                evidence(c, f, "nvme-apstd daemon", "no process in %s", s->proc_root ? s->proc_root : "/proc");
-                table_evidence(c, f, d, "Get Features 0x0C (table in force)", &d->table);
-                evidence(c, f, "nvme-apstd would write", "%s", desc);
-                if (have_kt)
-                        table_evidence(c, f, d, "the kernel writes", &kt);
-                why(c, f, "The kernel rewrites the APST table at probe, on every controller reset and on "
-                          "resume from suspend, with its own single latency limit. A table written once (by "
-                          "nvme-apstd apply or nvme set-feature) is gone after the next of these; only the "
-                          "running daemon puts it back.");
-                fix(c, f, "systemctl enable --now nvme-apstd");
+                check_daemon_not_running(c, d, &plan, desc);
                 break;
         case DOCTOR_DAEMON_UNKNOWN:
                 note(c, true, false, d->sys.name, "APST: could not tell whether nvme-apstd runs (%s not readable)",
