@@ -290,7 +290,13 @@ static void help(void) {
                SYSCONFDIR);
 }
 
-int verb_doctor(int argc, char *argv[]) {
+typedef struct DoctorOptions {
+        const char *config_path, *kernel_log;
+        bool json;
+} DoctorOptions;
+
+/* Return: 1 to go on, 0 when done (--help, --version), -EINVAL. */
+static int parse_doctor_options(int argc, char *argv[], DoctorOptions *o) {
         enum { ARG_KERNEL_LOG = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -299,39 +305,109 @@ int verb_doctor(int argc, char *argv[]) {
                 CLI_COMMON_OPTIONS,
                 {},
         };
-        _cleanup_free_ SysCtrl *list = NULL;
-        _cleanup_free_ DoctorCtrl *ctrls = NULL;
-        _cleanup_free_ DoctorCpuPolicy *policies = NULL;
-        _cleanup_free_ char *cmdline = NULL, *out = NULL;
-        char **log_lines = NULL;
-        const char *config_path = NULL, *kernel_log = NULL;
-        DoctorSnapshot s = {};
-        DoctorReport report = {};
-        Config cfg;
-        bool json = false;
-        size_t nl = 0, n = 0, n_log = 0, cl_len = 0;
-        int c, r, status = 2;
+        int c;
 
         optind = 0;
         while ((c = cli_getopt(argc, argv, "c:jh", options, help)) >= 0) {
                 switch (c) {
                 case 'c':
-                        config_path = optarg;
+                        o->config_path = optarg;
                         break;
                 case 'j':
-                        json = true;
+                        o->json = true;
                         break;
                 case ARG_KERNEL_LOG:
-                        kernel_log = optarg;
+                        o->kernel_log = optarg;
                         break;
                 default:
-                        return 2;
+                        return -EINVAL;
                 }
         }
-        if (c == CLI_GETOPT_EXIT)
-                return 0;
+        return c == CLI_GETOPT_EXIT ? 0 : 1;
+}
 
-        if (cli_load_config(config_path, &cfg) < 0)
+/* Is @sc among the controllers named after the options (all are when none is)? */
+static bool ctrl_selected(const SysCtrl *sc, int argc, char *argv[]) {
+        bool selected = optind >= argc;
+
+        for (int i = optind; i < argc; i++)
+                selected = selected || strcmp(argv[i], sc->name) == 0;
+        return selected;
+}
+
+/* Every controller named after the options must exist. */
+static int check_named_ctrls(const SysCtrl *list, size_t nl, int argc, char *argv[]) {
+        for (int i = optind; i < argc; i++) {
+                bool found = false;
+                for (size_t k = 0; k < nl; k++)
+                        found = found || strcmp(list[k].name, argv[i]) == 0;
+                if (!found) {
+                        log_error("%s: no such NVMe controller in %s/class/nvme.", argv[i], arg_sysfs_root);
+                        return -ENOENT;
+                }
+        }
+        return 0;
+}
+
+/* Read the selected controllers into @ctrls and the names of the PCIe ones into @names.
+ * Return: how many were read. */
+static size_t read_selected_ctrls(const SysCtrl *list, size_t nl, int argc, char *argv[], DoctorCtrl *ctrls,
+                                  const char **names, size_t *ret_n_pcie) {
+        size_t n = 0, n_pcie = 0;
+
+        for (size_t k = 0; k < nl; k++) {
+                if (!ctrl_selected(&list[k], argc, argv))
+                        continue;
+                read_ctrl(&list[k], &ctrls[n]);
+                if (strcmp(list[k].transport, "pcie") == 0)
+                        names[n_pcie++] = ctrls[n].sys.name;
+                n++;
+        }
+        *ret_n_pcie = n_pcie;
+        return n;
+}
+
+/* The kernel command line, when readable; @ret_cmdline owns it. */
+static void read_cmdline(DoctorSnapshot *s, char **ret_cmdline) {
+        char path[PATH_MAX];
+        size_t len = 0;
+
+        (void) snprintf(path, sizeof path, "%s/cmdline", arg_proc_root);
+        if (read_full_file(path, CMDLINE_MAX, 0, ret_cmdline, &len) >= 0)
+                s->cmdline = *ret_cmdline;
+}
+
+/* The kernel log into @s (the lines are the caller's to free); only a --kernel-log file that
+ * cannot be read is an error, a /dev/kmsg that cannot is a gap. */
+static int attach_kernel_log(DoctorSnapshot *s, const char *file, char ***lines, size_t *n) {
+        int r = read_kernel_log(file, lines, n);
+
+        if (r < 0 && file)
+                return log_error_errno(r, "%s: cannot read the kernel log: %m", file);
+        s->have_kernel_log = r >= 0;
+        s->kernel_log = (const char *const *) *lines;
+        s->n_kernel_log = *n;
+        return 0;
+}
+
+int verb_doctor(int argc, char *argv[]) {
+        _cleanup_free_ SysCtrl *list = NULL;
+        _cleanup_free_ DoctorCtrl *ctrls = NULL;
+        _cleanup_free_ DoctorCpuPolicy *policies = NULL;
+        _cleanup_free_ char *cmdline = NULL, *out = NULL;
+        char **log_lines = NULL;
+        DoctorOptions o = {};
+        DoctorSnapshot s = {};
+        DoctorReport report = {};
+        Config cfg;
+        size_t nl = 0, n = 0, n_log = 0;
+        int r, status = 2;
+
+        r = parse_doctor_options(argc, argv, &o);
+        if (r <= 0)
+                return r < 0 ? 2 : 0;
+
+        if (cli_load_config(o.config_path, &cfg) < 0)
                 return 2;
 
         r = sysfs_list_controllers(arg_sysfs_root, &list, &nl);
@@ -339,15 +415,8 @@ int verb_doctor(int argc, char *argv[]) {
                 log_error_errno(r, "Cannot list %s/class/nvme: %m", arg_sysfs_root);
                 goto finish;
         }
-        for (int i = optind; i < argc; i++) {
-                bool found = false;
-                for (size_t k = 0; k < nl; k++)
-                        found = found || strcmp(list[k].name, argv[i]) == 0;
-                if (!found) {
-                        log_error("%s: no such NVMe controller in %s/class/nvme.", argv[i], arg_sysfs_root);
-                        goto finish;
-                }
-        }
+        if (check_named_ctrls(list, nl, argc, argv) < 0)
+                goto finish;
         ctrls = calloc(nl + 1, sizeof *ctrls);
         if (!ctrls) {
                 log_error_errno(-ENOMEM, "Out of memory.");
@@ -355,20 +424,9 @@ int verb_doctor(int argc, char *argv[]) {
         }
         {
                 const char *names[nl + 1];
-                size_t n_pcie = 0;
+                size_t n_pcie;
 
-                for (size_t k = 0; k < nl; k++) {
-                        bool selected = optind >= argc;
-                        for (int i = optind; i < argc; i++)
-                                selected = selected || strcmp(argv[i], list[k].name) == 0;
-                        if (!selected)
-                                continue;
-                        read_ctrl(&list[k], &ctrls[n]);
-                        if (strcmp(list[k].transport, "pcie") == 0)
-                                names[n_pcie++] = ctrls[n].sys.name;
-                        n++;
-                }
-
+                n = read_selected_ctrls(list, nl, argc, argv, ctrls, names, &n_pcie);
                 s = (DoctorSnapshot) {
                         .sysfs_root = arg_sysfs_root,
                         .proc_root = arg_proc_root,
@@ -384,30 +442,19 @@ int verb_doctor(int argc, char *argv[]) {
                 read_cpufreq(&s, &policies, names, n_pcie);
                 s.policies = policies;
         }
-        {
-                char path[PATH_MAX];
-                (void) snprintf(path, sizeof path, "%s/cmdline", arg_proc_root);
-                if (read_full_file(path, CMDLINE_MAX, 0, &cmdline, &cl_len) >= 0)
-                        s.cmdline = cmdline;
-        }
-        r = read_kernel_log(kernel_log, &log_lines, &n_log);
-        if (r < 0 && kernel_log) {
-                log_error_errno(r, "%s: cannot read the kernel log: %m", kernel_log);
+        read_cmdline(&s, &cmdline);
+        if (attach_kernel_log(&s, o.kernel_log, &log_lines, &n_log) < 0)
                 goto finish;
-        }
-        s.have_kernel_log = r >= 0;
-        s.kernel_log = (const char *const *) log_lines;
-        s.n_kernel_log = n_log;
 
         r = doctor_examine(&s, &report);
         if (r >= 0)
-                r = json ? doctor_format_json(&report, &out) : doctor_format_text(&report, &out);
+                r = o.json ? doctor_format_json(&report, &out) : doctor_format_text(&report, &out);
         if (r < 0) {
                 log_error_errno(r, "Out of memory.");
                 goto finish;
         }
         fputs(out, stdout);
-        if (json)
+        if (o.json)
                 fputc('\n', stdout);
         status = doctor_exit_status(&report);
 finish:

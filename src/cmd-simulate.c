@@ -113,6 +113,42 @@ static int parse_service_us(const char *arg, uint64_t *ret_ns) {
         return 0;
 }
 
+/* --policy: one the daemon knows, or none (the kernel's table). */
+static int parse_policy(const char *arg, const char **ret) {
+        if (strcmp(arg, "none") != 0 && apst_policy_from_string(arg) < 0) {
+                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret = arg;
+        return 0;
+}
+
+/* --exlat-scale: a factor on the drive's exit latencies, > 0 and at most SIM_EXLAT_SCALE_MAX. */
+static int parse_exlat_scale(const char *arg, double *ret) {
+        char *end;
+        double x;
+
+        errno = 0;
+        x = strtod(arg, &end);
+        if (errno != 0 || end == arg || *end != 0 || !isfinite(x) || x <= 0 || x > SIM_EXLAT_SCALE_MAX) {
+                fprintf(stderr, "%s: --exlat-scale: expected a factor in (0, %g], got \"%s\"\n", prog,
+                        SIM_EXLAT_SCALE_MAX, arg);
+                return -EINVAL;
+        }
+        *ret = x;
+        return 0;
+}
+
+/* --event: which blkparse events are the I/Os, D (issued) or Q (queued). */
+static int parse_event(const char *arg, char *ret) {
+        if ((arg[0] != 'D' && arg[0] != 'Q') || arg[1] != 0) {
+                fprintf(stderr, "%s: --event: expected D or Q, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret = arg[0];
+        return 0;
+}
+
 /* After the options: no arguments, and both inputs given. Return: 1 or -EINVAL. */
 static int options_complete(const Options *o, int argc, char *argv[]) {
         if (optind < argc) {
@@ -158,12 +194,8 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         o->config = optarg;
                         break;
                 case 'p':
-                        if (strcmp(optarg, "none") != 0 && apst_policy_from_string(optarg) < 0) {
-                                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n",
-                                        prog, optarg);
+                        if (parse_policy(optarg, &o->policy) < 0)
                                 return -EINVAL;
-                        }
-                        o->policy = optarg;
                         break;
                 case 'w':
                         if (parse_watts(optarg, &o->p0_uw) < 0)
@@ -176,19 +208,10 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 case 'l':
                         o->closed_loop = true;
                         break;
-                case 'x': {
-                        char *end;
-                        errno = 0;
-                        double x = strtod(optarg, &end);
-                        if (errno != 0 || end == optarg || *end != 0 || !isfinite(x) || x <= 0 ||
-                            x > SIM_EXLAT_SCALE_MAX) {
-                                fprintf(stderr, "%s: --exlat-scale: expected a factor in (0, %g], got \"%s\"\n", prog,
-                                        SIM_EXLAT_SCALE_MAX, optarg);
+                case 'x':
+                        if (parse_exlat_scale(optarg, &o->exlat_scale) < 0)
                                 return -EINVAL;
-                        }
-                        o->exlat_scale = x;
                         break;
-                }
                 case 'd':
                         o->device = optarg;
                         break;
@@ -199,11 +222,8 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         }
                         break;
                 case 'e':
-                        if ((optarg[0] != 'D' && optarg[0] != 'Q') || optarg[1] != 0) {
-                                fprintf(stderr, "%s: --event: expected D or Q, got \"%s\"\n", prog, optarg);
+                        if (parse_event(optarg, &o->event) < 0)
                                 return -EINVAL;
-                        }
-                        o->event = optarg[0];
                         break;
                 case 'j':
                         o->json = true;

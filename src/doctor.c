@@ -388,28 +388,79 @@ static void check_over_budget(Ctx *c, const DoctorCtrl *d, const DevicePlan *pla
         }
 }
 
+/* The firmware has no APST: nothing anyone can program. */
+static void check_apst_unsupported(Ctx *c, const DoctorCtrl *d) {
+        DoctorFinding *f = finding_new(c, DOCTOR_APST_FIRMWARE_UNSUPPORTED, d->sys.name);
+
+        title(c, f, "%s (%s, firmware %s) does not support APST (Identify apsta = 0)", d->sys.name,
+              d->id.model, d->id.firmware[0] ? d->id.firmware : "not reported");
+        evidence(c, f, "Identify apsta", "0");
+        evidence(c, f, "Identify npss", "%u", d->id.npss);
+        for (unsigned ps = 0; ps <= d->id.npss && ps < IDCTRL_MAX_PS; ps++)
+                psd_evidence(c, f, d, ps);
+        why(c, f, "Without APST the drive moves to a low-power state only when the host tells it to "
+                  "(Set Features, Power Management), which Linux does not do at run time: it stays in "
+                  "an operational state while idle. Neither the kernel nor nvme-apstd can program "
+                  "anything here.");
+        fix(c, f, "Nothing to configure. Look for a firmware update from the drive's vendor that "
+                  "enables APST; nvme-apstd leaves this controller alone.");
+}
+
+/* The daemon runs, yet the table in force is not the one it would write (@desc). */
+static void check_table_differs(Ctx *c, const DoctorCtrl *d, const DevicePlan *plan, const char *desc) {
+        const DoctorSnapshot *s = c->s;
+        DoctorFinding *f;
+
+        if (apst_table_equal(&d->table, &plan->plan.table))
+                return;
+        f = finding_new(c, DOCTOR_APST_TABLE_DIFFERS, d->sys.name);
+        title(c, f, "nvme-apstd runs (pid %u), but the table in force on %s is not the one it would write",
+              s->daemon_pid, d->sys.name);
+        table_evidence(c, f, d, "Get Features 0x0C (table in force)", &d->table);
+        evidence(c, f, "nvme-apstd would write (this configuration)", "%s", desc);
+        evidence(c, f, "nvme-apstd daemon", "pid %u", s->daemon_pid);
+        why(c, f, "The daemon writes its table at start and again after every reset and resume. A "
+                  "different table means it runs with another configuration (the file changed and "
+                  "was not reloaded), it failed to write (its journal says why), or something else "
+                  "wrote the table since.");
+        fix(c, f, "systemctl reload nvme-apstd   (reads the configuration again and rewrites changed "
+                  "tables)");
+        fix(c, f, "journalctl -u nvme-apstd NVME_CTRL=%s   (the daemon's log for this controller)",
+            d->sys.name);
+}
+
+/* The daemon does not run: the kernel's table is (or will be again) in force instead of @desc. */
+static void check_daemon_not_running(Ctx *c, const DoctorCtrl *d, const DevicePlan *plan, const char *desc) {
+        const DoctorSnapshot *s = c->s;
+        DoctorFinding *f;
+        ApstTable kt;
+        bool have_kt;
+
+        have_kt = kernel_table(c, d, &kt);
+        if (plan->verdict != DEVICE_MANAGE || (have_kt && apst_table_equal(&kt, &plan->plan.table)))
+                return;
+        f = finding_new(c, DOCTOR_APST_DAEMON_NOT_RUNNING, d->sys.name);
+        title(c, f, "nvme-apstd is not running: %s %s the kernel's table, not the configured one",
+              d->sys.name, apst_table_equal(&d->table, &plan->plan.table) ? "will get back" : "has");
+        evidence(c, f, "nvme-apstd daemon", "no process in %s", s->proc_root ? s->proc_root : "/proc");
+        table_evidence(c, f, d, "Get Features 0x0C (table in force)", &d->table);
+        evidence(c, f, "nvme-apstd would write", "%s", desc);
+        if (have_kt)
+                table_evidence(c, f, d, "the kernel writes", &kt);
+        why(c, f, "The kernel rewrites the APST table at probe, on every controller reset and on "
+                  "resume from suspend, with its own single latency limit. A table written once (by "
+                  "nvme-apstd apply or nvme set-feature) is gone after the next of these; only the "
+                  "running daemon puts it back.");
+        fix(c, f, "systemctl enable --now nvme-apstd");
+}
+
 static void check_apst(Ctx *c, const DoctorCtrl *d) {
         const DoctorSnapshot *s = c->s;
         DevicePlan plan;
-        ApstTable kt;
-        DoctorFinding *f;
         char desc[1024], found[1024];
-        bool have_kt;
 
         if (!d->id.apst_supported) {
-                f = finding_new(c, DOCTOR_APST_FIRMWARE_UNSUPPORTED, d->sys.name);
-                title(c, f, "%s (%s, firmware %s) does not support APST (Identify apsta = 0)", d->sys.name,
-                      d->id.model, d->id.firmware[0] ? d->id.firmware : "not reported");
-                evidence(c, f, "Identify apsta", "0");
-                evidence(c, f, "Identify npss", "%u", d->id.npss);
-                for (unsigned ps = 0; ps <= d->id.npss && ps < IDCTRL_MAX_PS; ps++)
-                        psd_evidence(c, f, d, ps);
-                why(c, f, "Without APST the drive moves to a low-power state only when the host tells it to "
-                          "(Set Features, Power Management), which Linux does not do at run time: it stays in "
-                          "an operational state while idle. Neither the kernel nor nvme-apstd can program "
-                          "anything here.");
-                fix(c, f, "Nothing to configure. Look for a firmware update from the drive's vendor that "
-                          "enables APST; nvme-apstd leaves this controller alone.");
+                check_apst_unsupported(c, d);
                 return;
         }
 
@@ -441,40 +492,10 @@ static void check_apst(Ctx *c, const DoctorCtrl *d) {
         describe(&plan.plan.table, &d->id, desc, sizeof desc);
         switch (s->daemon) {
         case DOCTOR_DAEMON_RUNNING:
-                if (apst_table_equal(&d->table, &plan.plan.table))
-                        break;
-                f = finding_new(c, DOCTOR_APST_TABLE_DIFFERS, d->sys.name);
-                title(c, f, "nvme-apstd runs (pid %u), but the table in force on %s is not the one it would write",
-                      s->daemon_pid, d->sys.name);
-                table_evidence(c, f, d, "Get Features 0x0C (table in force)", &d->table);
-                evidence(c, f, "nvme-apstd would write (this configuration)", "%s", desc);
-                evidence(c, f, "nvme-apstd daemon", "pid %u", s->daemon_pid);
-                why(c, f, "The daemon writes its table at start and again after every reset and resume. A "
-                          "different table means it runs with another configuration (the file changed and "
-                          "was not reloaded), it failed to write (its journal says why), or something else "
-                          "wrote the table since.");
-                fix(c, f, "systemctl reload nvme-apstd   (reads the configuration again and rewrites changed "
-                          "tables)");
-                fix(c, f, "journalctl -u nvme-apstd NVME_CTRL=%s   (the daemon's log for this controller)",
-                    d->sys.name);
+                check_table_differs(c, d, &plan, desc);
                 break;
         case DOCTOR_DAEMON_NOT_RUNNING:
-                have_kt = kernel_table(c, d, &kt);
-                if (plan.verdict != DEVICE_MANAGE || (have_kt && apst_table_equal(&kt, &plan.plan.table)))
-                        break;
-                f = finding_new(c, DOCTOR_APST_DAEMON_NOT_RUNNING, d->sys.name);
-                title(c, f, "nvme-apstd is not running: %s %s the kernel's table, not the configured one",
-                      d->sys.name, apst_table_equal(&d->table, &plan.plan.table) ? "will get back" : "has");
-                evidence(c, f, "nvme-apstd daemon", "no process in %s", s->proc_root ? s->proc_root : "/proc");
-                table_evidence(c, f, d, "Get Features 0x0C (table in force)", &d->table);
-                evidence(c, f, "nvme-apstd would write", "%s", desc);
-                if (have_kt)
-                        table_evidence(c, f, d, "the kernel writes", &kt);
-                why(c, f, "The kernel rewrites the APST table at probe, on every controller reset and on "
-                          "resume from suspend, with its own single latency limit. A table written once (by "
-                          "nvme-apstd apply or nvme set-feature) is gone after the next of these; only the "
-                          "running daemon puts it back.");
-                fix(c, f, "systemctl enable --now nvme-apstd");
+                check_daemon_not_running(c, d, &plan, desc);
                 break;
         case DOCTOR_DAEMON_UNKNOWN:
                 note(c, true, false, d->sys.name, "APST: could not tell whether nvme-apstd runs (%s not readable)",
@@ -583,23 +604,26 @@ static void check_request_size(Ctx *c, const DoctorCtrl *d) {
 
 /* ---- CPU frequency ---- */
 
-static void check_cpu(Ctx *c) {
-        const DoctorSnapshot *s = c->s;
-        const CpuConfig *cfg = &s->config->cpu;
-        CpuSet slow = {}, looked = {};
-        bool any = false;
-        DoctorFinding *f;
-        char cpus[256], src[400], irq[256], pct[16];
+/* intel_pstate active with HWP, powersave, EPP not performance and no dynamic boost: slow to ramp
+ * up for I/O-bound work. */
+static bool policy_ramps_slowly(const DoctorSnapshot *s, const DoctorCpuPolicy *p) {
+        return strcmp(p->driver, "intel_pstate") == 0 && strcmp(s->pstate_status, "active") == 0 &&
+               strcmp(p->state.governor, "powersave") == 0 && p->state.has_epp &&
+               strcmp(p->state.epp, "performance") != 0 && s->hwp_dynamic_boost != 1;
+}
 
-        if (s->cpufreq_error < 0) {
-                note(c, true, false, "cpu", "CPU frequency: no cpufreq in sysfs (a VM or container?)");
-                return;
-        }
-        if (s->have_irq_cpus)
-                cpuset_format(&s->irq_cpus, irq, sizeof irq);
+/* Note each policy looked at (those of the CPUs taking NVMe interrupts, when known) and the
+ * intel_pstate globals; gather the CPUs that ramp slowly in @slow. Return: whether there are any. */
+static bool survey_cpu_policies(Ctx *c, CpuSet *slow) {
+        const DoctorSnapshot *s = c->s;
+        CpuSet looked = {};
+        bool any = false;
+        char cpus[256], pct[16];
+
         for (size_t i = 0; i < s->n_policies; i++) {
                 const DoctorCpuPolicy *p = &s->policies[i];
                 CpuSet both = p->state.cpus;
+                char pc[256];
 
                 if (s->have_irq_cpus) {
                         cpuset_and(&both, &s->irq_cpus);
@@ -607,18 +631,13 @@ static void check_cpu(Ctx *c) {
                                 continue;
                 }
                 cpuset_or(&looked, &p->state.cpus);
-                {
-                        char pc[256];
-                        cpuset_format(&p->state.cpus, pc, sizeof pc);
-                        note(c, false, false, "cpu", "policy of CPUs %s: driver %s, governor %s, EPP %s, "
-                             "%" PRIu32 "-%" PRIu32 " kHz", pc, p->driver[0] ? p->driver : "unknown",
-                             p->state.governor, p->state.has_epp ? p->state.epp : "(none)", p->state.min_khz,
-                             p->state.max_khz);
-                }
-                if (strcmp(p->driver, "intel_pstate") == 0 && strcmp(s->pstate_status, "active") == 0 &&
-                    strcmp(p->state.governor, "powersave") == 0 && p->state.has_epp &&
-                    strcmp(p->state.epp, "performance") != 0 && s->hwp_dynamic_boost != 1) {
-                        cpuset_or(&slow, &p->state.cpus);
+                cpuset_format(&p->state.cpus, pc, sizeof pc);
+                note(c, false, false, "cpu", "policy of CPUs %s: driver %s, governor %s, EPP %s, "
+                     "%" PRIu32 "-%" PRIu32 " kHz", pc, p->driver[0] ? p->driver : "unknown",
+                     p->state.governor, p->state.has_epp ? p->state.epp : "(none)", p->state.min_khz,
+                     p->state.max_khz);
+                if (policy_ramps_slowly(s, p)) {
+                        cpuset_or(slow, &p->state.cpus);
                         any = true;
                 }
         }
@@ -631,27 +650,14 @@ static void check_cpu(Ctx *c) {
                 note(c, false, false, "cpu", "intel_pstate: status %s, hwp_dynamic_boost %s, min_perf_pct %s",
                      s->pstate_status, s->hwp_dynamic_boost < 0 ? "absent" : s->hwp_dynamic_boost ? "1" : "0",
                      s->min_perf_pct < 0 ? "absent" : pct);
-        if (!any)
-                return;
-        if (cfg->pin != CPU_PIN_OFF && s->daemon == DOCTOR_DAEMON_RUNNING) {
-                note(c, false, false, "cpu", "CPU frequency: slow-ramp settings found, but nvme-apstd runs "
-                     "with [cpu] pin = %s and changes them while it pins", cfg->pin == CPU_PIN_BUSY ? "busy" :
-                     "always");
-                return;
-        }
+        return any;
+}
 
-        cpuset_format(&slow, cpus, sizeof cpus);
-        {
-                char subject[300];
-                (void) snprintf(subject, sizeof subject, "cpu%s", cpus);
-                f = finding_new(c, DOCTOR_CPU_SLOW_RAMP, subject);
-        }
-        {
-                bool one = cpuset_count(&slow) == 1;
-                title(c, f, "%s %s ramp%s %s frequency slowly for I/O-bound work: intel_pstate active, governor "
-                            "powersave, EPP not performance, no hwp_dynamic_boost", one ? "CPU" : "CPUs", cpus,
-                      one ? "s" : "", one ? "its" : "their");
-        }
+/* The slow-ramp finding's evidence: the intel_pstate globals, the interrupts' CPUs, each policy in @slow. */
+static void slow_ramp_evidence(Ctx *c, DoctorFinding *f, const CpuSet *slow) {
+        const DoctorSnapshot *s = c->s;
+        char src[400], irq[256];
+
         (void) snprintf(src, sizeof src, "%s/devices/system/cpu/intel_pstate/status", sysroot(c));
         evidence(c, f, src, "%s", s->pstate_status);
         (void) snprintf(src, sizeof src, "%s/devices/system/cpu/intel_pstate/hwp_dynamic_boost", sysroot(c));
@@ -664,16 +670,17 @@ static void check_cpu(Ctx *c) {
                 evidence(c, f, src, "%d", s->min_perf_pct);
         else
                 evidence(c, f, src, "(absent)");
-        if (s->have_irq_cpus)
+        if (s->have_irq_cpus) {
+                cpuset_format(&s->irq_cpus, irq, sizeof irq);
                 evidence(c, f, "CPUs taking the NVMe interrupts (effective_affinity_list)", "%s", irq);
-        else
+        } else
                 evidence(c, f, "CPUs taking the NVMe interrupts", "(unknown: every policy was looked at)");
         for (size_t i = 0; i < s->n_policies; i++) {
                 const DoctorCpuPolicy *p = &s->policies[i];
                 CpuSet both = p->state.cpus;
                 char pc[256];
 
-                cpuset_and(&both, &slow);
+                cpuset_and(&both, slow);
                 if (cpuset_is_empty(&both))
                         continue;
                 cpuset_format(&p->state.cpus, pc, sizeof pc);
@@ -683,6 +690,21 @@ static void check_cpu(Ctx *c) {
                          "scaling_min_freq %" PRIu32 " kHz of %" PRIu32 "-%" PRIu32, p->driver, p->state.governor,
                          p->state.epp, p->state.min_khz, p->state.hw_min_khz, p->state.hw_max_khz);
         }
+}
+
+static void report_slow_ramp(Ctx *c, const CpuSet *slow) {
+        const DoctorSnapshot *s = c->s;
+        bool one = cpuset_count(slow) == 1;
+        DoctorFinding *f;
+        char cpus[256], subject[300];
+
+        cpuset_format(slow, cpus, sizeof cpus);
+        (void) snprintf(subject, sizeof subject, "cpu%s", cpus);
+        f = finding_new(c, DOCTOR_CPU_SLOW_RAMP, subject);
+        title(c, f, "%s %s ramp%s %s frequency slowly for I/O-bound work: intel_pstate active, governor "
+                    "powersave, EPP not performance, no hwp_dynamic_boost", one ? "CPU" : "CPUs", cpus,
+              one ? "s" : "", one ? "its" : "their");
+        slow_ramp_evidence(c, f, slow);
         why(c, f, "In this mode the hardware (HWP) picks each core's frequency from its recent utilisation and "
                   "the energy-performance preference. A job that waits on the drive most of the time runs in "
                   "short bursts at low average utilisation, so the cores stay at low frequencies and every "
@@ -695,6 +717,26 @@ static void check_cpu(Ctx *c) {
             s->have_irq_cpus ? "nvme-irq" : cpus);
         fix(c, f, "Or let intel_pstate boost on I/O wake-ups, for every CPU, until reboot: echo 1 > "
                   "%s/devices/system/cpu/intel_pstate/hwp_dynamic_boost", sysroot(c));
+}
+
+static void check_cpu(Ctx *c) {
+        const DoctorSnapshot *s = c->s;
+        const CpuConfig *cfg = &s->config->cpu;
+        CpuSet slow = {};
+
+        if (s->cpufreq_error < 0) {
+                note(c, true, false, "cpu", "CPU frequency: no cpufreq in sysfs (a VM or container?)");
+                return;
+        }
+        if (!survey_cpu_policies(c, &slow))
+                return;
+        if (cfg->pin != CPU_PIN_OFF && s->daemon == DOCTOR_DAEMON_RUNNING) {
+                note(c, false, false, "cpu", "CPU frequency: slow-ramp settings found, but nvme-apstd runs "
+                     "with [cpu] pin = %s and changes them while it pins", cfg->pin == CPU_PIN_BUSY ? "busy" :
+                     "always");
+                return;
+        }
+        report_slow_ramp(c, &slow);
 }
 
 /* ---- the whole ---- */

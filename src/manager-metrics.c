@@ -121,6 +121,36 @@ static bool metrics_follow_path(Manager *m) {
         return true;
 }
 
+/* The state is made on first use; the start time is when the daemon first wrote metrics. */
+static int metrics_ensure(Manager *m) {
+        struct timespec ts;
+
+        if (m->metrics)
+                return 0;
+        m->metrics = calloc(1, sizeof *m->metrics);
+        if (!m->metrics)
+                return -ENOMEM;
+        if (clock_gettime(CLOCK_REALTIME, &ts) == 0) {
+                int64_t ms = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;  /* whole ms: stable text */
+                m->metrics->start_time_seconds = (double) ms / 1e3;
+        }
+        return 0;
+}
+
+/* One controller's row; @table (of @size bytes) holds the table text the row points at. */
+static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t size, MetricsController *row) {
+        ctrl_table(&c->controller, c->failed, table, size, &row->worst_wake_us);
+        row->name = c->controller.name;
+        row->model = controller_model(&c->controller);
+        row->firmware = controller_firmware(&c->controller);
+        row->policy = ctrl_policy(c);
+        row->table = table;
+        row->max_latency_us = c->controller.identified ? c->controller.plan.params.max_latency_us : 0;
+        row->table_writes = c->stats.table_writes;
+        row->kernel_overwrites = c->stats.kernel_overwrites;
+        row->errors = c->stats.errors;
+}
+
 void manager_metrics_update(Manager *m) {
         ManagerMetrics *mm;
         MetricsCpuPolicy *pol = NULL;
@@ -129,18 +159,9 @@ void manager_metrics_update(Manager *m) {
         bool new_error = false, had_error;
         int r;
 
-        if (!m->metrics) {
-                struct timespec ts;
-
-                m->metrics = calloc(1, sizeof *m->metrics);
-                if (!m->metrics) {
-                        (void) log_error_errno(-ENOMEM, "Metrics: out of memory.");
-                        return;
-                }
-                if (clock_gettime(CLOCK_REALTIME, &ts) == 0) {
-                        int64_t ms = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;  /* whole ms: stable text */
-                        m->metrics->start_time_seconds = (double) ms / 1e3;
-                }
+        if (metrics_ensure(m) < 0) {
+                (void) log_error_errno(-ENOMEM, "Metrics: out of memory.");
+                return;
         }
         mm = m->metrics;
         if (!metrics_follow_path(m))
@@ -157,20 +178,8 @@ void manager_metrics_update(Manager *m) {
                 (void) log_error_errno(-ENOMEM, "Metrics: out of memory.");
                 goto out;
         }
-        for (size_t i = 0; i < m->n_ctrls; i++) {
-                const ManagerCtrl *c = m->ctrls[i];
-
-                ctrl_table(&c->controller, c->failed, tables[i], sizeof tables[i], &ctl[i].worst_wake_us);
-                ctl[i].name = c->controller.name;
-                ctl[i].model = controller_model(&c->controller);
-                ctl[i].firmware = controller_firmware(&c->controller);
-                ctl[i].policy = ctrl_policy(c);
-                ctl[i].table = tables[i];
-                ctl[i].max_latency_us = c->controller.identified ? c->controller.plan.params.max_latency_us : 0;
-                ctl[i].table_writes = c->stats.table_writes;
-                ctl[i].kernel_overwrites = c->stats.kernel_overwrites;
-                ctl[i].errors = c->stats.errors;
-        }
+        for (size_t i = 0; i < m->n_ctrls; i++)
+                metrics_controller_row(m->ctrls[i], tables[i], sizeof tables[i], &ctl[i]);
         for (size_t i = 0; i < mm->n_policies; i++)
                 pol[i] = (MetricsCpuPolicy) {
                         .policy = mm->policies[i].cpu,

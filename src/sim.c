@@ -284,16 +284,127 @@ static void finish_latency(SimResult *r, uint64_t *added, size_t n) {
         r->added_max_ns = added[n - 1];
 }
 
+/* One run beside the drive model: the result being built, the block counters the policy
+ * samples, and the sampling clock. */
+typedef struct Run {
+        Sim s;
+        SimResult res;
+        size_t allocated;                /* of res.reprograms */
+        Counters cnt;
+        const SimPolicy *pol;
+        const TraceIo *io;
+        uint64_t *arr, *comp;            /* per I/O: arrival as issued, completion */
+        uint64_t next_sample, n_samples;
+} Run;
+
+/* One policy sample at @now; @idle when nothing is in flight then. */
+static int run_sample(Run *run, uint64_t now, bool idle) {
+        const SimPolicy *pol = run->pol;
+        SimBlockStat st;
+        ApstTable t;
+        int q;
+
+        if (++run->n_samples > SIM_MAX_SAMPLES)
+                return -E2BIG;
+        if (idle)
+                idle_advance(&run->s, now);
+        counters_snapshot(&run->cnt, run->io, run->arr, run->comp, now, &st);
+        t = run->s.table;
+        q = pol->sample(pol->userdata, now, &st, &t);
+        if (q <= 0)
+                return q;
+        q = set_table(&run->s, &run->res, &run->allocated, now, &t);
+        if (q < 0)
+                return q;
+        if (pol->reason)
+                pol->reason(pol->userdata, run->res.reprograms[run->res.n_reprograms - 1].reason, SIM_REASON_MAX);
+        /* Idle: the admin command restarts the idle timer where the drive rests.
+         * Busy: the new chain starts from PS0 at the next completion anyway. */
+        if (idle && run->s.phase == PHASE_RESTING)
+                run->s.phase_start = now;
+        return 0;
+}
+
+/* Samples strictly before @until; an arrival at the sample time goes first. */
+static int run_samples(Run *run, uint64_t prev_done, uint64_t until) {
+        while (run->pol->sample_period_ns > 0 && run->pol->sample && run->next_sample < until) {
+                int q = run_sample(run, run->next_sample, run->next_sample >= prev_done);
+
+                if (q < 0)
+                        return q;
+                run->next_sample += run->pol->sample_period_ns;
+        }
+        return 0;
+}
+
+/* An arrival at @a finds the drive idle: walk the chain, then wake if asleep.
+ * Return when service starts. */
+static uint64_t wake_for_arrival(Sim *s, SimResult *res, uint64_t a) {
+        uint64_t wait;
+
+        idle_advance(s, a);
+        wait = wake_wait(s);
+        if (s->ps != 0 || s->phase == PHASE_ENTERING) {
+                res->wakeups[s->ps]++;
+                res->wakeups_total++;
+        }
+        res->stall_ns += wait;
+        res->transition_ns += wait;
+        charge(s, s->d->ps[0].power_uw, wait);
+        return a + wait;
+}
+
+/* Serve I/O @k issued at @a: after a wake-up if the drive was idle, else behind the previous one. */
+static void run_io(Run *run, size_t k, uint64_t a, uint64_t service_ns) {
+        uint64_t prev_done = k > 0 ? run->comp[k - 1] : 0, start;
+
+        if (k == 0 || a >= prev_done) {
+                start = wake_for_arrival(&run->s, &run->res, a);
+                /* A new busy period: close the previous one for io_ticks. */
+                if (k > 0)
+                        run->cnt.busy_closed_ns += prev_done - run->cnt.busy_start;
+                run->cnt.busy_start = a;
+        } else
+                start = prev_done;
+
+        run->comp[k] = start + service_ns;
+        run->arr[k] = a;
+        charge(&run->s, run->s.d->ps[0].power_uw, service_ns);
+        run->cnt.arrived++;
+        run->cnt.sum_arrival_ns += (double) a;
+
+        /* The chain restarts from PS0 at this completion (until the next arrival says otherwise). */
+        run->s.t_acc = run->comp[k];
+        run->s.ps = 0;
+        run->s.phase = PHASE_RESTING;
+        run->s.phase_start = run->comp[k];
+}
+
+/* Totals once every I/O completed; @shadow_done is the last completion without power management. */
+static void finish_result(Run *run, size_t n, uint64_t *added, uint64_t shadow_done) {
+        SimResult *res = &run->res;
+
+        res->ios = n;
+        res->duration_ns = n > 0 ? run->comp[n - 1] : 0;
+        res->energy_j = run->s.energy_uwns / UWNS_PER_J;
+        res->mean_power_w = res->duration_ns > 0 ? res->energy_j / ((double) res->duration_ns * 1e-9) : 0;
+        memcpy(res->resident_ns, run->s.resident_ns, sizeof res->resident_ns);
+        res->transition_ns += run->s.transition_ns;
+        res->added_wall_ns = n > 0 ? (int64_t) (run->comp[n - 1] - shadow_done) : 0;
+        finish_latency(res, added, n);
+}
+
 int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, const SimPolicy *pol,
             SimResult *ret) {
         _cleanup_free_ uint64_t *arr = NULL, *comp = NULL, *added = NULL;
-        SimResult res = {};
-        Sim s = { .d = d, .phase = PHASE_RESTING };
-        Counters cnt = {};
-        size_t allocated = 0;
-        uint64_t next_sample = pol->sample_period_ns, n_samples = 0;
+        Run run = {
+                .s = { .d = d, .phase = PHASE_RESTING },
+                .pol = pol,
+                .io = io,
+                .next_sample = pol->sample_period_ns,
+        };
         uint64_t shadow_done = 0;         /* completion of the previous I/O without power management */
-        ApstTable t;
+        ApstTable t = {};
         int q;
 
         q = check_input(d, io, n, p);
@@ -306,12 +417,13 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                 if (!arr || !comp || !added)
                         return -ENOMEM;
         }
+        run.arr = arr;
+        run.comp = comp;
 
-        t = (ApstTable) {};
         q = pol->start(pol->userdata, &t);
         if (q < 0)
                 goto fail;
-        q = set_table(&s, &res, &allocated, 0, &t);
+        q = set_table(&run.s, &run.res, &run.allocated, 0, &t);
         if (q < 0)
                 goto fail;
 
@@ -328,62 +440,13 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                 } else
                         until = prev_done;   /* trailing samples, up to the last completion */
 
-                /* Samples strictly before the event; an arrival at the sample time goes first. */
-                while (pol->sample_period_ns > 0 && pol->sample && next_sample < until) {
-                        SimBlockStat st;
-                        if (++n_samples > SIM_MAX_SAMPLES) {
-                                q = -E2BIG;
-                                goto fail;
-                        }
-                        if (next_sample >= prev_done)
-                                idle_advance(&s, next_sample);
-                        counters_snapshot(&cnt, io, arr, comp, next_sample, &st);
-                        t = s.table;
-                        q = pol->sample(pol->userdata, next_sample, &st, &t);
-                        if (q < 0)
-                                goto fail;
-                        if (q > 0) {
-                                q = set_table(&s, &res, &allocated, next_sample, &t);
-                                if (q < 0)
-                                        goto fail;
-                                if (pol->reason)
-                                        pol->reason(pol->userdata, res.reprograms[res.n_reprograms - 1].reason,
-                                                    SIM_REASON_MAX);
-                                /* Idle: the admin command restarts the idle timer where the drive rests.
-                                 * Busy: the new chain starts from PS0 at the next completion anyway. */
-                                if (next_sample >= prev_done && s.phase == PHASE_RESTING)
-                                        s.phase_start = next_sample;
-                        }
-                        next_sample += pol->sample_period_ns;
-                }
+                q = run_samples(&run, prev_done, until);
+                if (q < 0)
+                        goto fail;
                 if (k == n)
                         break;
 
-                uint64_t start;
-                if (k == 0 || a >= prev_done) {
-                        /* Idle until now: walk the chain, then wake if asleep. */
-                        idle_advance(&s, a);
-                        uint64_t wait = wake_wait(&s);
-                        if (s.ps != 0 || s.phase == PHASE_ENTERING) {
-                                res.wakeups[s.ps]++;
-                                res.wakeups_total++;
-                        }
-                        res.stall_ns += wait;
-                        res.transition_ns += wait;
-                        charge(&s, d->ps[0].power_uw, wait);
-                        start = a + wait;
-                        /* A new busy period: close the previous one for io_ticks. */
-                        if (k > 0)
-                                cnt.busy_closed_ns += prev_done - cnt.busy_start;
-                        cnt.busy_start = a;
-                } else
-                        start = prev_done;
-
-                comp[k] = start + p->service_ns;
-                arr[k] = a;
-                charge(&s, d->ps[0].power_uw, p->service_ns);
-                cnt.arrived++;
-                cnt.sum_arrival_ns += (double) a;
+                run_io(&run, k, a, p->service_ns);
 
                 /* The same I/O with no power management (open loop, original arrival). */
                 uint64_t shadow_arrival = io[k].t_ns;
@@ -391,27 +454,14 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                 /* Response-time difference; >= 0 (see doc/simulator.md). */
                 uint64_t resp = comp[k] - a, shadow_resp = shadow_done - shadow_arrival;
                 added[k] = resp > shadow_resp ? resp - shadow_resp : 0;
-
-                /* The chain restarts from PS0 at this completion (until the next arrival says otherwise). */
-                s.t_acc = comp[k];
-                s.ps = 0;
-                s.phase = PHASE_RESTING;
-                s.phase_start = comp[k];
         }
 
-        res.ios = n;
-        res.duration_ns = n > 0 ? comp[n - 1] : 0;
-        res.energy_j = s.energy_uwns / UWNS_PER_J;
-        res.mean_power_w = res.duration_ns > 0 ? res.energy_j / ((double) res.duration_ns * 1e-9) : 0;
-        memcpy(res.resident_ns, s.resident_ns, sizeof res.resident_ns);
-        res.transition_ns += s.transition_ns;
-        res.added_wall_ns = n > 0 ? (int64_t) (comp[n - 1] - shadow_done) : 0;
-        finish_latency(&res, added, n);
-        *ret = res;
+        finish_result(&run, n, added, shadow_done);
+        *ret = run.res;
         return 0;
 
 fail:
-        free(res.reprograms);
+        free(run.res.reprograms);
         return q;
 }
 

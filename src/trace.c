@@ -333,45 +333,38 @@ static int fail(TraceError *ret_error, size_t line, const char *reason) {
         return -EBADMSG;
 }
 
-int trace_parse(const char *buf, size_t len, const TraceOptions *opts, Trace *ret, TraceError *ret_error) {
-        _cleanup_free_ Raw *raw_owner = NULL;
-        Parser ps = {};
+/* What is wrong with a line before it is tokenized, or NULL. */
+static const char *line_problem(const char *p, size_t n, size_t line) {
+        if (line > UINT32_MAX)
+                return "too many lines";
+        if (n > TRACE_LINE_MAX)
+                return "line too long";
+        if (memchr(p, '\0', n))
+                return "NUL byte in trace";
+        return NULL;
+}
+
+/* Parse every line into @ps; the first line with tokens decides the format, and blkparse's
+ * closing summary ends the events. On failure @ps->raw is still the caller's to free. */
+static int parse_lines(const char *buf, size_t len, Parser *ps, TraceFormat *ret_format, TraceError *ret_error) {
         TraceFormat format = _TRACE_FORMAT_INVALID;
-        uint32_t want_major = 0, want_minor = 0;
-        bool want_dev = false, summary = false;
-        char action = opts ? opts->action : 0;
+        bool summary = false;
         size_t line = 0, pos = 0;
         int r;
-
-        if (action != 0 && action != 'D' && action != 'Q')
-                return -EINVAL;
-        if (opts && opts->device) {
-                Token t = { opts->device, strlen(opts->device) };
-                if (parse_dev(&t, &want_major, &want_minor) < 0)
-                        return -EINVAL;
-                want_dev = true;
-        }
 
         while (pos < len) {
                 const char *p = buf + pos, *nl = memchr(p, '\n', len - pos);
                 size_t n = nl ? (size_t) (nl - p) : len - pos;
                 Token tok[MAX_TOKENS];
-                const char *reason = NULL;
+                const char *reason;
                 size_t k;
                 Raw rw;
 
                 pos += n + (nl ? 1 : 0);
                 line++;
-                if (line > UINT32_MAX)
-                        r = fail(ret_error, line, "too many lines");
-                else if (n > TRACE_LINE_MAX)
-                        r = fail(ret_error, line, "line too long");
-                else if (memchr(p, '\0', n))
-                        r = fail(ret_error, line, "NUL byte in trace");
-                else
-                        r = 0;
-                if (r < 0)
-                        goto fail;
+                reason = line_problem(p, n, line);
+                if (reason)
+                        return fail(ret_error, line, reason);
 
                 /* blkparse event lines carry no comments, but '#' is harmless to honour there too:
                  * a process name in brackets is the last token and is never parsed. */
@@ -388,83 +381,113 @@ int trace_parse(const char *buf, size_t len, const TraceOptions *opts, Trace *re
                         continue;
                 } else
                         r = parse_blkparse_line(tok, k, &rw, &reason);
-                if (r < 0) {
-                        r = fail(ret_error, line, reason);
-                        goto fail;
-                }
+                if (r < 0)
+                        return fail(ret_error, line, reason);
                 if (r > 0)
                         continue;
                 rw.io.line = (uint32_t) line;
-                r = parser_add(&ps, &rw);
+                r = parser_add(ps, &rw);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
-        raw_owner = ps.raw;
+        *ret_format = format < 0 ? TRACE_FORMAT_PLAIN : format;
+        return 0;
+}
 
-        if (format < 0)
-                format = TRACE_FORMAT_PLAIN;
+/* Which events of a blkparse trace are kept: one device, one action (Q or D). */
+typedef struct Stream {
+        bool dev_given, dev_known;
+        uint32_t major, minor;
+        char action;
+} Stream;
 
-        /* blkparse: choose the device and the event kind, then keep only those. */
-        size_t first_other = 0;
-        if (format == TRACE_FORMAT_BLKPARSE) {
-                bool have_d = false;
-                for (size_t i = 0; i < ps.n; i++) {
-                        if (!want_dev) {
-                                want_dev = true;
-                                want_major = ps.raw[i].dev_major;
-                                want_minor = ps.raw[i].dev_minor;
-                        } else if (!opts || !opts->device) {
-                                if (ps.raw[i].dev_major != want_major || ps.raw[i].dev_minor != want_minor) {
-                                        first_other = ps.raw[i].io.line;
-                                        break;
-                                }
-                        }
-                        if (ps.raw[i].dev_major == want_major && ps.raw[i].dev_minor == want_minor &&
-                            ps.raw[i].action == 'D')
-                                have_d = true;
-                }
-                if (first_other > 0)
-                        return fail(ret_error, first_other, "events of several devices: choose one with --device");
-                if (action == 0)
-                        action = have_d ? 'D' : 'Q';
+static bool stream_has_dev(const Stream *s, const Raw *r) {
+        return r->dev_major == s->major && r->dev_minor == s->minor;
+}
+
+/* Unless given, the device is the first one seen (and must be the only one), the action D
+ * when that device has D events, else Q. */
+static int choose_blkparse_stream(const Parser *ps, Stream *s, TraceError *ret_error) {
+        bool have_d = false;
+
+        for (size_t i = 0; i < ps->n; i++) {
+                const Raw *r = &ps->raw[i];
+
+                if (!s->dev_known) {
+                        s->dev_known = true;
+                        s->major = r->dev_major;
+                        s->minor = r->dev_minor;
+                } else if (!s->dev_given && !stream_has_dev(s, r))
+                        return fail(ret_error, r->io.line, "events of several devices: choose one with --device");
+                if (stream_has_dev(s, r) && r->action == 'D')
+                        have_d = true;
         }
+        if (s->action == 0)
+                s->action = have_d ? 'D' : 'Q';
+        return 0;
+}
 
-        size_t m = 0;
-        for (size_t i = 0; i < ps.n; i++) {
-                if (format == TRACE_FORMAT_BLKPARSE &&
-                    (ps.raw[i].dev_major != want_major || ps.raw[i].dev_minor != want_minor ||
-                     ps.raw[i].action != action))
-                        continue;
-                m++;
-        }
+static bool keep_event(TraceFormat format, const Stream *s, const Raw *r) {
+        return format != TRACE_FORMAT_BLKPARSE || (stream_has_dev(s, r) && r->action == s->action);
+}
 
+/* Copy the kept events out of @ps, sorted by time (then line). */
+static int collect_events(const Parser *ps, TraceFormat format, const Stream *s, TraceIo **ret_io, size_t *ret_n) {
         TraceIo *io = NULL;
+        size_t m = 0;
+
+        for (size_t i = 0; i < ps->n; i++)
+                if (keep_event(format, s, &ps->raw[i]))
+                        m++;
         if (m > 0) {
+                size_t j = 0;
+
                 io = calloc(m, sizeof(TraceIo));
                 if (!io)
                         return -ENOMEM;
-                size_t j = 0;
-                for (size_t i = 0; i < ps.n; i++) {
-                        if (format == TRACE_FORMAT_BLKPARSE &&
-                            (ps.raw[i].dev_major != want_major || ps.raw[i].dev_minor != want_minor ||
-                             ps.raw[i].action != action))
-                                continue;
-                        io[j++] = ps.raw[i].io;
-                }
+                for (size_t i = 0; i < ps->n; i++)
+                        if (keep_event(format, s, &ps->raw[i]))
+                                io[j++] = ps->raw[i].io;
                 qsort(io, m, sizeof(TraceIo), cmp_io);
         }
+        *ret_io = io;
+        *ret_n = m;
+        return 0;
+}
+
+int trace_parse(const char *buf, size_t len, const TraceOptions *opts, Trace *ret, TraceError *ret_error) {
+        Parser ps = {};
+        Stream s = { .action = opts ? opts->action : 0 };
+        TraceFormat format;
+        TraceIo *io;
+        size_t m;
+        int r;
+
+        if (s.action != 0 && s.action != 'D' && s.action != 'Q')
+                return -EINVAL;
+        if (opts && opts->device) {
+                Token t = { opts->device, strlen(opts->device) };
+                if (parse_dev(&t, &s.major, &s.minor) < 0)
+                        return -EINVAL;
+                s.dev_given = s.dev_known = true;
+        }
+
+        r = parse_lines(buf, len, &ps, &format, ret_error);
+        if (r >= 0 && format == TRACE_FORMAT_BLKPARSE)
+                r = choose_blkparse_stream(&ps, &s, ret_error);
+        if (r >= 0)
+                r = collect_events(&ps, format, &s, &io, &m);
+        free(ps.raw);
+        if (r < 0)
+                return r;
 
         *ret = (Trace) { .io = io, .n = m, .format = format };
         if (format == TRACE_FORMAT_BLKPARSE) {
-                ret->action = action;
-                if (want_dev)
-                        (void) snprintf(ret->device, sizeof ret->device, "%u,%u", want_major, want_minor);
+                ret->action = s.action;
+                if (s.dev_known)
+                        (void) snprintf(ret->device, sizeof ret->device, "%u,%u", s.major, s.minor);
         }
         return 0;
-
-fail:
-        free(ps.raw);
-        return r;
 }
 
 void trace_done(Trace *t) {
