@@ -7,12 +7,11 @@
 # Usage: build-qemu.sh [-c CACHE_DIR] [-j JOBS]
 #
 # The binary is cached under CACHE_DIR/qemu-apst-KEY/, KEY being the hash of
-# the Debian source version, the patch, the device list and this script: a
-# second run prints the cached path at once. The source comes from
+# the Debian source version, the configure options, the patch and the device
+# list: a second run prints the cached path at once. The source comes from
 # `apt-get source qemu` (the version of the installed qemu-system-x86 when
-# the archive still has it, whose firmware the binary then uses); a deb-src
-# entry mirroring the host's Debian bookworm entries is added under
-# /etc/apt/sources.list.d/ when apt has none.
+# the archive still has it, whose firmware the binary then uses), through
+# deb-src twins of the host's Debian bookworm entries kept in CACHE_DIR.
 #
 # Configured minimal: x86_64-softmmu only, no default features or devices,
 # only the devices of nvme-apst-devices.mak, no docs/tools/user/KVM/Xen.
@@ -51,36 +50,50 @@ t() { timeout --kill-after=10 "$@"; }
 [ "$(id -u)" = 0 ] || fail "must run as root (apt-get source, build dependencies, $CACHE)"
 
 # ------------------------------------------------------------ the source
-# deb-src entries: apt-get source needs them; Debian's images ship none.
-have_src() { [ -n "$(apt-cache showsrc qemu 2>/dev/null | sed -n 's/^Version: //p' | head -n 1)" ]; }
-if ! have_src; then
-	SRCLIST=/etc/apt/sources.list.d/nvme-apstd-deb-src.sources
-	log "no deb-src entry for qemu: writing $SRCLIST from the host's bookworm entries"
-	{
-		for f in /etc/apt/sources.list.d/*.sources; do
-			if [ ! -f "$f" ] || [ "$f" = "$SRCLIST" ]; then continue; fi
-			awk 'BEGIN{RS=""; ORS="\n\n"} /Suites:[^\n]*bookworm/ && !/Enabled: *no/ && /Types:[^\n]*deb([ \n]|$)/' "$f" |
-				sed 's/^Types:.*/Types: deb-src/'
-		done
-		# one-line entries "deb [OPTIONS] URI SUITE COMPONENTS..." (options dropped)
-		{ cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true; } |
-			awk '/^deb [^#]*bookworm/ { sub(/\[[^]]*\] */, "")
-				printf "Types: deb-src\nURIs: %s\nSuites: %s\nComponents:", $2, $3
-				for (i = 4; i <= NF; i++) printf " %s", $i
-				printf "\n\n" }'
-	} >"$SRCLIST.tmp"
-	[ -s "$SRCLIST.tmp" ] || { rm -f "$SRCLIST.tmp"; skip "no Debian bookworm entry in /etc/apt/sources.list(.d) to derive deb-src from"; }
-	mv "$SRCLIST.tmp" "$SRCLIST"
-	t 600 apt-get update -q -o DPkg::Lock::Timeout=600 >&2 || true
-	have_src || skip "apt has no source package qemu even with $SRCLIST"
+# apt-get source needs deb-src entries, and Debian's images ship none. The
+# script keeps its own: deb-src twins of the host's Debian bookworm entries,
+# with their own package lists under CACHE_DIR/apt-src, so the host's apt
+# configuration (which the guest's root file system is built from) is left as
+# it is.
+A=$CACHE/apt-src
+APT=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$A/sources.list.d"
+	-o "Dir::State::Lists=$A/lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=
+	-o APT::Sandbox::User=root)
+mkdir -p "$A/sources.list.d" "$A/lists/partial"
+{
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		awk 'BEGIN{RS=""; ORS="\n\n"} /Suites:[^\n]*bookworm/ && !/Enabled: *no/ && /Types:[^\n]*deb([ \n]|$)/' "$f" |
+			sed 's/^Types:.*/Types: deb-src/'
+	done
+	# one-line entries "deb [OPTIONS] URI SUITE COMPONENTS..." (options dropped)
+	{ cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true; } |
+		awk '/^deb [^#]*bookworm/ { sub(/\[[^]]*\] */, "")
+			printf "Types: deb-src\nURIs: %s\nSuites: %s\nComponents:", $2, $3
+			for (i = 4; i <= NF; i++) printf " %s", $i
+			printf "\n\n" }'
+} >"$A/sources.list.d/debian-src.sources.tmp"
+[ -s "$A/sources.list.d/debian-src.sources.tmp" ] ||
+	skip "no Debian bookworm entry in /etc/apt/sources.list(.d) to derive deb-src entries from"
+mv "$A/sources.list.d/debian-src.sources.tmp" "$A/sources.list.d/debian-src.sources"
+srcver() { apt-cache "${APT[@]}" showsrc qemu 2>/dev/null | sed -n 's/^Version: //p'; }
+if [ -z "$(srcver)" ] || [ -n "$(find "$A/lists" -maxdepth 0 -mtime +7)" ]; then
+	log "apt-get update for the deb-src entries ($A)"
+	t 600 apt-get "${APT[@]}" update -q >&2 || true
+	touch "$A/lists"
 fi
+[ -n "$(srcver)" ] || skip "apt has no source package qemu (deb-src entries in $A/sources.list.d)"
 # The installed QEMU's version (its firmware in /usr/share/qemu matches),
 # else the archive's candidate.
 VER=$(dpkg-query -W -f='${source:Version}' qemu-system-x86 2>/dev/null || true)
-if [ -z "$VER" ] || ! apt-cache showsrc qemu | grep -qx "Version: $VER"; then
-	VER=$(apt-cache showsrc qemu | sed -n 's/^Version: //p' | sort -V | tail -n 1)
+if [ -z "$VER" ] || ! srcver | grep -qxF "$VER"; then
+	VER=$(srcver | sort -V | tail -n 1)
 fi
-KEY=$( (echo "$VER" && cat "$PATCH" "$DEVICES" "$0") | sha256sum | cut -c1-16)
+# What the binary is built from: a change to any of these rebuilds it.
+CONFIGURE=(--target-list=x86_64-softmmu --without-default-features --without-default-devices
+	--with-devices-x86_64=nvme-apst --disable-docs --disable-tools --disable-user --disable-kvm
+	--disable-xen --disable-werror)
+KEY=$( (echo "$VER" "${CONFIGURE[*]}" && cat "$PATCH" "$DEVICES") | sha256sum | cut -c1-16)
 OUTDIR=$CACHE/qemu-apst-$KEY
 if [ -x "$OUTDIR/qemu-system-x86_64" ]; then
 	echo "$OUTDIR/qemu-system-x86_64"
@@ -110,7 +123,7 @@ rm -rf "$B"
 mkdir -p "$B"
 T0=$(date +%s)
 log "apt-get source qemu=$VER"
-(cd "$B" && t 900 apt-get source --download-only -q -o APT::Sandbox::User=root "qemu=$VER" >&2) ||
+(cd "$B" && t 900 apt-get "${APT[@]}" source --download-only -q "qemu=$VER" >&2) ||
 	skip "apt-get source qemu=$VER failed"
 (cd "$B" && t 600 dpkg-source -x --no-check qemu_*.dsc src >"$B/dpkg-source.log" 2>&1) ||
 	{ tail -n 20 "$B/dpkg-source.log" >&2; fail "dpkg-source -x failed"; }
@@ -119,10 +132,7 @@ S=$B/src
 cp "$DEVICES" "$S/configs/devices/x86_64-softmmu/nvme-apst.mak"
 mkdir -p "$S/build"
 log "configure (x86_64-softmmu, no default features or devices)"
-(cd "$S/build" && t 1200 ../configure --target-list=x86_64-softmmu \
-	--without-default-features --without-default-devices --with-devices-x86_64=nvme-apst \
-	--disable-docs --disable-tools --disable-user --disable-kvm --disable-xen \
-	--disable-werror >"$B/configure.log" 2>&1) ||
+(cd "$S/build" && t 1200 ../configure "${CONFIGURE[@]}" >"$B/configure.log" 2>&1) ||
 	{ tail -n 40 "$B/configure.log" >&2; fail "configure failed"; }
 log "ninja -j$JOBS qemu-system-x86_64"
 (cd "$S/build" && t 5400 ninja -j"$JOBS" qemu-system-x86_64 >"$B/build.log" 2>&1) ||
