@@ -8,6 +8,7 @@
 # json, nvme-apstd plan, a real controller reset, systemd-analyze security).
 #
 # Usage: run-e2e.sh [-s SOURCE_DIR] [-b BUILD_DIR] [-w WORK_DIR] [-t QEMU_TIMEOUT_SECS] [-k]
+#                   [--id-ctrl FILE[@VVVV:DDDD]...]
 #   -s  project source tree (default: two levels above this script)
 #   -b  install from this configured and built meson build dir (meson test
 #       passes its own); default: a build of its own in WORK_DIR/build with
@@ -15,6 +16,9 @@
 #   -w  scratch dir for this run (default: a new dir under ${TMPDIR:-/tmp})
 #   -t  timeout for the QEMU run (default 1000)
 #   -k  keep the scratch dir (guest image, logs) after the run
+#   --id-ctrl  the APST test instead (apst-host.sh): a patched QEMU emulates
+#       one controller per Identify image; the kernel's APST table is checked
+#       against `nvme-apstd plan`; report in WORK_DIR/apst-report.json
 #
 # Environment (all optional):
 #   E2E_CACHE      cache dir (kernel, guest base rootfs, initramfs);
@@ -35,6 +39,10 @@ trap 'echo "E2E FAIL: line $LINENO: $BASH_COMMAND (status $?)" >&2; exit 1' ERR
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 WORK='' QTMO=1000 KEEP=0 BUILD=''
+# shellcheck source=apst-host.sh
+. "$HERE/apst-host.sh"
+apst_args "$@"
+set -- "${APST_REST[@]}"
 while getopts "s:b:w:t:kh" opt; do
 	case $opt in
 	s) SRC=$(cd "$OPTARG" && pwd) ;;
@@ -92,6 +100,7 @@ cleanup() {
 }
 trap cleanup EXIT
 log "source $SRC, scratch $WORK, cache $CACHE"
+apst_prepare
 
 # ------------------------------------------------------------------ kernel
 # Debian's own kernel, fetched with apt-get download and unpacked (never
@@ -126,7 +135,8 @@ KVER=$(basename "$MODDIR")
 # Under TCG, decompressing the bzImage costs seconds at every boot; Debian's
 # kernel has CONFIG_PVH, so QEMU can boot the uncompressed vmlinux directly.
 BOOTK=$KERNEL
-if grep -qs '^CONFIG_PVH=y' "$KDIR/boot/config-$KVER" && command -v python3 >/dev/null; then
+# (E2E_PVH=0: the bzImage; S3 resume fails after a PVH boot, see apst-host.sh)
+if [ "${E2E_PVH:-1}" = 1 ] && grep -qs '^CONFIG_PVH=y' "$KDIR/boot/config-$KVER" && command -v python3 >/dev/null; then
 	VMLINUX=$KDIR/vmlinux.elf
 	if [ ! -s "$VMLINUX" ]; then
 		t 120 python3 "$HERE/extract-vmlinux.py" "$KERNEL" "$VMLINUX" || rm -f "$VMLINUX"
@@ -315,11 +325,15 @@ for u in systemd-firstboot.service getty@tty1.service serial-getty@ttyS0.service
 	e2scrub_reap.service fstrim.timer systemd-tmpfiles-clean.timer; do
 	ln -sf /dev/null "$R/etc/systemd/system/$u"
 done
+apst_guest "$R"
 MB=$(($(du -sm "$R" | cut -f1) + 256))
 t 300 mke2fs -q -F -t ext4 -L e2e-root -d "$R" "$WORK/root.img" "${MB}M" ||
 	fail "mke2fs -d failed"
 rm -rf "$R"
 truncate -s 64M "$WORK/nvme.img"
+# shellcheck disable=SC2054 # (commas inside QEMU's option values)
+[ ${#NVME_ARGS[@]} -gt 0 ] || NVME_ARGS=(-drive "file=$WORK/nvme.img,if=none,id=nvm0,format=raw"
+	-device nvme,serial=e2e0001,drive=nvm0)
 
 # -------------------------------------------------------------------- boot
 CONSOLE=$WORK/console.log OUT=$WORK/guest-output.txt
@@ -327,20 +341,21 @@ CONSOLE=$WORK/console.log OUT=$WORK/guest-output.txt
 : >"$OUT"
 log "booting $KVER under QEMU TCG (smp $SMP, ${MEM} MiB, timeout ${QTMO}s)"
 t0=$(date +%s.%N)
+apst_watch_start
 set +e
-t "$QTMO" qemu-system-x86_64 \
+t "$QTMO" "$QEMU_BIN" "${QEMU_ARGS[@]}" \
 	-accel tcg -machine q35 -cpu max -smp "$SMP" -m "$MEM" \
 	-nodefaults -nographic -no-reboot -monitor none \
 	-serial "file:$CONSOLE" -serial "file:$OUT" \
 	-kernel "$BOOTK" -initrd "$INITRD" \
-	-append "console=ttyS0 panic=-1 printk.time=1 systemd.show_status=1 systemd.log_color=0" \
+	-append "console=ttyS0 panic=-1 printk.time=1 systemd.show_status=1 systemd.log_color=0 $KERNEL_APPEND_EXTRA" \
 	-drive "file=$WORK/root.img,if=none,id=root,format=raw,cache=unsafe" \
 	-device virtio-blk-pci,drive=root \
-	-drive "file=$WORK/nvme.img,if=none,id=nvm0,format=raw" \
-	-device nvme,serial=e2e0001,drive=nvm0 \
+	"${NVME_ARGS[@]}" \
 	</dev/null >"$WORK/qemu.log" 2>&1
 qrc=$?
 set -e
+apst_watch_stop
 t1=$(date +%s.%N)
 log "qemu exited rc=$qrc after $(awk "BEGIN{printf \"%.1f\", $t1-$t0}")s"
 grep -a -h -E 'E2E_(INITRAMFS|SWITCH_ROOT)' "$CONSOLE" | tr -d '\r' | sed 's/^/    /' >&2 || true
@@ -361,6 +376,7 @@ if [ -z "$res" ]; then
 	fail "the guest reported no result (qemu rc=$qrc)"
 fi
 read -r ntests nfailed <<<"$res"
+apst_report "$OUT"
 exposure=$(tr -d '\r' <"$OUT" | sed -n 's/^E2E_EXPOSURE=//p' | tail -n 1)
 log "systemd-analyze security nvme-apstd.service: ${exposure:-not reported}"
 log "total $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$T_START}")s"
