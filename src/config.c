@@ -725,11 +725,46 @@ static int overlay_begin(Parser *p, const char *q, OverlayTarget target, size_t 
 }
 
 /* A "[...]" line: @name is what stands between the brackets, @len bytes. */
+/* [device NAME SITUATION]: refines the [device NAME] section above it. */
+static int device_situation_begin(Parser *p, const char *q, const char *dn, size_t dl, const char *when,
+                                  size_t when_len) {
+        for (const char *c = dn; c < dn + dl; c++)
+                if (!is_name_char(*c))
+                        return fail(p, p->lineno, -EINVAL,
+                                    "[%s]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', "
+                                    "'.' and ':'", q);
+        for (size_t i = 0; i < p->config.n_devices; i++)
+                if (word_is(dn, dl, p->config.devices[i].name)) {
+                        p->section = SECTION_DEVICE;
+                        return overlay_begin(p, q, OVERLAY_DEVICE, i, when, when_len);
+                }
+        return fail(p, p->lineno, -EINVAL, "[%s]: no [device %.*s] section above it (a situation "
+                    "section refines one that has the match_ keys)", q, (int) dl, dn);
+}
+
+/* Split a section name into at most @max blank-separated words. Return: how many. */
+static size_t section_words(const char *name, size_t len, const char **w, size_t *wl, size_t max) {
+        const char *s = name, *e = name + len;
+        size_t nw = 0;
+
+        while (s < e && nw < max) {
+                while (s < e && (*s == ' ' || *s == '\t'))
+                        s++;
+                if (s == e)
+                        break;
+                w[nw] = s;
+                while (s < e && *s != ' ' && *s != '\t')
+                        s++;
+                wl[nw] = (size_t) (s - w[nw]);
+                nw++;
+        }
+        return nw;
+}
+
 static int section_begin(Parser *p, const char *name, size_t len) {
         char q[QUOTE_BUF];
-        const char *s = name, *e = name + len;
         const char *w[4];
-        size_t wl[4], nw = 0;
+        size_t wl[4], nw;
         int r;
 
         r = section_end(p);
@@ -748,17 +783,7 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 p->key_line[i] = 0;
 
         /* Words: KIND, for a device its NAME, then an optional situation (WHEN). */
-        while (s < e && nw < ELEMENTSOF(w)) {
-                while (s < e && (*s == ' ' || *s == '\t'))
-                        s++;
-                if (s == e)
-                        break;
-                w[nw] = s;
-                while (s < e && *s != ' ' && *s != '\t')
-                        s++;
-                wl[nw] = (size_t) (s - w[nw]);
-                nw++;
-        }
+        nw = section_words(name, len, w, wl, ELEMENTSOF(w));
         if (nw == 0)
                 return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics] or "
                             "[device NAME])", q);
@@ -796,18 +821,7 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                                     "SITUATION]", q);
                 if (nw < 3)
                         return device_section_begin(p, w[0] + 6, dn ? dn + dl : w[0] + 6, q);
-                for (const char *c = dn; c < dn + dl; c++)
-                        if (!is_name_char(*c))
-                                return fail(p, p->lineno, -EINVAL,
-                                            "[%s]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', "
-                                            "'.' and ':'", q);
-                for (size_t i = 0; i < p->config.n_devices; i++)
-                        if (word_is(dn, dl, p->config.devices[i].name)) {
-                                p->section = SECTION_DEVICE;
-                                return overlay_begin(p, q, OVERLAY_DEVICE, i, w[2], wl[2]);
-                        }
-                return fail(p, p->lineno, -EINVAL, "[%s]: no [device %.*s] section above it (a situation "
-                            "section refines one that has the match_ keys)", q, (int) dl, dn);
+                return device_situation_begin(p, q, dn, dl, w[2], wl[2]);
         }
 
         return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])", q);
