@@ -140,6 +140,9 @@ int manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *rea
 void manager_watch_ctrl(ManagerCtrl *c);        /* start, restart or stop to match the config and plan */
 void manager_watch_all(Manager *m);
 ManagerWatch *manager_watch_free(ManagerWatch *w);
+/* What @c's watcher has seen since it (re)started: I/Os completed and time the I/O waited for the
+ * drive to wake. Return: false (and zeros) when the controller is not watched. */
+bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *ret_stall_us);
 
 /* Re-plan every controller from m->config, write what changed, give back what is no longer ours;
  * @reason: "reload", "on battery", ... Return: how many controllers' plans changed. */

@@ -39,6 +39,9 @@ typedef struct CtrlView {
         uint64_t worst_wake_usec;
         uint64_t max_latency_usec;
         ManagerCtrlStats stats;
+        bool watched;
+        uint64_t observed_ios;
+        uint64_t observed_stall_usec;
 } CtrlView;
 
 typedef enum FieldKind {
@@ -73,6 +76,9 @@ static const Field ctrl_fields[] = {
         F("Errors", FIELD_U64, stats.errors),
         F("LastChangeUSec", FIELD_U64, stats.last_change_usec),
         F("LastChangeReason", FIELD_STRING, stats.last_change_reason),
+        F("Watched", FIELD_BOOL, watched),
+        F("ObservedIOs", FIELD_U64, observed_ios),
+        F("ObservedStallUSec", FIELD_U64, observed_stall_usec),
 };
 #undef F
 
@@ -121,6 +127,7 @@ static void ctrl_view(const ManagerCtrl *c, CtrlView *v) {
         }
         v->stats = c->stats;
         v->stats.last_change_reason[sizeof v->stats.last_change_reason - 1] = 0;
+        v->watched = manager_watch_observed(c, &v->observed_ios, &v->observed_stall_usec);
 }
 
 static const Field *field_find(const char *property) {
@@ -317,6 +324,9 @@ static const sd_bus_vtable ctrl_vtable[] = {
         SD_BUS_PROPERTY("Errors", "t", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("LastChangeUSec", "t", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("LastChangeReason", "s", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("Watched", "b", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("ObservedIOs", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("ObservedStallUSec", "t", ctrl_get, 0, CHANGES),
         SD_BUS_VTABLE_END,
 };
 #undef CHANGES

@@ -307,7 +307,7 @@ static void print_ctrl(const Props *c) {
         }
         printf("     Writes: %" PRIu64 ", kernel overwrites seen: %" PRIu64 ", errors: %" PRIu64 "\n",
                prop_t(c, "TableWrites"), prop_t(c, "KernelOverwrites"), prop_t(c, "Errors"));
-        if (prop(c, "ObservedStallUSec")) {   /* not published yet: see doc/dbus-api.md */
+        if (prop(c, "Watched") && prop_t(c, "Watched")) {   /* only a watched controller has observations */
                 format_usec(prop_t(c, "ObservedStallUSec"), t2, sizeof t2);
                 printf("   Observed: %" PRIu64 " I/Os, %s of stall\n", prop_t(c, "ObservedIOs"), t2);
         }

@@ -149,6 +149,7 @@ static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t siz
         row->table_writes = c->stats.table_writes;
         row->kernel_overwrites = c->stats.kernel_overwrites;
         row->errors = c->stats.errors;
+        row->have_watcher = manager_watch_observed(c, &row->observed_ios, &row->observed_stall_us);
 }
 
 void manager_metrics_update(Manager *m) {

@@ -53,6 +53,20 @@ static Watch *watcher(ManagerWatch *w) {
         return w->adapt ? &w->adapt->watch : &w->watch;
 }
 
+bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *ret_stall_us) {
+        const ManagerWatch *w = c->watch;
+        const Watch *x;
+
+        *ret_ios = 0;
+        *ret_stall_us = 0;
+        if (!w)
+                return false;
+        x = w->adapt ? &w->adapt->watch : &w->watch;
+        *ret_ios = x->total_ios;
+        *ret_stall_us = x->total_wake_ms > 0 ? (uint64_t) (x->total_wake_ms * 1000.0 + 0.5) : 0;
+        return true;
+}
+
 static uint64_t now_usec(const Manager *m) {
         uint64_t t = 0;
 

@@ -210,6 +210,8 @@ def scenario_api():
         check(c0["Name"] == "nvme0" and c0["Model"] == "Samsung SSD 970 EVO Plus 2TB", "Name and Model")
         check(c1["Model"].startswith("WDC WDS500G2B0C"), "nvme1's model")
         check(c0["State"] == "programmed" and c0["Policy"] == "budget", "State programmed, Policy budget")
+        check(c0["Watched"] is False and c0["ObservedIOs"] == 0 and c0["ObservedStallUSec"] == 0,
+              "budget policy, pin = off: no watcher, no observations")
         check(c0["TableEnabled"] is True and c0["RawTable"] == want0[1], "RawTable is what the drive holds")
         check(c1["RawTable"] == want1[1], "nvme1's RawTable is what its drive holds")
         check(re.fullmatch(r"ps\d@\d+ms(→ps\d@\d+ms)*", c0["Table"]) is not None, f"Table in words: {c0['Table']}")

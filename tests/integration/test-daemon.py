@@ -365,7 +365,8 @@ elif scenario == "adaptive":
     # each paying a couple of ms, as on the drive of the seed report), then silence. The policy
     # must reprogram within its rate limit, say why in the journal, and keep what it learned
     # across a kernel overwrite.
-    write_config("[apst]\npolicy = adaptive\n", CONF)
+    prom = os.path.splitext(CONF)[0] + "-adaptive.prom"
+    write_config(f"[apst]\npolicy = adaptive\n[metrics]\npath = {prom}\n", CONF)
     want0 = plan_table(CONF, SAMSUNG, "144d:a808")
     d = Daemon(CONF)
     try:
@@ -405,6 +406,15 @@ elif scenario == "adaptive":
         learned = read_table("nvme0")
         check(learned != want0, "the learned table differs from the initial one")
         check(d.wait_notify(r"^STATUS=nvme0: adaptive, ps", 1) is not None, "STATUS= updated after the change")
+        # what the watcher saw reaches the metrics file with the change (written after the event)
+        with open(prom) as f:
+            text = f.read()
+        obs = re.search(r'^nvme_apstd_observed_ios_total\{controller="nvme0"[^}]*\} (\d+)$', text, re.M)
+        check(obs is not None and 0 < int(obs.group(1)) <= ios,
+              f"observed I/Os in the metrics: {obs.group(1) if obs else None} of {ios} injected")
+        check(re.search(r'^nvme_apstd_observed_stall_seconds_total\{controller="nvme0"', text, re.M) is not None,
+              "observed stall in the metrics")
+        os.unlink(prom)
 
         # the kernel resets the controller and writes its own table: ours comes back, the learned one
         kernel_tbl = os.path.join(d.dir, "kernel.table")
