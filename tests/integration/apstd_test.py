@@ -10,6 +10,7 @@ import os
 import re
 import select
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -161,6 +162,45 @@ def wait_for(pred, timeout=10.0, what="condition"):
         time.sleep(0.02)
     print(f"timed out after {timeout}s waiting for {what}")
     return None
+
+
+class PrivateBus:
+    """A dbus-daemon of the test's own standing in for the system bus, and a Gio connection to it.
+
+    Skips (77) when python3-gi or dbus-daemon is missing. Give the daemon
+    DBUS_SYSTEM_BUS_ADDRESS=bus.addr; call close() when done."""
+
+    def __init__(self):
+        try:
+            import gi
+            gi.require_version("Gio", "2.0")
+            from gi.repository import Gio, GLib
+        except (ImportError, ValueError) as e:
+            skip(f"python3-gi (Gio) not available: {e}")
+        dbus_daemon = shutil.which("dbus-daemon")
+        if not dbus_daemon:
+            skip("dbus-daemon not installed")
+        self.Gio, self.GLib = Gio, GLib
+        self.dir = tempfile.mkdtemp(prefix="apstd-bus-")
+        self.addr = f"unix:path={self.dir}/bus"
+        self.proc = subprocess.Popen([dbus_daemon, "--session", "--nofork", f"--address={self.addr}",
+                                      "--print-address=1"], stdout=subprocess.PIPE, text=True)
+        self.proc.stdout.readline()
+        self.conn = Gio.DBusConnection.new_for_address_sync(
+            self.addr,
+            Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
+            None, None)
+
+    def call_bus(self, method, signature, args):
+        """A call to org.freedesktop.DBus itself; returns the unpacked reply."""
+        return self.conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
+                                   self.GLib.Variant(signature, args), None, self.Gio.DBusCallFlags.NONE, -1,
+                                   None).unpack()
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Daemon:

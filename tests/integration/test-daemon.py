@@ -6,9 +6,7 @@ RUNTIME_DIRECTORY. Run as the harness's COMMAND: test-daemon.py SCENARIO."""
 
 import os
 import re
-import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -264,26 +262,10 @@ elif scenario == "cpu-pin":
 elif scenario == "resume":
     # A private bus stands in for the system bus; the test owns org.freedesktop.login1
     # and announces a resume the way logind does.
-    try:
-        import gi
-        gi.require_version("Gio", "2.0")
-        from gi.repository import Gio, GLib
-    except (ImportError, ValueError) as e:
-        skip(f"python3-gi (Gio) not available: {e}")
-    dbus_daemon = shutil.which("dbus-daemon")
-    if not dbus_daemon:
-        skip("dbus-daemon not installed")
-    bdir = tempfile.mkdtemp(prefix="apstd-bus-")
-    addr = f"unix:path={bdir}/bus"
-    bus = subprocess.Popen([dbus_daemon, "--session", "--nofork", f"--address={addr}", "--print-address=1"],
-                           stdout=subprocess.PIPE, text=True)
-    bus.stdout.readline()
-    conn = Gio.DBusConnection.new_for_address_sync(
-        addr, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
-        None, None)
-    reply = conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
-                           GLib.Variant("(su)", ("org.freedesktop.login1", 0)), None, Gio.DBusCallFlags.NONE, -1, None)
-    check(reply.unpack()[0] == 1, "the test owns org.freedesktop.login1 on the private bus")
+    bus = PrivateBus()
+    Gio, GLib, conn, addr = bus.Gio, bus.GLib, bus.conn, bus.addr
+    check(bus.call_bus("RequestName", "(su)", ("org.freedesktop.login1", 0))[0] == 1,
+          "the test owns org.freedesktop.login1 on the private bus")
     d = Daemon(CONF, extra_env={"DBUS_SYSTEM_BUS_ADDRESS": addr})
     try:
         check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
@@ -308,8 +290,7 @@ elif scenario == "resume":
         if d.proc.poll() is None:
             d.stop()
         d.dump()
-        bus.terminate()
-        bus.wait()
+        bus.close()
 
 elif scenario == "cpu-busy":
     # pin = busy: pinned while a watched drive has I/O, released after release_after_ms idle.

@@ -9,10 +9,8 @@ and log one entry; flapping must cost a bounded number of admin commands.
 Run as the harness's COMMAND: test-power.py SCENARIO."""
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -183,33 +181,16 @@ elif scenario == "desktop":
         d.dump()
 
 elif scenario == "profiles":
-    try:
-        import gi
-        gi.require_version("Gio", "2.0")
-        from gi.repository import Gio, GLib
-    except (ImportError, ValueError) as e:
-        skip(f"python3-gi (Gio) not available: {e}")
-    dbus_daemon = shutil.which("dbus-daemon")
-    if not dbus_daemon:
-        skip("dbus-daemon not installed")
     if subprocess.run(["/usr/bin/python3", "-c", "import dbusmock"], capture_output=True).returncode != 0:
         skip("python3-dbusmock not installed (tests/deps.sh test)")
-    bdir = tempfile.mkdtemp(prefix="apstd-bus-")
-    addr = f"unix:path={bdir}/bus"
-    bus = subprocess.Popen([dbus_daemon, "--session", "--nofork", f"--address={addr}", "--print-address=1"],
-                           stdout=subprocess.PIPE, text=True)
-    bus.stdout.readline()
-    conn = Gio.DBusConnection.new_for_address_sync(
-        addr, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
-        None, None)
+    bus = PrivateBus()
+    Gio, GLib, conn, addr = bus.Gio, bus.GLib, bus.conn, bus.addr
     benv = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=addr)
     benv.pop("LD_PRELOAD", None)   # the mocks need no testbed
     mocks = {}
 
     def has_owner(name):
-        r = conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner",
-                           GLib.Variant("(s)", (name,)), None, Gio.DBusCallFlags.NONE, -1, None)
-        return r.unpack()[0]
+        return bus.call_bus("NameHasOwner", "(s)", (name,))[0]
 
     OLD = ("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles")
     NEW = ("org.freedesktop.UPower.PowerProfiles", "/org/freedesktop/UPower/PowerProfiles")
@@ -332,8 +313,7 @@ elif scenario == "profiles":
         for p in mocks.values():
             p.terminate()
             p.wait()
-        bus.terminate()
-        bus.wait()
+        bus.close()
 else:
     print(f"unknown scenario {scenario}")
     sys.exit(2)
