@@ -59,6 +59,9 @@ typedef struct ApstParams {
          * wake-ups, in hundredths of a percent (100 = 1%); 0 = no wake-up may cost
          * anything. budget keeps it on every idle gap, adaptive on the observed I/O. */
         uint32_t stall_budget_cpct;
+        /* budget and adaptive: plan with a calibration's measured exit latency where it is
+         * larger than the descriptor's (calib.h); default true */
+        bool use_calibration;
 } ApstParams;
 
 /* 1% of elapsed time: the seed job (13 s of sporadic small writes) may lose at most
@@ -78,6 +81,7 @@ typedef struct ApstParams {
                 .secondary_latency_tol_us = 100000,                                     \
                 .force = false,                                                         \
                 .stall_budget_cpct = APST_STALL_BUDGET_DEFAULT_CPCT,                    \
+                .use_calibration = true,                                                \
         })
 
 /* Where the controller sits: what the kernel's quirk list matches on besides the model. */

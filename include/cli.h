@@ -29,6 +29,10 @@ int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device);
 extern const char *arg_sysfs_root;
 extern const char *arg_dev_dir;
 extern const char *arg_proc_root;
+/* Where measured wake costs are kept (calib.h); NULL: calib_default_state_dir(). */
+extern const char *arg_state_dir;
+/* arg_state_dir, or the default ($STATE_DIRECTORY, else /var/lib/nvme-apstd) in @buf. */
+const char *cli_state_dir(char *buf, size_t n);
 
 /* Options every subcommand shares: --help, --version, and the hidden roots tests point
  * at fake trees. Put CLI_COMMON_OPTIONS in the option table and read the options
@@ -38,6 +42,7 @@ enum {
         CLI_ARG_SYSFS_ROOT,
         CLI_ARG_DEV_DIR,
         CLI_ARG_PROC_ROOT,
+        CLI_ARG_STATE_DIR,
         _CLI_ARG_FIRST_PRIVATE, /* a subcommand's own long-only options start here */
 };
 #define CLI_COMMON_OPTIONS                                                      \
@@ -45,7 +50,8 @@ enum {
         { "version", no_argument, NULL, CLI_ARG_VERSION },                      \
         { "sysfs-root", required_argument, NULL, CLI_ARG_SYSFS_ROOT },          \
         { "dev-dir", required_argument, NULL, CLI_ARG_DEV_DIR },                \
-        { "proc-root", required_argument, NULL, CLI_ARG_PROC_ROOT }
+        { "proc-root", required_argument, NULL, CLI_ARG_PROC_ROOT },            \
+        { "state-dir", required_argument, NULL, CLI_ARG_STATE_DIR }
 
 /* cli_getopt()'s answer after --help or --version was printed: exit 0. */
 #define CLI_GETOPT_EXIT (-2)

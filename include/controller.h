@@ -46,6 +46,7 @@ typedef struct ControllerContext {
         const Config *config;
         const SysPlatform *platform;
         const char *record_dir;    /* daemon: where ctrl-NAME.orig goes ($RUNTIME_DIRECTORY); else NULL */
+        const char *state_dir;     /* where measured wake costs are read (calib.h); NULL: none are used */
 } ControllerContext;
 
 /* One controller as the engine knows it; the daemon keeps it between calls. */
@@ -64,6 +65,7 @@ typedef struct Controller {
                                     * changes the parameters, verdict or planned table */
         ApstTable learned;
         bool not_live_logged;      /* "not live" said once until it is live again */
+        bool calib_error_logged;   /* a malformed calibration file said once until it reads again */
 } Controller;
 
 typedef enum ControllerResult {

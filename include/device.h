@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "apst.h"
+#include "calib.h"
 #include "config.h"
 #include "idctrl.h"
 #include "sysfs.h"
@@ -32,11 +33,22 @@ typedef struct DevicePlan {
         ApstParams params;         /* [apst] overlaid with the matching [device] section */
         const char *section;       /* name of the matching [device] section, or NULL (points into Config) */
         ApstPlan plan;             /* valid when verdict is DEVICE_MANAGE */
+        IdCtrl plan_id;            /* the descriptors the plan was made from: Identify's, with the exit
+                                    * latencies a calibration measured larger raised (calib_apply()) */
+        uint32_t calib_raised;     /* states whose measured exit latency was used (bit N = psN) */
+        bool calib_changed_table;  /* the measured latencies gave another table than the descriptors */
+        ApstTable uncalibrated_table; /* the table from the descriptors alone, when calib_raised */
 } DevicePlan;
 
 /* Pure. @sys may be NULL (Identify from a file: no sysfs, PCI ids unknown unless @pci_* given). */
 int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
                 const IdCtrl *id, DevicePlan *ret);
+
+/* The same, with a drive's measured wake costs (@calib, for @id's model and firmware, or NULL):
+ * the budget and adaptive policies plan with a measured exit latency where it is larger than the
+ * descriptor's, unless use_calibration = no; the kernel policy always uses the descriptors. */
+int device_plan_calibrated(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
+                           const IdCtrl *id, const Calibration *calib, DevicePlan *ret);
 
 /* What apst_build() needs to know of the platform: PCI ids from @sys, DMI strings from @plat
  * (either may be NULL). The strings point into @plat. Pure. */

@@ -48,6 +48,7 @@ typedef struct ManagerOptions {
         const char *dev_dir;            /* "/dev" */
         const char *proc_root;          /* "/proc" */
         const char *runtime_dir;        /* $RUNTIME_DIRECTORY: the crash records */
+        const char *state_dir;          /* $STATE_DIRECTORY: measured wake costs (read only) */
         uint64_t verify_interval_usec;  /* 0 = MANAGER_VERIFY_INTERVAL_USEC */
 } ManagerOptions;
 
@@ -93,6 +94,7 @@ struct Manager {
         char *dev_dir;
         char *proc_root;
         char *runtime_dir;
+        char *state_dir;
         uint64_t verify_interval_usec;
 
         Config config;             /* in effect: config_file resolved for @situation (config_situate()) */

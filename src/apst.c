@@ -674,5 +674,5 @@ bool apst_params_equal(const ApstParams *a, const ApstParams *b) {
                a->primary_timeout_ms == b->primary_timeout_ms && a->secondary_timeout_ms == b->secondary_timeout_ms &&
                a->primary_latency_tol_us == b->primary_latency_tol_us &&
                a->secondary_latency_tol_us == b->secondary_latency_tol_us && a->force == b->force &&
-               a->stall_budget_cpct == b->stall_budget_cpct;
+               a->stall_budget_cpct == b->stall_budget_cpct && a->use_calibration == b->use_calibration;
 }

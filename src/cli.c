@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "cli.h"
 #include "config-build.h"
 #include "log.h"
@@ -12,6 +13,15 @@
 const char *arg_sysfs_root = "/sys";
 const char *arg_dev_dir = "/dev";
 const char *arg_proc_root = "/proc";
+const char *arg_state_dir = NULL;
+
+const char *cli_state_dir(char *buf, size_t n) {
+        if (arg_state_dir) {
+                (void) snprintf(buf, n, "%s", arg_state_dir);
+                return buf;
+        }
+        return calib_default_state_dir(buf, n);
+}
 
 const char *cli_default_config_path(char *buf, size_t n) {
         const char *d = getenv("CONFIGURATION_DIRECTORY");
@@ -71,6 +81,9 @@ int cli_getopt(int argc, char *argv[], const char *shortopts, const struct optio
                         break;
                 case CLI_ARG_PROC_ROOT:
                         arg_proc_root = optarg;
+                        break;
+                case CLI_ARG_STATE_DIR:
+                        arg_state_dir = optarg;
                         break;
                 default:
                         return c;

@@ -104,10 +104,12 @@ int verb_apply(int argc, char *argv[]) {
         size_t n = 0;
         int c, r, failed = 0;
         Config cfg;
+        char state_dir[4096];
         ControllerContext ctx = {
                 .mode = CONTROLLER_MODE_APPLY,
                 .sysfs_root = arg_sysfs_root,
                 .dev_dir = arg_dev_dir,
+                .state_dir = cli_state_dir(state_dir, sizeof state_dir),
                 .config = &cfg,
                 .platform = &plat,
         };

@@ -77,18 +77,25 @@ static void print_human(const PlanEntry *e) {
         for (unsigned i = 0; i <= e->id.npss && i < IDCTRL_MAX_PS; i++) {
                 const IdPsd *s = &e->id.psd[i];
                 format_watts(s->max_power_uw, w, sizeof w);
-                printf("    %2u  %-11s  %-15s  %10" PRIu32 "   %10" PRIu32 "\n", i, w,
+                printf("    %2u  %-11s  %-15s  %10" PRIu32 "   %10" PRIu32, i, w,
                        s->non_operational ? "non-operational" : "operational", s->enlat_us, s->exlat_us);
+                if (e->plan.calib_raised & (1u << i))
+                        printf("   measured %" PRIu32 " µs: planned with it", e->plan.plan_id.psd[i].exlat_us);
+                printf("\n");
         }
         switch (e->plan.verdict) {
         case DEVICE_MANAGE:
-                apst_describe(&p->table, &e->id, desc, sizeof desc);
+                apst_describe(&p->table, &e->plan.plan_id, desc, sizeof desc);
                 device_quirks_to_string(p->quirks, q, sizeof q);
                 printf("  policy %s, max latency %" PRIu32 " µs%s%s%s, quirks: %s%s\n",
                        apst_policy_to_string(e->plan.params.policy), e->plan.params.max_latency_us,
                        e->plan.section ? " (from [device " : "", e->plan.section ? e->plan.section : "",
                        e->plan.section ? "])" : "", q, p->quirks_overridden ? " (overridden by force = yes)" : "");
                 printf("  APST: %s\n", desc);
+                if (e->plan.calib_changed_table) {
+                        apst_describe(&e->plan.uncalibrated_table, &e->id, desc, sizeof desc);
+                        printf("  (from the descriptors alone: %s)\n", desc);
+                }
                 break;
         case DEVICE_UNSUPPORTED:
         case DEVICE_DISABLED:
@@ -111,7 +118,7 @@ static struct json_object *json_quirks(const ApstPlan *p, bool manage) {
         return a;
 }
 
-static struct json_object *json_power_states(const IdCtrl *id) {
+static struct json_object *json_power_states(const IdCtrl *id, const DevicePlan *plan) {
         struct json_object *a = json_object_new_array();
 
         for (unsigned i = 0; i <= id->npss && i < IDCTRL_MAX_PS; i++) {
@@ -124,6 +131,9 @@ static struct json_object *json_power_states(const IdCtrl *id) {
                 (void) json_object_object_add(o, "enlat_us", json_object_new_uint64(s->enlat_us));
                 (void) json_object_object_add(o, "exlat_us", json_object_new_uint64(s->exlat_us));
                 (void) json_object_object_add(o, "idle_power_w", json_out_fixed(s->idle_power_uw / 1e6, 4));
+                /* the exit latency the plan used: a measured one where it was larger */
+                (void) json_object_object_add(o, "planned_exlat_us", json_object_new_uint64(plan->plan_id.psd[i].exlat_us));
+                (void) json_object_object_add(o, "measured", json_object_new_boolean(plan->calib_raised & (1u << i)));
                 (void) json_object_array_add(a, o);
         }
         return a;
@@ -152,11 +162,11 @@ static struct json_object *json_entry(const PlanEntry *e) {
         (void) json_object_object_add(o, "section", json_out_string_or_null(e->plan.section));
         (void) json_object_object_add(o, "quirks", json_quirks(p, manage));
         (void) json_object_object_add(o, "quirks_overridden", json_object_new_boolean(manage && p->quirks_overridden));
-        (void) json_object_object_add(o, "power_states", json_power_states(&e->id));
+        (void) json_object_object_add(o, "power_states", json_power_states(&e->id, &e->plan));
         (void) json_object_object_add(o, "apste", json_object_new_boolean(manage && p->table.apste));
         (void) json_object_object_add(o, "worst_wake_us", json_object_new_uint64(manage ? p->worst_wake_us : 0));
         if (manage) {
-                apst_describe(&p->table, &e->id, desc, sizeof desc);
+                apst_describe(&p->table, &e->plan.plan_id, desc, sizeof desc);
                 (void) json_object_object_add(o, "description", json_object_new_string(desc));
         }
         (void) json_object_object_add(o, "table", json_out_apst_entries(manage ? p->table.entry : none.entry,
@@ -393,10 +403,12 @@ static int plan_run(const PlanArgs *a, Config *cfg) {
         _cleanup_free_ PlanEntry *live = NULL;
         _cleanup_free_ char *cpu_text = NULL;
         SysPlatform plat = {};
+        char state_dir[4096];
         ControllerContext ctx = {
                 .mode = CONTROLLER_MODE_PLAN,
                 .sysfs_root = arg_sysfs_root,
                 .dev_dir = arg_dev_dir,
+                .state_dir = cli_state_dir(state_dir, sizeof state_dir),
                 .config = cfg,
         };
         const PlanEntry *entries = a->files;

@@ -71,7 +71,7 @@ int verb_run(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_free_ char *runtime_dir = NULL;
         const char *config_path = NULL;
-        char default_config[4096];
+        char default_config[4096], state_dir[4096];
         ManagerOptions o = {};
         int r;
 
@@ -83,6 +83,7 @@ int verb_run(int argc, char *argv[]) {
         o.sysfs_root = arg_sysfs_root;
         o.dev_dir = arg_dev_dir;
         o.proc_root = arg_proc_root;
+        o.state_dir = cli_state_dir(state_dir, sizeof state_dir);
         r = runtime_directory(CPUPIN_RUNTIME_DIR_DEFAULT, &runtime_dir);
         if (r >= 0) {
                 o.runtime_dir = runtime_dir;

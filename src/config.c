@@ -441,6 +441,7 @@ static const ConfigKey config_keys[] = {
         APST_KEY("force", parse_bool, force, 0, 0, APST_KEY_FORCE),
         APST_KEY("stall_budget_pct", parse_percent, stall_budget_cpct, 0, APST_STALL_BUDGET_MAX_CPCT,
                  APST_KEY_STALL_BUDGET),
+        APST_KEY("use_calibration", parse_bool, use_calibration, 0, 0, APST_KEY_USE_CALIBRATION),
 
         DEVICE_KEY("match_name", parse_glob, match_name),
         DEVICE_KEY("match_model", parse_glob, match_model),

@@ -7,12 +7,15 @@
  * still restores what the kernel had, not what its predecessor wrote.
  */
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "apstd-ids.h"
 #include "apst-record.h"
+#include "calib.h"
 #include "controller.h"
 #include "ctrl.h"
 #include "log.h"
@@ -323,14 +326,72 @@ int controller_program(Controller *c, const ControllerContext *ctx, const ApstTa
         return controller_sync(c, ctx, reason, ret);
 }
 
+/* The measurement for this drive's model and firmware, if there is a readable one. A malformed
+ * file is said once (until it reads again) and the drive planned from its descriptors. */
+static bool load_calibration(Controller *c, const ControllerContext *ctx, Calibration *ret) {
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (!ctx->state_dir || !c->id.model[0])
+                return false;
+        r = calib_load(ctx->state_dir, c->id.model, c->id.firmware, ret, &err);
+        if (r >= 0 || r == -ENOENT) {
+                c->calib_error_logged = false;
+                return r >= 0;
+        }
+        if (!c->calib_error_logged)
+                log_event(LOG_WARNING, r, MSGID_CALIBRATION_BAD,
+                          LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
+                                     { "NVME_FIRMWARE", c->id.firmware }),
+                          "%s: ignoring the calibration: %s; planning from the power-state descriptors.",
+                          c->name, err ? err : strerror(-r));
+        c->calib_error_logged = true;
+        return false;
+}
+
+/* The measured exit latencies gave another table than the descriptors: say which, and both tables. */
+static void log_calibration_used(const Controller *c, const Calibration *calib) {
+        char states[64] = "", adv[128] = "", meas[128] = "", with[512], without[512], hex[32 * 19 + 1];
+        size_t ls = 0, la = 0, lm = 0;
+
+        for (unsigned ps = 0; ps < IDCTRL_MAX_PS; ps++) {
+                if (!(c->plan.calib_raised & (1u << ps)))
+                        continue;
+                ls += (size_t) snprintf(states + ls, sizeof states - MIN(ls, sizeof states), "%sps%u",
+                                        ls ? "," : "", ps);
+                la += (size_t) snprintf(adv + la, sizeof adv - MIN(la, sizeof adv), "%s%" PRIu32, la ? "," : "",
+                                        c->id.psd[ps].exlat_us);
+                lm += (size_t) snprintf(meas + lm, sizeof meas - MIN(lm, sizeof meas), "%s%" PRIu32,
+                                        lm ? "," : "", calib_exlat_us(calib, (uint8_t) ps, c->id.psd[ps].exlat_us));
+        }
+        apst_describe(&c->plan.plan.table, &c->plan.plan_id, with, sizeof with);
+        apst_describe(&c->plan.uncalibrated_table, &c->id, without, sizeof without);
+        apst_table_to_hex(&c->plan.plan.table, hex, sizeof hex);
+        log_event(LOG_NOTICE, 0, MSGID_CALIBRATION_USED,
+                  LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
+                             { "NVME_FIRMWARE", c->id.firmware }, { "APST_POWER_STATE", states },
+                             { "APST_ADVERTISED_EXLAT_US", adv }, { "APST_MEASURED_EXLAT_US", meas },
+                             { "APST_TABLE", hex }, { "APST_TABLE_UNCALIBRATED", without }),
+                  "%s: measured wake-ups changed the table: %s wakes in %s µs, not the advertised %s µs; "
+                  "table %s (the descriptors alone: %s).",
+                  c->name, states, meas, adv, with, without);
+}
+
 int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_changed) {
         DevicePlan old = c->plan;
         ApstTable old_table = *controller_table(c);
         int r;
 
-        r = device_plan(ctx->config, ctx->platform, c->name, &c->sys, &c->id, &c->plan);
+        Calibration calib;
+        bool have_calib = load_calibration(c, ctx, &calib);
+
+        r = device_plan_calibrated(ctx->config, ctx->platform, c->name, &c->sys, &c->id,
+                                   have_calib ? &calib : NULL, &c->plan);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot plan the APST table: %m", c->name);
+        if (ctx->mode == CONTROLLER_MODE_DAEMON && c->plan.calib_changed_table &&
+            (!old.calib_changed_table || !apst_table_equal(&old.plan.table, &c->plan.plan.table)))
+                log_calibration_used(c, &calib);
         /* What a policy learned at run time holds for the configuration it learned under. */
         if (old.verdict != c->plan.verdict || !apst_params_equal(&old.params, &c->plan.params) ||
             !apst_table_equal(&old.plan.table, &c->plan.plan.table))

@@ -70,7 +70,12 @@ void device_apst_platform(const SysPlatform *plat, const SysCtrl *sys, ApstPlatf
 
 int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
                 const IdCtrl *id, DevicePlan *ret) {
-        DevicePlan d = {};
+        return device_plan_calibrated(cfg, plat, name, sys, id, NULL, ret);
+}
+
+int device_plan_calibrated(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
+                           const IdCtrl *id, const Calibration *calib, DevicePlan *ret) {
+        DevicePlan d = { .plan_id = *id };
         ApstPlatform ap;
         DeviceIdent ident = {
                 .name = name,
@@ -96,9 +101,19 @@ int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, co
                 *ret = d;
                 return 0;
         }
-        r = apst_build(id, &ap, &d.params, &d.plan);
+        if (calib && d.params.use_calibration && d.params.policy != APST_POLICY_KERNEL)
+                d.calib_raised = calib_apply(calib, id, &d.plan_id);
+        r = apst_build(&d.plan_id, &ap, &d.params, &d.plan);
         if (r < 0)
                 return r;
+        if (d.calib_raised) {
+                ApstPlan plain;
+                r = apst_build(id, &ap, &d.params, &plain);
+                if (r < 0)
+                        return r;
+                d.uncalibrated_table = plain.table;
+                d.calib_changed_table = !apst_table_equal(&plain.table, &d.plan.table);
+        }
         d.verdict = d.plan.outcome == APST_OUTCOME_UNSUPPORTED ? DEVICE_UNSUPPORTED : DEVICE_MANAGE;
         *ret = d;
         return 0;

@@ -122,7 +122,7 @@ static void log_decision(const ManagerCtrl *c, const AdaptDecision *d) {
         (void) snprintf(rate, sizeof rate, "%.2f", d->io_rate);
         (void) snprintf(gap, sizeof gap, "%" PRIu64, d->median_gap_ns / 1000000u);
         (void) snprintf(xf, sizeof xf, "%.2f", d->exlat_factor);
-        (void) snprintf(wake, sizeof wake, "%" PRIu32, apst_worst_wake_us(&d->table, &ct->id));
+        (void) snprintf(wake, sizeof wake, "%" PRIu32, apst_worst_wake_us(&d->table, &ct->plan.plan_id));
         log_event(LOG_INFO, 0, MSGID_ADAPT_TABLE,
                   LOG_FIELDS({ "NVME_CTRL", ct->name }, { "NVME_MODEL", controller_model(ct) },
                              { "NVME_FIRMWARE", controller_firmware(ct) }, { "APST_POLICY", "adaptive" },
@@ -219,7 +219,7 @@ static void adapt_start(ManagerWatch *w, uint64_t now) {
                 return;
         }
         device_apst_platform(&w->ctrl->manager->platform, &ct->sys, &plat);
-        r = adapt_init(w->adapt, &ct->id, &plat, &ct->plan.params, now * NS_PER_USEC, &initial);
+        r = adapt_init(w->adapt, &ct->plan.plan_id, &plat, &ct->plan.params, now * NS_PER_USEC, &initial);
         if (r < 0) {
                 log_warning_errno(r, "%s: cannot start the adaptive policy: %m; keeping the initial table.", ct->name);
                 free(w->adapt);

@@ -393,7 +393,7 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
         config_init(&m->config_file);
         if (strdup_to(&m->config_path, o->config_path) < 0 || strdup_to(&m->sysfs_root, o->sysfs_root) < 0 ||
             strdup_to(&m->dev_dir, o->dev_dir) < 0 || strdup_to(&m->proc_root, o->proc_root) < 0 ||
-            strdup_to(&m->runtime_dir, o->runtime_dir) < 0)
+            strdup_to(&m->runtime_dir, o->runtime_dir) < 0 || strdup_to(&m->state_dir, o->state_dir) < 0)
                 return -ENOMEM;
         m->config_missing_ok = o->config_missing_ok;
         m->verify_interval_usec = o->verify_interval_usec ? o->verify_interval_usec : MANAGER_VERIFY_INTERVAL_USEC;
@@ -404,6 +404,7 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
                 .config = &m->config,
                 .platform = &m->platform,
                 .record_dir = m->runtime_dir,
+                .state_dir = m->state_dir,
         };
         *ret = TAKE_PTR(m);
         return 0;
@@ -432,6 +433,7 @@ Manager *manager_free(Manager *m) {
         free(m->dev_dir);
         free(m->proc_root);
         free(m->runtime_dir);
+        free(m->state_dir);
         free(m);
         return NULL;
 }

@@ -4,6 +4,7 @@
 kernel overwrite, hot-plug, failures, stop; with its own NOTIFY_SOCKET and
 RUNTIME_DIRECTORY. Run as the harness's COMMAND: test-daemon.py SCENARIO."""
 
+import json
 import os
 import re
 import signal
@@ -453,6 +454,92 @@ elif scenario == "adaptive-idle":
         n, ni = ctxsw("voluntary") - a, ctxsw("nonvoluntary") - ai
         print(f"idle wake-ups: {n} in {span:.1f} s = {n / span:.3f}/s (and {ni} preemptions)")
         check((n - 1) / span <= 0.2, f"idle: at most 0.2 wake-ups/s ({n} in {span:.1f} s)")
+        check(d.stop() == 0, "exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
+elif scenario == "calibration":
+    # An Intel 600p (no PCI quirk here) whose ps4 was measured at 30.1 ms against the 10 ms its
+    # descriptor advertises, under a 15000 us budget: 2000 + 10000 us fits, 2000 + 30100 does not.
+    # The daemon must leave ps4 out and say so; a reload without the file, or with a malformed
+    # one, plans from the descriptors again.
+    sdir = tempfile.mkdtemp(prefix="apstd-state-")
+    os.makedirs(os.path.join(sdir, "calibration"))
+    calfile = os.path.join(sdir, "calibration", "INTEL%20SSDPEKKW256G7@PSF109C.calib")
+    caltext = ("version=1\nmodel=INTEL SSDPEKKW256G7\nfirmware=PSF109C\nmeasured_realtime_usec=1764600000000000\n"
+               "awake_median_us=45\nstate=4 advertised_enlat_us=2000 advertised_exlat_us=10000 samples=20 "
+               "wake_median_us=30100 wake_p99_us=31900\n")
+    with open(calfile, "w") as f:
+        f.write(caltext)
+    write_config("[apst]\npolicy = budget\nmax_latency_us = 15000\n", CONF)
+
+    def live_plan(*extra):
+        p = run("plan", "--json", "--config", CONF, *extra)
+        check(p.returncode == 0, "plan on the live controller")
+        c = json.loads(p.stdout)["controllers"][0]
+        return c, ((1 if c["apste"] else 0), [int(x, 16) for x in c["table"]])
+
+    def targets(tbl):
+        return {(e >> 3) & 0x1f for e in tbl[1] if e >> 8}
+
+    plain_json, plain = live_plan("--state-dir", tempfile.mkdtemp(prefix="apstd-empty-"))
+    cal_json, cal = live_plan("--state-dir", sdir)
+    check(4 in targets(plain), "from the descriptors alone ps4 is in the table")
+    check(4 not in targets(cal) and 3 in targets(cal), "with the measurement ps4 is left out, ps3 kept")
+    ps4 = [s for s in cal_json["power_states"] if s["ps"] == 4][0]
+    check(ps4["measured"] and ps4["planned_exlat_us"] == 30100 and ps4["exlat_us"] == 10000,
+          "plan --json shows the measured latency it planned with beside the advertised one")
+    d = Daemon(CONF, args=["--state-dir", sdir])
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        check(read_table("nvme0") == cal, "the daemon wrote the calibrated table")
+        m = d.wait_log(r"nvme0: measured wake-ups changed the table: ps4 wakes in 30100 µs, not the advertised "
+                       r"10000 µs.*MESSAGE_ID=5e0c8d1e2b7a4f56a3c4d9e8f1b20a77.*APST_POWER_STATE=ps4.*"
+                       r"APST_ADVERTISED_EXLAT_US=10000.*APST_MEASURED_EXLAT_US=30100")
+        check(m is not None, "the journal says a measurement changed the table, with both latencies")
+
+        # the measurement removed: a reload plans from the descriptors
+        os.unlink(calfile)
+        s0 = sets("nvme0")
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1 after the reload")
+        check(wait_for(lambda: read_table("nvme0") == plain, what="descriptor table") is not None,
+              "without the file the reload writes the descriptors' table")
+        check(sets("nvme0") == s0 + 1, "one Set Features for it")
+
+        # a malformed file: said once with its file and line, planned from the descriptors
+        with open(calfile, "w") as f:
+            f.write(caltext.replace("samples=20", "samples=twenty"))
+        pos = len(d.log())
+        s0 = sets("nvme0")
+        for _ in range(2):
+            n = len(d.notifications)
+            d.signal(signal.SIGHUP)
+            check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1 after a reload with a bad calibration")
+        m = d.wait_log(r"nvme0: ignoring the calibration: " + re.escape(calfile) + r": line 6: not a number",
+                       after=pos)
+        check(m is not None, "a malformed calibration names the file and the line")
+        check(len(re.findall(r"ignoring the calibration", d.log()[pos:])) == 1, "said once, not on every reload")
+        check(read_table("nvme0") == plain and sets("nvme0") == s0, "the descriptors' table stays, nothing written")
+
+        # the same measurement with use_calibration = no in the drive's section: descriptors
+        with open(calfile, "w") as f:
+            f.write(caltext)
+        write_config("[apst]\npolicy = budget\nmax_latency_us = 15000\n[device intel]\nmatch_model = INTEL*\n"
+                     "use_calibration = no\n", CONF)
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1")
+        check(read_table("nvme0") == plain, "use_calibration = no in [device]: the descriptors' table")
+        write_config("[apst]\npolicy = budget\nmax_latency_us = 15000\n", CONF)
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1")
+        check(wait_for(lambda: read_table("nvme0") == cal, what="calibrated table") is not None,
+              "a reload picks the measurement up again")
         check(d.stop() == 0, "exit 0")
     finally:
         if d.proc.poll() is None:
