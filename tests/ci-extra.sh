@@ -90,7 +90,8 @@ vgcorpus() {
         command -v valgrind >/dev/null || { echo "SKIP: valgrind not installed"; return 0; }
         "${mtest[@]}" -C "$build" --no-rebuild --logbase testlog-vgcorpus \
                 --wrapper "valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect" \
-                "fuzz-idctrl corpus replay" "fuzz-config corpus replay" "fuzz-trace corpus replay"
+                "fuzz-idctrl corpus replay" "fuzz-config corpus replay" "fuzz-trace corpus replay" \
+                "fuzz-calib corpus replay"
 }
 
 fuzz() {
