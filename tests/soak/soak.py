@@ -150,9 +150,9 @@ def generate(seed, n_events):
             ev["ctrl"] = rng.choice(names)
             ev["bursts"] = rng.randint(1, 8)
             ev["ios"] = rng.randint(1, 40)
-            ev["gap_ms"] = rng.randint(20, 400)
+            ev["gap_ms"] = rng.randint(20, 150)
         elif k == "silence":
-            ev["ms"] = rng.randint(100, 1500)
+            ev["ms"] = rng.randint(100, 800)
         elif k == "fault":
             ev["ctrl"] = rng.choice(names)
             when = rng.choice(["once", "always", f"after={rng.randint(1, 4)}"])
@@ -400,7 +400,7 @@ class Soak:
 
     def settle(self, quiet_s=None, limit_s=None):
         """Wait until no admin command reaches any controller and the daemon logs nothing for quiet_s."""
-        quiet_s = (quiet_s or 1.0) * self.slow
+        quiet_s = (quiet_s or 0.6) * self.slow
         limit_s = (limit_s or 40.0) * self.slow
 
         def sig():
