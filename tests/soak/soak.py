@@ -428,6 +428,13 @@ class Soak:
         self.fail(f"no quiet period within {limit_s:.0f} s: the daemon keeps sending or logging")
         return False
 
+    def sanitized(self):
+        try:
+            with open(f"/proc/{self.daemon.proc.pid}/maps") as f:
+                return "libasan" in f.read()
+        except OSError:
+            return False
+
     def proc_stats(self):
         pid = self.daemon.proc.pid
         fds = os.listdir(f"/proc/{pid}/fd")
@@ -571,7 +578,7 @@ class Soak:
                           f"-> {nfd}, {nep} ({b[2]} -> {kinds})")
         else:
             self.baselines[sig] = (nfd, nep, kinds)
-        if not T.WRAPPER:
+        if not T.WRAPPER and not self.sanitized():   # valgrind's and ASan's own heaps are not the daemon's
             if self.rss_first is None:
                 self.rss_first = rss
             elif rss > self.rss_first + 4096:
