@@ -149,9 +149,10 @@ int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_cha
  * Nothing to do without an original. When nothing was written and verified
  * (a write failed half-way, or a predecessor's table is still there), the
  * table is read first and nothing is written if the original is in place.
- * The record of the original is removed once the drive holds it.
- * Return: 0 (@ret->result CONTROLLER_RESTORED, or CONTROLLER_LEFT_ALONE when
- * nothing had to be written) or negative errno.
+ * The record of the original is removed once the drive holds it. A controller
+ * that is not live gets nothing (as controller_sync()'s gate): the record stays.
+ * Return: 0 (@ret->result CONTROLLER_RESTORED, CONTROLLER_NOT_LIVE, or
+ * CONTROLLER_LEFT_ALONE when nothing had to be written) or negative errno.
  */
 int controller_restore(Controller *c, const ControllerContext *ctx, const char *reason, ControllerOutcome *ret);
 

@@ -91,7 +91,8 @@ static const char *ctrl_state(const ManagerCtrl *c) {
                 return "not-ready";
         switch (k->plan.verdict) {
         case DEVICE_MANAGE:
-                return k->have_written && apst_table_equal(&k->written, &k->plan.plan.table) ? "programmed" : "pending";
+                /* what the engine writes: the adaptive policy's learned table when it has one */
+                return k->have_written && apst_table_equal(&k->written, controller_table(k)) ? "programmed" : "pending";
         case DEVICE_UNSUPPORTED:
                 return "unsupported";
         case DEVICE_DISABLED:

@@ -409,6 +409,23 @@ int controller_restore(Controller *c, const ControllerContext *ctx, const char *
         *ret = (ControllerOutcome) { .result = CONTROLLER_LEFT_ALONE, .failed_step = CONTROLLER_STEP_NONE };
         if (!c->have_original)
                 return 0;
+        /* The same gate as a write: a resetting or dead controller gets no admin command, not even
+         * the original back. The record stays, so whoever next finds it live (we after a reload,
+         * the next start) restores from it; the kernel's reset writes its own table meanwhile. */
+        r = sysfs_read_controller(ctx->sysfs_root, c->name, &c->sys);
+        if (r < 0) {
+                ret->result = CONTROLLER_GONE;
+                ret->error = r;
+                return log_debug_errno(r, "%s: gone from sysfs: %m", c->name);
+        }
+        if (strcmp(c->sys.state, "live") != 0) {
+                log_warning("%s: controller is %s, not live; its original APST table is not put back now "
+                            "(kept in %s for the next start).", c->name, c->sys.state,
+                            ctx->record_dir ? ctx->record_dir : "the runtime directory");
+                ret->result = CONTROLLER_NOT_LIVE;
+                ret->error = -EAGAIN;
+                return 0;
+        }
         r = step_open(c, ctx, &ctrl, ret);
         if (r < 0)
                 return r;

@@ -68,12 +68,13 @@ valgrind_run() {
         local suites
         command -v valgrind >/dev/null || { echo "SKIP: valgrind not installed"; return 0; }
         # every suite that has a test under tests/integration/ (they start nvme-apstd through apstd_test.py)
-        # or tests/doctor/ (test-doctor.sh honours NVME_APSTD_WRAPPER too)
+        # or tests/doctor/ (test-doctor.sh honours NVME_APSTD_WRAPPER too) or tests/soak/ (soak.py
+        # starts the daemon through apstd_test.Daemon, and slows its clocks under a wrapper)
         suites=$(meson introspect --tests "$build" | python3 -c '
 import json, sys
 s = set()
 for t in json.load(sys.stdin):
-    if any("/tests/integration/" in a or "/tests/doctor/" in a for a in t["cmd"]):
+    if any("/tests/integration/" in a or "/tests/doctor/" in a or "/tests/soak/" in a for a in t["cmd"]):
         s.update(x.split(":")[-1] for x in t["suite"])
 print(" ".join(sorted(s)))')
         [ -n "$suites" ] || { echo "SKIP: no integration suites"; return 0; }

@@ -249,6 +249,11 @@ int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
         else if (cmd->opcode == nvme_admin_set_features && (cmd->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST)
                 c->n_set_apst++;
         f = fault_fire(c, cmd);
+        if (f && f->action == FAKE_ACTION_DELAY) {
+                /* the harness's loop waits too: a slow drive holds its ioctl, nothing else is faked */
+                c->n_faults++;
+                (void) usleep(f->delay_ms * 1000u);
+        }
         if (f && f->action == FAKE_ACTION_FAIL) {
                 c->n_faults++;
                 c->n_errors++;
@@ -364,6 +369,12 @@ int fake_fault_parse(const char *s, FakeFault *ret)
                 f.action = FAKE_ACTION_GARBLE;
         else if (!strcmp(result, "ignore"))
                 f.action = FAKE_ACTION_IGNORE;
+        else if (!strncmp(result, "delay=", 6)) {
+                if (parse_uint(result + 6, 5000, &v) < 0 || v == 0)
+                        return -EINVAL;
+                f.action = FAKE_ACTION_DELAY;
+                f.delay_ms = (unsigned) v;
+        }
         else if (result[0] == 'E') {
                 for (i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
                         if (!strcmp(result, errnos[i].name))

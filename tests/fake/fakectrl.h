@@ -38,6 +38,7 @@ typedef enum FakeAction {
         FAKE_ACTION_GARBLE, /* Get Features 0x0C: run it, then answer a table other than the stored one
                              * (entry[0] XOR 0x100, i.e. ITPT bit 0 flipped); other commands run normally */
         FAKE_ACTION_IGNORE, /* Set Features 0x0C: answer success but store nothing; other commands run normally */
+        FAKE_ACTION_DELAY,  /* a slow completion: wait delay_ms, then run the command normally */
 } FakeAction;
 
 typedef struct FakeFault {
@@ -49,6 +50,7 @@ typedef struct FakeFault {
         bool used;       /* FAKE_WHEN_ONCE fired */
         int nvme_status; /* > 0: answer with this NVMe status */
         int err;         /* > 0: fail the ioctl with this errno */
+        unsigned delay_ms; /* FAKE_ACTION_DELAY */
 } FakeFault;
 
 typedef struct FakeCtrl {
@@ -90,7 +92,8 @@ const char *fake_cmd_allowed(const FakeCmd *cmd);
  * NVMe status (0x4002, decimal or hex, 1..0xffff) or an errno name (EIO, ENODEV, EINTR, ETIMEDOUT,
  * EBUSY, EAGAIN, ENOTTY, EPERM, EACCES, EFAULT, EINVAL) or number, or `garble` (a Get Features 0x0C
  * answers another table than the stored one) or `ignore` (a Set Features 0x0C succeeds and stores
- * nothing), WHEN always|once|after=N.
+ * nothing) or `delay=MS` (the command completes normally after MS ms, at most 5000), WHEN
+ * always|once|after=N.
  * Return: 0 or -EINVAL. */
 int fake_fault_parse(const char *s, FakeFault *ret);
 int fake_ctrl_add_fault(FakeCtrl *c, const FakeFault *f);

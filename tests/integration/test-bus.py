@@ -12,6 +12,7 @@ Run as the harness's COMMAND: test-bus.py SCENARIO
             daemon stopped `status` says so and shows the plan (exit 3)
   open-bus  a bus without any policy: the daemon itself refuses Set and unknown
             methods, and nothing is sent to the drive because of them
+  adaptive-state  policy = adaptive: State stays `programmed` and RawTable follows a learned table
 """
 
 import getpass
@@ -351,10 +352,46 @@ def scenario_open_bus():
         bus.wait()
 
 
+def scenario_adaptive_state():
+    # policy = adaptive: once the policy has learned and written a table other than the initial plan,
+    # State must still say `programmed` and RawTable must be what the drive holds (the soak found
+    # `pending` there: the state compared the written table with the initial plan only).
+    bus, addr, conn = start_bus(False)
+    write_config("[apst]\npolicy = adaptive\n", CONF)
+    initial = plan_table(CONF, SAMSUNG, "144d:a808")
+    d = Daemon(CONF, extra_env={"DBUS_SYSTEM_BUS_ADDRESS": addr})
+    path = ctrl_path("nvme0")
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        check(get(addr, path, C_IFACE, "State") == "programmed", "initial adaptive table: programmed")
+        ios = ticks = 0
+        end = time.monotonic() + 15
+        while time.monotonic() < end and read_table("nvme0") == initial:
+            ios += 1
+            ticks += 2
+            ctl("stat", "nvme0", "nvme0n1", f"0 0 0 0 {ios} 0 {ios * 8} {ticks} 0 {ticks} {ticks}")
+            time.sleep(0.3)
+        learned = read_table("nvme0")
+        check(learned != initial, "the I/O made the adaptive policy write a learned table")
+        time.sleep(0.5)
+        check(get(addr, path, C_IFACE, "State") == "programmed", "a learned table written and verified: programmed")
+        raw = get(addr, path, C_IFACE, "RawTable")
+        check(raw == learned[1], "RawTable is the learned table the drive holds")
+        check(d.stop() == 0, "exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+        bus.terminate()
+        bus.wait()
+
+
 if scenario == "api":
     scenario_api()
 elif scenario == "open-bus":
     scenario_open_bus()
+elif scenario == "adaptive-state":
+    scenario_adaptive_state()
 else:
     print(f"unknown scenario {scenario}")
     sys.exit(2)

@@ -342,6 +342,37 @@ elif scenario == "crash-restart":
             d2.stop()
         d2.dump()
 
+elif scenario == "stop-not-live":
+    # SIGTERM while a controller is resetting: the restore obeys the same gate as a write (no admin
+    # command to a controller that is not live); the record stays and the next start restores from it.
+    orig = read_table("nvme0")
+    want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+    rdir = tempfile.mkdtemp(prefix="apstd-run-")
+    d = Daemon(CONF, runtime_dir=rdir)
+    check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+    check(read_table("nvme0") == want0, "our table written")
+    ctl("set-attr", "nvme0", "state", "resetting")
+    n_cmds = len(read_log("nvme0"))
+    rc = d.stop()
+    d.dump()
+    check(rc == 0, "SIGTERM: exit 0")
+    check(len(read_log("nvme0")) == n_cmds, "no admin command to the resetting controller at stop")
+    check(re.search(r"nvme0: controller is resetting, not live; its original APST table is not put back", d.log())
+          is not None, "the skipped restore is logged")
+    check(os.path.exists(os.path.join(rdir, "ctrl-nvme0.orig")), "the record of the original is kept")
+    ctl("set-attr", "nvme0", "state", "live")
+    d2 = Daemon(CONF, runtime_dir=rdir)
+    try:
+        check(d2.wait_notify(r"^READY=1$") is not None, "second instance READY")
+        check(re.search(r"using the table recorded before a previous run", d2.log()), "it found the record")
+        check(d2.stop() == 0, "exit 0")
+        check(read_table("nvme0") == orig, "the original from before the first start restored")
+        check(not os.path.exists(os.path.join(rdir, "ctrl-nvme0.orig")), "and the record removed")
+    finally:
+        if d2.proc.poll() is None:
+            d2.stop()
+        d2.dump()
+
 elif scenario == "adaptive":
     # policy = adaptive: I/O injected through the namespace's stat file (one write every ~300 ms,
     # each paying a couple of ms, as on the drive of the seed report), then silence. The policy
