@@ -178,8 +178,9 @@ while ! dmesg | awk -v m="E2E_APST_MARK $mark" 'index($0, m) {on = 1} on && /PM:
 	sleep 0.5
 	i=$((i + 1))
 done
-check "suspend: the guest went to S3 and came back (dmesg 'PM: suspend exit')" \
-	bash -c "dmesg | grep -q 'PM: suspend exit'"
+check "suspend: the guest went to S3 (deep) and came back (dmesg after the mark: 'PM: suspend entry (deep)', 'PM: suspend exit')" \
+	bash -c "dmesg | awk -v m='E2E_APST_MARK $mark' 'index(\$0, m) {on = 1} on' | grep -q 'PM: suspend entry (deep)' &&
+		dmesg | awk -v m='E2E_APST_MARK $mark' 'index(\$0, m) {on = 1} on' | grep -q 'PM: suspend exit'"
 dmesg | awk -v m="E2E_APST_MARK $mark" 'index($0, m) {on = 1} on' | grep -E 'PM: suspend|ACPI: PM|nvme' | head -n 12 | sed 's/^/#   dmesg: /'
 wait_live
 kwrote=$(dmesg_table "$DC" "$mark" | json_lines)
@@ -189,6 +190,10 @@ if wait_table 30 "$DC" "${PLAN[$DS]}"; then
 else
 	notok "resume: the daemon's table is not back in $DC within 30 s"
 fi
+check "journal: the daemon noticed the resume (logind's PrepareForSleep(false) or the connected uevent)" \
+	dhave 10 "$c3" "$DAEMON_J and ((.MESSAGE | tostring | test(\"Resumed from sleep\")) or ((.NVME_CTRL == \"$DC\") and (.APST_REASON == \"reset\")))"
+check "journal: after resume, 'table overwritten' names what the kernel had written (APST_TABLE == the kernel's table)" \
+	dhave 10 "$c3" "$DAEMON_J and (.MESSAGE_ID == \"$MSGID_TABLE_OVERWRITTEN\") and (.NVME_CTRL == \"$DC\") and (.APST_TABLE == \"$(hexline "$KT")\")"
 dshow "$c3" "$DAEMON_J"
 
 step "daemon: stop"
