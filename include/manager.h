@@ -77,6 +77,7 @@ typedef struct ManagerCtrl {
         sd_event_source *retry;    /* pending retry while not live, or after a transient error */
         unsigned n_retries;        /* retries since the last success or event */
         ManagerWatch *watch;       /* its I/O watcher (adaptive policy, pin = busy); NULL = not watched */
+        sd_event_source *qos;      /* inotify on power/pm_qos_latency_tolerance_us; NULL = not watched */
 } ManagerCtrl;
 
 struct Manager {
@@ -145,6 +146,12 @@ ManagerWatch *manager_watch_free(ManagerWatch *w);
 /* What @c's watcher has seen since it (re)started: I/Os completed and time the I/O waited for the
  * drive to wake. Return: false (and zeros) when the controller is not watched. */
 bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *ret_stall_us);
+
+/* The kernel's rewrite on a pm_qos_latency_tolerance_us write (src/manager-qos.c): one inotify
+ * watch per managed controller on that attribute, (re)tried after every engine run on it (the
+ * file exists only while the kernel has APST enabled); IN_MODIFY re-checks the table as a reset
+ * uevent does, with admin commands only. */
+void manager_qos_ctrl(ManagerCtrl *c);
 
 /* Re-plan every controller from m->config, write what changed, give back what is no longer ours;
  * @reason: "reload", "on battery", ... Return: how many controllers' plans changed. */

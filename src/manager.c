@@ -5,8 +5,10 @@
  * Keeping the table in place: the kernel rewrites APST at probe, after every
  * controller reset and on resume (doc/kernel-apst.md), and then emits a
  * `change` uevent with NVME_EVENT=connected. We re-check on that uevent, on
- * logind's PrepareForSleep(false), and whenever a verification finds another
- * table. A verification is only sent to a controller whose I/O counters moved
+ * logind's PrepareForSleep(false), on inotify's IN_MODIFY of the controller's
+ * power/pm_qos_latency_tolerance_us (a write there makes the kernel rewrite
+ * APST with no uevent: manager-qos.c), and whenever a verification finds
+ * another table. A verification is only sent to a controller whose I/O counters moved
  * since the last look: an idle drive is never woken to be checked.
  *
  * What happens to one controller is the engine's business (controller.c);
@@ -33,6 +35,7 @@ static ManagerCtrl *manager_ctrl_free(ManagerCtrl *c) {
         if (!c)
                 return NULL;
         sd_event_source_disable_unref(c->retry);
+        sd_event_source_disable_unref(c->qos);
         manager_watch_free(c->watch);
         free(c);
         return NULL;
@@ -166,6 +169,7 @@ static int manager_ctrl_run(ManagerCtrl *c, const ApstTable *table, const char *
                 break;
         }
         manager_watch_ctrl(c);   /* identified now, or planned again */
+        manager_qos_ctrl(c);     /* the kernel may have exposed (or hidden) its pm_qos attribute */
         return r;
 }
 

@@ -13,8 +13,11 @@ build=(gcc pkg-config meson ninja-build libnvme-dev libjson-c-dev libssl-dev lib
 # power-profiles-daemon on a private bus.
 test=(umockdev libumockdev-dev gir1.2-umockdev-1.0 nvme-cli valgrind clang clang-tidy cppcheck
       libclang-rt-14-dev python3 python3-gi python3-dbusmock dbus util-linux procps prometheus)
-# the QEMU system test (suite e2e)
-e2e=(qemu-system-x86 busybox-static cpio kmod mmdebstrap e2fsprogs xz-utils zstd)
+# the QEMU system tests (suites e2e and e2e-apst); for e2e-apst also what
+# tests/qemu-apst/build-qemu.sh builds Debian's QEMU source with (once, cached)
+# and the firmware the patched binary runs with
+e2e=(qemu-system-x86 busybox-static cpio kmod mmdebstrap e2fsprogs xz-utils zstd
+     libglib2.0-dev libpixman-1-dev libfdt-dev flex bison qemu-system-data seabios)
 # the Debian package (debian/, suite 'package'; the QEMU test installs it)
 package=(debhelper dpkg-dev lintian)
 

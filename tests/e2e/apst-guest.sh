@@ -212,6 +212,17 @@ run_set() {
 	done
 }
 
+# The guest image holds the Debian package when run-e2e.sh built it (else the
+# meson install is in place): install it, without starting it yet
+# (policy-rc.d), so `plan` and the daemon steps use the packaged files.
+if ! command -v nvme-apstd >/dev/null && [ -r "$D/package.sh" ]; then
+	# shellcheck disable=SC1091
+	. "$D/package.sh"
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod 755 /usr/sbin/policy-rc.d
+	check "dpkg -i $(basename "$PKG_DEB1")" t 300 dpkg -i "$PKG_DEB1"
+	rm -f /usr/sbin/policy-rc.d
+fi
 step "waiting for the controllers"
 t 60 udevadm settle
 check "the nvme driver bound every emulated controller ($APST_SERIALS)" wait_live

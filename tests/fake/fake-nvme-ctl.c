@@ -48,6 +48,7 @@ int main(int argc, char **argv)
                 fprintf(stderr,
                         "usage: fake-nvme-ctl [--socket PATH] COMMAND NAME [ARGS...]\n"
                         "  reset nvmeN [TABLE-FILE]   kernel-style reset + change uevent NVME_EVENT=connected\n"
+                        "  pmqos nvmeN US [TABLE-FILE]   a pm_qos_latency_tolerance_us write: table rewritten, no uevent\n"
                         "  add nvmeN[,opts as --ctrl] remove nvmeN\n"
                         "  fault nvmeN WHAT=RESULT[:WHEN]   clear nvmeN\n"
                         "  set-attr nvmeN ATTR VALUE   stat nvmeN DISK \"11|15|17 numbers\"\n"

@@ -876,6 +876,57 @@ static bool ctl_reset(Harness *h, Ctrl *c, const char *table, GString *out, GErr
         return true;
 }
 
+/* A write to power/pm_qos_latency_tolerance_us, as the kernel handles it (doc/kernel-apst.md):
+ * nvme_set_latency_tolerance() rewrites APST inside the write() when the value changed (with the
+ * file's table, else the kernel's for that limit), then the VFS reports the write (inotify
+ * IN_MODIFY: the file is written in place, not replaced). No uevent, no sysfs_notify(). */
+static bool ctl_pmqos(Harness *h, Ctrl *c, const char *us, const char *table, GString *out, GError **error)
+{
+        g_autofree char *path = g_build_filename(h->sys, c->syspath + strlen("/sys"), "power",
+                                                 "pm_qos_latency_tolerance_us", NULL);
+        g_autofree char *old = NULL, *text = g_strconcat(us, "\n", NULL);
+        uint64_t e[FAKE_APST_ENTRIES] = {}, lat;
+        uint32_t apste = 0;
+        bool rewrite;
+        char *end;
+        int fd;
+
+        if (!g_ascii_isdigit(*us) || (lat = g_ascii_strtoull(us, &end, 10), *end)) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "pmqos: %s is not a number of us", us);
+                return false;
+        }
+        if (!g_file_get_contents(path, &old, NULL, NULL)) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                            "%s has no power/pm_qos_latency_tolerance_us (the kernel has APST off on it)", c->name);
+                return false;
+        }
+        if (table && !load_table(table, &apste, e, error))
+                return false;
+        rewrite = g_ascii_strtoull(old, NULL, 10) != lat;
+        if (rewrite) {
+                g_mutex_lock(&h->lock);
+                if (!table)
+                        fake_table_kernel_latency(&c->model, lat, &apste, e);
+                c->model.apst_cdw11 = apste;
+                memcpy(c->model.apst, e, sizeof(e));
+                ctrl_write_table_locked(c);
+                g_mutex_unlock(&h->lock);
+        }
+        fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t) strlen(text)) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", path, g_strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return false;
+        }
+        close(fd);
+        if (rewrite)
+                g_string_append_printf(out, "pmqos %s %s apste=%u (table rewritten)\n", c->name, us, apste);
+        else
+                g_string_append_printf(out, "pmqos %s %s (unchanged: table left)\n", c->name, us);
+        return true;
+}
+
 static void ctl_remove(Harness *h, Ctrl *c)
 {
         g_mutex_lock(&h->lock);
@@ -924,7 +975,7 @@ static bool ctl_execute(Harness *h, char **argv, GString *out, GError **error)
         } while (0)
 
         if (argc < 2)
-                FAIL("usage: COMMAND NAME [ARGS]; commands: reset add remove fault clear set-attr stat table "
+                FAIL("usage: COMMAND NAME [ARGS]; commands: reset pmqos add remove fault clear set-attr stat table "
                      "report uevent wait supply supply-add");
         if (!strcmp(argv[0], "supply-add") && argc == 2)
                 return supply_add(h, argv[1], error);
@@ -954,6 +1005,8 @@ static bool ctl_execute(Harness *h, char **argv, GString *out, GError **error)
 
         if (!strcmp(argv[0], "reset") && argc <= 3)
                 return ctl_reset(h, c, argv[2], out, error);
+        if (!strcmp(argv[0], "pmqos") && (argc == 3 || argc == 4))
+                return ctl_pmqos(h, c, argv[2], argc == 4 ? argv[3] : NULL, out, error);
         if (!strcmp(argv[0], "add") && argc == 2) {
                 g_autoptr(Ctrl) n = ctrl_parse(h, argv[1], error);
                 if (!n)

@@ -474,14 +474,22 @@ void fake_table_format(const FakeCtrl *c, FILE *out)
 
 void fake_table_kernel(const FakeCtrl *c, uint32_t *ret_apste, uint64_t ret_entries[FAKE_APST_ENTRIES])
 {
+        fake_table_kernel_latency(c, 100000, ret_apste, ret_entries);
+}
+
+void fake_table_kernel_latency(const FakeCtrl *c, uint64_t max_lat_us, uint32_t *ret_apste,
+                               uint64_t ret_entries[FAKE_APST_ENTRIES])
+{
         /* drivers/nvme/host/core.c nvme_configure_apst() with the default module parameters */
-        const uint64_t max_lat_us = 100000, prim_ms = 100, sec_ms = 2000, prim_tol = 15000, sec_tol = 100000;
+        const uint64_t prim_ms = 100, sec_ms = 2000, prim_tol = 15000, sec_tol = 100000;
         uint64_t target = 0;
         unsigned last_index = UINT32_MAX;
 
         memset(ret_entries, 0, FAKE_APST_BYTES);
         *ret_apste = 0;
         if (!(c->id.apsta & NVME_CTRL_APSTA_APST) || c->id.npss > 31)
+                return;
+        if (max_lat_us == 0) /* the kernel then sends APSTE 0 with an all-zero table */
                 return;
         *ret_apste = 1;
         for (int state = c->id.npss; state >= 0; state--) {

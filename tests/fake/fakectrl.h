@@ -108,6 +108,10 @@ void fake_table_format(const FakeCtrl *c, FILE *out);
 /** fake_table_kernel() - the table Linux's nvme_configure_apst() (v5.14+) writes with its default
  * module parameters (100000 us max latency, 100/2000 ms, 15000/100000 us tolerances). */
 void fake_table_kernel(const FakeCtrl *c, uint32_t *ret_apste, uint64_t ret_entries[FAKE_APST_ENTRIES]);
+/** fake_table_kernel_latency() - the same with another latency limit: what the kernel writes after
+ * a write of @max_lat_us to power/pm_qos_latency_tolerance_us (0 = APST off: APSTE 0, all zero). */
+void fake_table_kernel_latency(const FakeCtrl *c, uint64_t max_lat_us, uint32_t *ret_apste,
+                               uint64_t ret_entries[FAKE_APST_ENTRIES]);
 
 /** fake_ctrl_report() - human-readable state: APSTE, counters, non-zero entries decoded. */
 void fake_ctrl_report(const FakeCtrl *c, const char *name, FILE *out);

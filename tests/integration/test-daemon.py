@@ -200,6 +200,137 @@ elif scenario == "verify-on-io":
             d.stop()
         d.dump()
 
+elif scenario == "pm-qos":
+    # A write to power/pm_qos_latency_tolerance_us makes the kernel rewrite APST inside the write,
+    # with no uevent (doc/kernel-apst.md); inotify sees the write. The daemon must put its table
+    # back at once, on an idle drive (no I/O counter moves: the verify timer would never fire),
+    # with admin commands only; the attribute appearing after a reset and vanishing with the
+    # controller must not leak watches or fds.
+    def stat_text(name):
+        with open(f"/sys/class/nvme/{name}/{name}n1/stat") as f:
+            return f.read()
+
+    def fds(pid):
+        return len(os.listdir(f"/proc/{pid}/fd"))
+
+    def watches(pid):
+        """inotify watches the process holds (fdinfo "inotify wd:" lines, every inotify fd)."""
+        n = 0
+        for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+            try:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    n += sum(1 for line in f if line.startswith("inotify wd:"))
+            except OSError:
+                pass
+        return n
+
+    def kernel_hex(name):
+        return " ".join(f"0x{e:016x}" for e in read_table(name)[1])
+
+    orig0 = read_table("nvme0")
+    want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+    want1 = plan_table(CONF, WDC, "15b7:5009")
+    check(os.path.exists("/sys/class/nvme/nvme0/power/pm_qos_latency_tolerance_us"),
+          "nvme0 (kernel's table, APSTE 1) has the attribute")
+    check(not os.path.exists("/sys/class/nvme/nvme1/power/pm_qos_latency_tolerance_us"),
+          "nvme1 (APSTE 0 at start) has none, as in the kernel")
+    d = Daemon(CONF)   # the default verify interval (30 s): only the watch can notice in time
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        check(read_table("nvme0") == want0 and read_table("nvme1") == want1, "both tables written")
+        # Each event sends a STATUS= notification; read them as systemd would, or the daemon's
+        # sd_notify() blocks once the datagram queue (10) is full.
+        import threading
+        draining = threading.Event()
+
+        def drain():
+            while not draining.is_set():
+                d.poll_notify(0.1)
+        threading.Thread(target=drain, daemon=True).start()
+        pid = d.proc.pid
+        fds0, w0 = fds(pid), watches(pid)
+        print(f"daemon fds {fds0}, inotify watches {w0}")
+        stat0 = stat_text("nvme0")
+        gets, sets0 = count_cmds("nvme0", GET), count_cmds("nvme0", SET)
+
+        # the kernel's rewrite for a new limit, no uevent
+        pos = len(d.log())
+        t0 = time.monotonic()
+        out = ctl("pmqos", "nvme0", "5500")
+        check("table rewritten" in out and read_table("nvme0") != want0, f"the fake rewrote nvme0's table ({out.strip()})")
+        kt = kernel_hex("nvme0")
+        back = wait_for(lambda: read_table("nvme0") == want0, 5, "our table back on nvme0 after the pm_qos write")
+        took = time.monotonic() - t0
+        check(back is not None, f"pm_qos write on an idle drive: our table is back (after {took * 1000:.0f} ms)")
+        check(d.wait_log(r"nvme0: power/pm_qos_latency_tolerance_us written \(now 5500\).*"
+                         r"PM_QOS_LATENCY_TOLERANCE_US=5500", after=pos) is not None,
+              "the write is logged with the new value")
+        check(d.wait_log(r"nvme0: the APST table was overwritten .*after pm_qos.*APST_TABLE=" + re.escape(kt) +
+                         r".*APST_REASON=pm_qos", after=pos) is not None,
+              "'overwritten' entry names the table the kernel wrote (APST_TABLE) and the reason pm_qos")
+        check(count_cmds("nvme0", SET) == sets0 + 1 and count_cmds("nvme0", GET) == gets + 2,
+              "one Get Features to look, one Set, one Get to verify: admin commands only")
+        check(stat_text("nvme0") == stat0, "no I/O counter moved (the drive stayed idle)")
+        check(count_cmds("nvme1", SET) == 1, "nvme1 untouched")
+
+        # the same value again: the kernel leaves APST alone, the daemon only looks
+        gets, sets0 = count_cmds("nvme0", GET), count_cmds("nvme0", SET)
+        out = ctl("pmqos", "nvme0", "5500")
+        check("unchanged" in out, "same value: the fake (like the kernel) does not rewrite")
+        check(wait_for(lambda: count_cmds("nvme0", GET) > gets, 5, "a re-check") is not None,
+              "same value: re-checked (inotify still fires)")
+        time.sleep(0.3)
+        check(count_cmds("nvme0", SET) == sets0 and read_table("nvme0") == want0, "table in place: nothing written")
+
+        # a table of the test's own (TABLE-FILE), as a quirky kernel might write
+        other = os.path.join(d.dir, "other.table")
+        write_table_file(other, 1, [entry(3, 50)] * 3 + [0] * 29)
+        ctl("pmqos", "nvme0", "7000", other)
+        check(wait_for(lambda: read_table("nvme0") == want0, 5, "our table back after another table") is not None,
+              "another table written on a pm_qos write: ours back")
+
+        # nvme1: the attribute appears only when the kernel enables APST, at a reset
+        r = subprocess.run([CTL, "pmqos", "nvme1", "9000"], capture_output=True, text=True, timeout=30)
+        check(r.returncode == 1 and "no power/pm_qos" in r.stderr, "no attribute on nvme1: the fake refuses")
+        ctl("set-attr", "nvme1", "power/pm_qos_latency_tolerance_us", "100000")
+        pos = len(d.log())
+        ctl("reset", "nvme1")
+        check(wait_for(lambda: read_table("nvme1") == want1 and d.log().count("overwritten", pos) > 0, 10,
+                       "nvme1 re-applied after the reset") is not None, "nvme1 reset: re-applied")
+        check(wait_for(lambda: watches(pid) == w0 + 1, 5, "a watch for nvme1's new attribute") is not None,
+              f"the attribute that appeared with the reset is watched ({watches(pid)} watches, was {w0})")
+        ctl("pmqos", "nvme1", "9000")
+        check(wait_for(lambda: read_table("nvme1") == want1 and count_cmds("nvme1", GET) >= 4, 5,
+                       "nvme1 back after pm_qos") is not None and read_table("nvme1") == want1,
+              "pm_qos on the attribute that appeared after the reset: ours back")
+
+        # hot-plug: a third controller gets a watch, its removal drops it; nothing leaks
+        ctl("add", f"nvme2,idctrl={WDC},pci=15b7:5009,initial-table=kernel")
+        check(wait_for(lambda: os.path.exists(os.path.join(STATE, "nvme2.table")) and read_table("nvme2") == want1, 10,
+                       "nvme2 programmed") is not None, "hot-plugged nvme2 programmed")
+        check(wait_for(lambda: watches(pid) == w0 + 2, 5, "nvme2 watched") is not None, "nvme2's attribute watched")
+        ctl("pmqos", "nvme2", "3000")
+        check(wait_for(lambda: read_table("nvme2") == want1, 5, "nvme2 back after pm_qos") is not None,
+              "pm_qos on the hot-plugged nvme2: ours back")
+        for n in ("nvme2", "nvme1"):
+            ctl("remove", n)
+            check(d.wait_log(rf"{n}: controller removed; forgetting it") is not None, f"{n} removed")
+        check(wait_for(lambda: watches(pid) == w0 and fds(pid) == fds0, 5, "watches and fds back") is not None,
+              f"after both removals: {watches(pid)} watches (at start {w0}), {fds(pid)} fds (at start {fds0})")
+        ctl("pmqos", "nvme0", "100000")
+        check(wait_for(lambda: read_table("nvme0") == want0, 5, "nvme0 still served") is not None,
+              "nvme0 still served after the removals")
+        check(d.proc.poll() is None and "error" not in d.log(), "still running, no error logged")
+        draining.set()
+        time.sleep(0.2)
+        rc = d.stop()
+        check(rc == 0, f"SIGTERM: exit 0 (got {rc})")
+        check(read_table("nvme0") == orig0, "stop: nvme0 holds the kernel's table from before the start again")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
 elif scenario == "cpu-pin":
     CPU = "/sys/devices/system/cpu/cpu%d/cpufreq/%s"
 
