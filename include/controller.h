@@ -18,6 +18,7 @@
  */
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,7 +52,7 @@ typedef struct ControllerContext {
 
 /* One controller as the engine knows it; the daemon keeps it between calls. */
 typedef struct Controller {
-        char name[32];
+        char name[PATH_MAX];       /* "nvme0", or the Identify file `plan --id-ctrl` read */
         SysCtrl sys;
         IdCtrl id;
         bool identified;           /* Identify done (or not PCIe: nothing to identify) */
