@@ -342,49 +342,50 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
         IdCtrl id;
         int r, rr = 0;
         const char *err = NULL;
+        FILE *out = run->opt->json ? stderr : stdout;   /* with --json, stdout is the JSON only */
 
         if (strcmp(sys->transport, "pcie") != 0) {
-                printf("%s: skipped (transport %s is not PCIe)\n", sys->name, sys->transport);
+                fprintf(out, "%s: skipped (transport %s is not PCIe)\n", sys->name, sys->transport);
                 return 0;
         }
         if (strcmp(sys->state, "live") != 0) {
-                printf("%s: FAILED (controller is %s, not live)\n", sys->name, sys->state);
+                fprintf(out, "%s: FAILED (controller is %s, not live)\n", sys->name, sys->state);
                 return 1;
         }
         r = ctrl_open(arg_dev_dir, sys->name, &admin);
         if (r < 0) {
-                printf("%s: FAILED (cannot open %s/%s: %s)\n", sys->name, arg_dev_dir, sys->name, strerror(-r));
+                fprintf(out, "%s: FAILED (cannot open %s/%s: %s)\n", sys->name, arg_dev_dir, sys->name, strerror(-r));
                 return 1;
         }
         r = ctrl_identify(admin, &id, NULL, &status);
         if (r < 0) {
-                printf("%s: FAILED (Identify Controller: %s)\n", sys->name, error_words(r, status, why, sizeof why));
+                fprintf(out, "%s: FAILED (Identify Controller: %s)\n", sys->name, error_words(r, status, why, sizeof why));
                 return 1;
         }
         r = device_plan(cfg, plat, sys->name, sys, &id, &plan);
         if (r < 0) {
-                printf("%s: FAILED (cannot plan: %s)\n", sys->name, strerror(-r));
+                fprintf(out, "%s: FAILED (cannot plan: %s)\n", sys->name, strerror(-r));
                 return 1;
         }
         if (plan.verdict != DEVICE_MANAGE) {
-                printf("%s: left alone (%s)\n", sys->name, device_verdict_reason(plan.verdict));
+                fprintf(out, "%s: left alone (%s)\n", sys->name, device_verdict_reason(plan.verdict));
                 return 0;
         }
         if ((plan.plan.quirks & APST_QUIRK_NO_APST) && !plan.params.force) {
-                printf("%s: left alone (the kernel's quirk list disables APST on this drive; force = yes overrides)\n",
+                fprintf(out, "%s: left alone (the kernel's quirk list disables APST on this drive; force = yes overrides)\n",
                        sys->name);
                 return 0;
         }
         n = calib_targets(&id, plan.plan.quirks, plan.params.force, ps);
         if (n == 0) {
-                printf("%s: nothing to measure (no non-operational power state a policy may use)\n", sys->name);
+                fprintf(out, "%s: nothing to measure (no non-operational power state a policy may use)\n", sys->name);
                 return 0;
         }
         r = sysfs_ctrl_namespace(arg_sysfs_root, sys->name, dev, sizeof dev, &nsid, &lba);
         if (r >= 0)
                 r = ctrl_open_namespace(arg_dev_dir, dev, nsid, lba, &ns);
         if (r < 0) {
-                printf("%s: FAILED (no namespace to read from: %s)\n", sys->name,
+                fprintf(out, "%s: FAILED (no namespace to read from: %s)\n", sys->name,
                        r == -ENOENT ? "none in sysfs" : strerror(-r));
                 return 1;
         }
@@ -392,7 +393,7 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
         if (r == -EINTR)
                 return 128 + got_signal;
         if (r > 0 && !run->opt->force) {
-                printf("%s: refused: busy (%" PRIu64 " I/Os completed in %u ms); the wake-up would be lost in the "
+                fprintf(out, "%s: refused: busy (%" PRIu64 " I/Os completed in %u ms); the wake-up would be lost in the "
                        "workload's own I/O. Run it when the drive is idle, or with --force.\n",
                        sys->name, ios, BUSY_CHECK_MS);
                 return 1;
@@ -406,34 +407,34 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
         /* a Read before any table changes: a drive or kernel that refuses it costs nothing */
         r = ctrl_read_block(ns, 0, &status);
         if (r < 0) {
-                printf("%s: FAILED (Read of one block of %s: %s); table unchanged\n", sys->name, dev,
+                fprintf(out, "%s: FAILED (Read of one block of %s: %s); table unchanged\n", sys->name, dev,
                        error_words(r, status, why, sizeof why));
                 return 1;
         }
         r = ctrl_get_apst(admin, &orig, &status);
         if (r < 0) {
-                printf("%s: FAILED (Get Features 0x0C: %s); table unchanged\n", sys->name,
+                fprintf(out, "%s: FAILED (Get Features 0x0C: %s); table unchanged\n", sys->name,
                        error_words(r, status, why, sizeof why));
                 return 1;
         }
         (void) snprintf(record, sizeof record, "%s/ctrl-%s.orig", runtime_dir, sys->name);
         r = apst_record_load(record, &id, &rec);
         if (r >= 0) {
-                printf("%s: a previous run did not put its table back; using the original it recorded in %s\n",
+                fprintf(out, "%s: a previous run did not put its table back; using the original it recorded in %s\n",
                        sys->name, record);
                 orig = rec;
         } else if (r != -ENOENT)
                 log_warning_errno(r, "%s: ignoring %s: %m", sys->name, record);
         r = apst_record_save(record, &id, &orig);
         if (r < 0) {
-                printf("%s: FAILED (cannot record the original table in %s: %s); table unchanged\n", sys->name,
+                fprintf(out, "%s: FAILED (cannot record the original table in %s: %s); table unchanged\n", sys->name,
                        record, strerror(-r));
                 return 1;
         }
 
         awake = calloc(n * run->opt->samples, sizeof *awake);
         if (!awake) {
-                printf("%s: FAILED (out of memory)\n", sys->name);
+                fprintf(out, "%s: FAILED (out of memory)\n", sys->name);
                 return 1;
         }
         for (size_t i = 0; i < n; i++) {
@@ -452,14 +453,14 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
                 rr = 1;
         } else if (r < 0) {
                 err = error_words(r, status, why, sizeof why);
-                printf("%s: FAILED while measuring ps%u: %s\n", sys->name, ps[n_done < n ? n_done : n - 1], err);
+                fprintf(out, "%s: FAILED while measuring ps%u: %s\n", sys->name, ps[n_done < n ? n_done : n - 1], err);
                 rr = 1;
         }
 
         r = restore(admin, &orig, record, &status);
         if (r < 0) {
                 char w2[256];
-                printf("%s: FAILED to put the original table back: %s; it stays recorded in %s for the next "
+                fprintf(out, "%s: FAILED to put the original table back: %s; it stays recorded in %s for the next "
                        "`calibrate` or daemon start\n", sys->name, error_words(r, status, w2, sizeof w2), record);
                 rr = rr ?: 1;
         } else
@@ -471,18 +472,18 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
         if (rr == 0 && !run->opt->no_save) {
                 r = save_results(run, &id, awake_median, res, n_done, &saved);
                 if (r < 0) {
-                        printf("%s: FAILED to save the results in %s: %s\n", sys->name, run->opt->state_dir,
+                        fprintf(out, "%s: FAILED to save the results in %s: %s\n", sys->name, run->opt->state_dir,
                                strerror(-r));
                         rr = 1;
                 }
         }
         if (!run->opt->json) {
-                printf("  original table %s", restored ? "put back" : "NOT put back");
+                fprintf(out, "  original table %s", restored ? "put back" : "NOT put back");
                 if (saved)
-                        printf("; results saved in %s", saved);
+                        fprintf(out, "; results saved in %s", saved);
                 else if (rr == 0)
-                        printf("; results not saved (--no-save)");
-                printf("\n");
+                        fprintf(out, "; results not saved (--no-save)");
+                fprintf(out, "\n");
         } else
                 json_object_array_add(run->json_ctrls, json_results(sys, &id, awake_median, res, n_done, restored,
                                                                     saved, err));
