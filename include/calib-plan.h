@@ -17,8 +17,8 @@
 #include "apst.h"
 #include "idctrl.h"
 
-/* ITPT of the temporary table: the shortest the field allows (1 ms, NVMe base spec 2.0,
- * section 5.27.1.6, Figure 322) would race the timer we sleep on; 2 ms is still far below
+/* ITPT of the temporary table: the shortest the field allows (1 ms: ITPT counts milliseconds,
+ * doc/nvme-apst.md) would race the timer we sleep on; 2 ms is still far below
  * any state's entry latency that matters and keeps a sample short. */
 #define CALIB_ITPT_MS 2u
 /* Slack after ITPT + entry latency before the timed read: scheduler and timer jitter of a

@@ -42,7 +42,7 @@ typedef struct Ctrl Ctrl;
 #define CTRL_CNS_CONTROLLER 0x01u
 #define CTRL_FID_APST 0x0Cu
 #define CTRL_SET_FEATURES_SAVE (UINT32_C(1) << 31)
-/* NVM command set I/O opcode: Read (NVMe NVM Command Set Specification 1.0, section 3.3.4) */
+/* NVM command set I/O opcode: Read (doc/calibrate.md: the NVM Command Set Specification's Read command) */
 #define CTRL_IO_OPC_READ 0x02u
 /* The largest logical block we read (the NVM command set allows LBA data sizes of 2^9..2^16 bytes
  * in practice; 4 KiB is what drives use, 64 KiB bounds the buffer) */
