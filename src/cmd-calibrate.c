@@ -335,6 +335,7 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
         uint32_t nsid = 0, lba = 0, awake_median = 0;
         size_t n, n_done = 0, n_awake = 0;
         uint16_t status = 0;
+        uint8_t failed_ps = 0;
         ApstTable orig, rec;
         uint64_t ios = 0, estimate;
         bool restored = false;
@@ -438,6 +439,7 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
                 return 1;
         }
         for (size_t i = 0; i < n; i++) {
+                failed_ps = ps[i];
                 r = measure_state(run, admin, ns, &id, ps[i], awake, &n_awake, &res[i], &status);
                 if (res[i].st.samples > 0 || r >= 0)
                         n_done = i + 1;
@@ -453,7 +455,7 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
                 rr = 1;
         } else if (r < 0) {
                 err = error_words(r, status, why, sizeof why);
-                fprintf(out, "%s: FAILED while measuring ps%u: %s\n", sys->name, ps[n_done < n ? n_done : n - 1], err);
+                fprintf(out, "%s: FAILED while measuring ps%u: %s\n", sys->name, failed_ps, err);
                 rr = 1;
         }
 
