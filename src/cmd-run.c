@@ -104,9 +104,8 @@ int verb_run(int argc, char *argv[]) {
         o.dev_dir = arg_dev_dir;
         o.proc_root = arg_proc_root;
         r = runtime_directory(CPUPIN_RUNTIME_DIR_DEFAULT, &runtime_dir);
-        if (r >= 0)
-                lock_fd = take_runlock(runtime_dir);
         if (r >= 0) {
+                lock_fd = take_runlock(runtime_dir);
                 o.runtime_dir = runtime_dir;
                 r = manager_new(&o, &m);
         }
