@@ -77,16 +77,21 @@ int ctrl_open(const char *devdir, const char *name, Ctrl **ret) {
 
 int ctrl_open_namespace(const char *devdir, const char *ns_name, uint32_t nsid, uint32_t lba_bytes, Ctrl **ret) {
         _cleanup_(ctrl_freep) Ctrl *c = NULL;
+        _cleanup_free_ void *buf = NULL;
         int r;
 
         if (!ns_name || !strchr(ns_name, 'n') || nsid == 0 || nsid == UINT32_MAX || lba_bytes < 512 ||
             lba_bytes > CTRL_READ_MAX_BYTES || (lba_bytes & (lba_bytes - 1)))
                 return -EINVAL;
+        /* page-aligned, as the kernel maps the user buffer of a passthru command */
+        if (posix_memalign(&buf, 4096, lba_bytes) != 0)
+                return -ENOMEM;
         r = ctrl_open(devdir, ns_name, &c);
         if (r < 0)
                 return r;
-        if (posix_memalign(&c->buf, 4096, lba_bytes) != 0)
-                return -ENOMEM;
+        if (!c)         /* ctrl_open() sets it on success; said for the static analyzer */
+                return -EINVAL;
+        c->buf = TAKE_PTR(buf);
         c->reads_allowed = true;
         c->nsid = nsid;
         c->lba_bytes = lba_bytes;
