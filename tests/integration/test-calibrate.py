@@ -27,6 +27,11 @@ ENV = {"RUNTIME_DIRECTORY": RUNTIME}
 RECORD = os.path.join(RUNTIME, "ctrl-nvme0.orig")
 READ = "0x02"
 INITIAL = read_table("nvme0")
+# ps3 advertises a 300 µs exit: what the harness adds on top (a sleeping thread waking, a loaded
+# machine) is a few hundred µs, more under a wrapper like valgrind. So the bound only catches gross
+# errors (ps3 timed with ps4's 10 ms, or a scale applied to every state); the ratios are tested on
+# ps4's 10 ms, where that noise is a few percent.
+PS3_MAX_US = 6000 if WRAPPER else 2300
 
 
 def calibrate(*args, timeout=120):
@@ -82,9 +87,7 @@ if scenario == "honest":
     c, s = states(p)
     check(sorted(s) == [3, 4], "both non-operational states were measured")
     check(within(s[4]["wake_median_us"], 10000, 20), "ps4 wakes in its advertised 10000 µs (within 20%)")
-    # ps3 advertises 300 µs: the harness's own overhead (a thread that slept wakes up) is a few
-    # hundred µs on a loaded machine; what must hold is that it is not scaled like a liar's
-    check(240 <= s[3]["wake_median_us"] <= 2300, "ps3 wakes in about its advertised 300 µs")
+    check(240 <= s[3]["wake_median_us"] <= PS3_MAX_US, "ps3 wakes in about its advertised 300 µs")
     check(s[4]["advertised_exlat_us"] == 10000 and s[4]["advertised_enlat_us"] == 2000, "ps4's descriptor reported")
     check(s[4]["samples"] == 10 and s[4]["complete"], "10 samples of ps4")
     check(s[4]["wake_p99_us"] >= s[4]["wake_median_us"], "p99 is at least the median")
@@ -102,7 +105,7 @@ elif scenario == "lying":
     c, s = states(p)
     check(within(s[4]["wake_median_us"], 30000, 20), "ps4 (exlat-scale-percent=300) wakes in 3 x 10000 µs, within 20%")
     check(s[4]["ratio"] is not None and 2.4 <= s[4]["ratio"] <= 3.6, f"ps4 ratio {s[4]['ratio']} is about 3")
-    check(s[3]["wake_median_us"] < 2300, "ps3 (not scaled) stays near its 300 µs")
+    check(s[3]["wake_median_us"] <= PS3_MAX_US, "ps3 (not scaled) stays near its 300 µs")
     check(read_table("nvme0") == INITIAL, "the original table is back")
     q = calibrate("--samples", "3", "--no-save")
     check(q.returncode == 0 and "original table put back; results not saved (--no-save)" in q.stdout,
