@@ -12,6 +12,11 @@
  *   - Identify, CNS 01h (controller);
  *   - Get Features, FID 0x0C (APST);
  *   - Set Features, FID 0x0C, without the Save bit.
+ * One I/O command exists for `nvme-apstd calibrate` alone: a Read (I/O opcode
+ * 02h) of one logical block, sent only through a handle opened with
+ * ctrl_open_namespace(), which sets the handle's read permission; a handle
+ * from ctrl_open() (what the daemon, apply, plan and doctor use) refuses it
+ * before it reaches the kernel. Never a write.
  * libnvme 1.3's typed APST helpers are broken (doc/platform.md): only the generic
  * nvme_get_features()/nvme_set_features()/nvme_identify() are used.
  *
@@ -37,6 +42,11 @@ typedef struct Ctrl Ctrl;
 #define CTRL_CNS_CONTROLLER 0x01u
 #define CTRL_FID_APST 0x0Cu
 #define CTRL_SET_FEATURES_SAVE (UINT32_C(1) << 31)
+/* NVM command set I/O opcode: Read (doc/calibrate.md: the NVM Command Set Specification's Read command) */
+#define CTRL_IO_OPC_READ 0x02u
+/* The largest logical block we read (the NVM command set allows LBA data sizes of 2^9..2^16 bytes
+ * in practice; 4 KiB is what drives use, 64 KiB bounds the buffer) */
+#define CTRL_READ_MAX_BYTES 65536u
 /* Do Not Retry, bit 14 of the status field as libnvme returns it */
 #define CTRL_STATUS_DNR 0x4000u
 
@@ -62,6 +72,33 @@ bool ctrl_command_allowed(uint8_t opcode, uint32_t cdw10);
  * nodes opened that way (doc/testing.md). Return: 0 or -errno.
  */
 int ctrl_open(const char *devdir, const char *name, Ctrl **ret);
+
+/**
+ * ctrl_io_command_allowed() - the I/O allow-list, as a pure predicate
+ * @reads_allowed: the handle was opened with ctrl_open_namespace()
+ * @opcode: I/O opcode
+ * @nlb: CDW12 bits 15:0, the 0-based number of logical blocks
+ *
+ * Return: true only for a Read (02h) of one block (@nlb == 0) on a handle that may read.
+ */
+bool ctrl_io_command_allowed(bool reads_allowed, uint8_t opcode, uint16_t nlb);
+
+/**
+ * ctrl_open_namespace() - open the namespace block device /dev/@ns_name (e.g. "nvme0n1")
+ * for ctrl_read_block(): the only handle that may send a Read. Only `calibrate` calls it.
+ * @nsid: the namespace's NSID (sysfs `nsid`): the kernel refuses a passthru command
+ *      whose NSID is not the node's
+ * @lba_bytes: its logical block size (queue/logical_block_size), 512..CTRL_READ_MAX_BYTES
+ * Return: 0 or -errno (-EINVAL for a bad name or block size).
+ */
+int ctrl_open_namespace(const char *devdir, const char *ns_name, uint32_t nsid, uint32_t lba_bytes, Ctrl **ret);
+
+/**
+ * ctrl_read_block() - NVMe Read of one logical block at @slba through NVME_IOCTL_IO_CMD; the
+ * data is discarded. Timing it is the caller's business.
+ * Return: 0, -EPERM on a handle from ctrl_open() (nothing sent), -EREMOTEIO with the status, -errno.
+ */
+int ctrl_read_block(Ctrl *c, uint64_t slba, uint16_t *ret_nvme_status);
 Ctrl *ctrl_free(Ctrl *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Ctrl *, ctrl_free);
 

@@ -83,3 +83,15 @@ int sysfs_read_attr(const char *path, char *buf, size_t n);
  */
 int sysfs_ctrl_queue_limits(const char *sysroot, const char *name, char *disk, size_t disk_size,
                             uint32_t *ret_max_hw_kb, uint32_t *ret_max_kb);
+
+/**
+ * sysfs_ctrl_namespace() - the controller's first namespace, as `calibrate` reads from it
+ * @ret_dev: its block device node's name: "nvme0n1" (in the multipath layout the head
+ *      "nvme<S>n<M>" of the per-path disk "nvme<S>c<C>n<M>")
+ * @ret_nsid: its `nsid`
+ * @ret_lba_bytes: queue/logical_block_size (the head's in the multipath layout)
+ * Return: 0; -ENOENT when it has no namespace; -ENODATA when one is found but its nsid or
+ * block size is unreadable; -errno.
+ */
+int sysfs_ctrl_namespace(const char *sysroot, const char *name, char *ret_dev, size_t dev_size, uint32_t *ret_nsid,
+                         uint32_t *ret_lba_bytes);

@@ -20,3 +20,6 @@ int verb_doctor(int argc, char *argv[]);
 
 /* `nvme-apstd status`: the running daemon's state over its D-Bus API, or the plan (src/cmd-status.c). */
 int verb_status(int argc, char *argv[]);
+
+/* `nvme-apstd calibrate`: measure each power state's real wake-up time (src/cmd-calibrate.c, doc/calibrate.md). */
+int verb_calibrate(int argc, char *argv[]);

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -14,6 +15,7 @@
 #include "config-build.h"
 #include "cpupin.h"
 #include "log.h"
+#include "runlock.h"
 #include "manager.h"
 #include "util.h"
 
@@ -67,13 +69,31 @@ static int parse_argv(int argc, char *argv[], const char **ret_config, uint64_t 
         return 1;
 }
 
+/* The shared lock that tells `calibrate` the daemon runs (runlock.h); while a calibration holds
+ * it, wait for it to end (bounded by its --max-time) rather than fight over the tables. */
+static int take_runlock(const char *runtime_dir) {
+        int fd = -1, r;
+
+        r = runlock_take(runtime_dir, false, false, &fd);
+        if (r == -EWOULDBLOCK) {
+                log_info("Waiting for `nvme-apstd calibrate` to finish (it holds %s/" RUNLOCK_NAME ").", runtime_dir);
+                r = runlock_take(runtime_dir, false, true, &fd);
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot lock %s/" RUNLOCK_NAME ": %m; `calibrate` will not see that the daemon runs.",
+                                  runtime_dir);
+                return -1;
+        }
+        return fd;
+}
+
 int verb_run(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_free_ char *runtime_dir = NULL;
         const char *config_path = NULL;
         char default_config[4096], state_dir[4096];
         ManagerOptions o = {};
-        int r;
+        int r, lock_fd = -1;
 
         r = parse_argv(argc, argv, &config_path, &o.verify_interval_usec);
         if (r != 1)
@@ -86,6 +106,7 @@ int verb_run(int argc, char *argv[]) {
         o.state_dir = cli_state_dir(state_dir, sizeof state_dir);
         r = runtime_directory(CPUPIN_RUNTIME_DIR_DEFAULT, &runtime_dir);
         if (r >= 0) {
+                lock_fd = take_runlock(runtime_dir);
                 o.runtime_dir = runtime_dir;
                 r = manager_new(&o, &m);
         }
@@ -102,5 +123,7 @@ int verb_run(int argc, char *argv[]) {
         if (r < 0)
                 log_error_errno(r, "Event loop failed: %m");
         manager_stop(m);
+        if (lock_fd >= 0)
+                (void) close(lock_fd);
         return r < 0 ? 1 : 0;
 }

@@ -21,7 +21,8 @@ static void help(void) {
                "  apply      program every controller once, verify, and exit\n"
                "  status     what the running daemon does to each controller (over D-Bus)\n"
                "  simulate   score a policy on an I/O trace: energy and added latency\n"
-               "  doctor     look for APST, request size and CPU frequency problems; change nothing\n\n"
+               "  doctor     look for APST, request size and CPU frequency problems; change nothing\n"
+               "  calibrate  measure how long each power state really takes to wake\n\n"
                "Run `nvme-apstd COMMAND --help` for the options of each command.\n"
                "  -h --help      show this help\n"
                "     --version  show the version\n");
@@ -38,6 +39,7 @@ int main(int argc, char *argv[]) {
                 { "status", verb_status },
                 { "simulate", verb_simulate },
                 { "doctor", verb_doctor },
+                { "calibrate", verb_calibrate },
         };
 
         log_open();

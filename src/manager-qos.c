@@ -41,8 +41,9 @@ static bool qos_wanted(const ManagerCtrl *c) {
         return c->controller.identified && c->controller.plan.verdict == DEVICE_MANAGE;
 }
 
-static void qos_path(const ManagerCtrl *c, char *buf, size_t n) {
-        (void) snprintf(buf, n, "%s/class/nvme/%s/" QOS_ATTR, c->manager->sysfs_root, c->controller.name);
+static int qos_path(const ManagerCtrl *c, char *buf, size_t n) {
+        int l = snprintf(buf, n, "%s/class/nvme/%s/" QOS_ATTR, c->manager->sysfs_root, c->controller.name);
+        return l < 0 || (size_t) l >= n ? -ENAMETOOLONG : 0;
 }
 
 static int on_qos_inotify(sd_event_source *s, const struct inotify_event *ev, void *userdata) {
@@ -58,8 +59,7 @@ static int on_qos_inotify(sd_event_source *s, const struct inotify_event *ev, vo
         }
         if (!(ev->mask & (IN_MODIFY | IN_Q_OVERFLOW)))
                 return 0;
-        qos_path(c, path, sizeof path);
-        if (sysfs_read_attr(path, value, sizeof value) < 0)
+        if (qos_path(c, path, sizeof path) < 0 || sysfs_read_attr(path, value, sizeof value) < 0)
                 (void) snprintf(value, sizeof value, "?");
         log_event(LOG_INFO, 0, NULL,
                   LOG_FIELDS({ "NVME_CTRL", name }, { "NVME_MODEL", controller_model(&c->controller) },
@@ -82,8 +82,9 @@ void manager_qos_ctrl(ManagerCtrl *c) {
         }
         if (c->qos || !c->manager->event)
                 return;
-        qos_path(c, path, sizeof path);
-        r = sd_event_add_inotify(c->manager->event, &c->qos, path, IN_MODIFY, on_qos_inotify, c);
+        r = qos_path(c, path, sizeof path);
+        if (r >= 0)
+                r = sd_event_add_inotify(c->manager->event, &c->qos, path, IN_MODIFY, on_qos_inotify, c);
         if (r == -ENOENT) {   /* the kernel has APST off on it (yet): tried again after the next event */
                 log_debug("%s: no %s (the kernel has not enabled APST on it); not watching it.",
                           c->controller.name, QOS_ATTR);

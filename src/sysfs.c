@@ -260,3 +260,47 @@ int sysfs_ctrl_queue_limits(const char *sysroot, const char *name, char *disk, s
         *ret_max_kb = soft;
         return 0;
 }
+
+int sysfs_ctrl_namespace(const char *sysroot, const char *name, char *ret_dev, size_t dev_size, uint32_t *ret_nsid,
+                         uint32_t *ret_lba_bytes) {
+        char dir[256], best[64] = "", dev[64], path[600], buf[32];
+        uint32_t nsid, lba;
+        struct dirent *de;
+        const char *c;
+        DIR *d;
+
+        if (!sysfs_is_ctrl_name(name) || dev_size == 0)
+                return -EINVAL;
+        (void) snprintf(dir, sizeof dir, "%s/class/nvme/%s", sysroot, name);
+        d = opendir(dir);
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d)))
+                if (is_namespace_of(name, de->d_name) && strlen(de->d_name) < sizeof best &&
+                    (!best[0] || strverscmp(de->d_name, best) < 0))
+                        (void) snprintf(best, sizeof best, "%s", de->d_name);
+        closedir(d);
+        if (!best[0])
+                return -ENOENT;
+        /* nvme<S>c<C>n<M> (hidden, no /dev node) -> its head nvme<S>n<M> */
+        c = strchr(best + 4, 'c');
+        if (c)
+                (void) snprintf(dev, sizeof dev, "%.*s%s", (int) (c - best), best, strchr(c, 'n'));
+        else
+                (void) snprintf(dev, sizeof dev, "%s", best);
+        (void) snprintf(path, sizeof path, "%s/%s/nsid", dir, best);
+        if (sysfs_read_attr(path, buf, sizeof buf) < 0 || safe_atou32(buf, &nsid) < 0)
+                return -ENODATA;
+        (void) snprintf(path, sizeof path, "%s/class/block/%s/queue/logical_block_size", sysroot, dev);
+        if (sysfs_read_attr(path, buf, sizeof buf) < 0) {
+                (void) snprintf(path, sizeof path, "%s/%s/queue/logical_block_size", dir, best);
+                if (sysfs_read_attr(path, buf, sizeof buf) < 0)
+                        return -ENODATA;
+        }
+        if (safe_atou32(buf, &lba) < 0)
+                return -ENODATA;
+        (void) snprintf(ret_dev, dev_size, "%s", dev);
+        *ret_nsid = nsid;
+        *ret_lba_bytes = lba;
+        return 0;
+}

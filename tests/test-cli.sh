@@ -7,7 +7,7 @@
 set -u
 bin=$1 version=$2 idfile=$3 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
-for verb in "" run plan apply simulate doctor status; do
+for verb in "" run plan apply simulate doctor status calibrate; do
         out=$("$bin" $verb --help 2>&1); rc=$?
         check "nvme-apstd $verb --help exits 0 with a usage line" '[ $rc -eq 0 ] && printf "%s" "$out" | grep -q "^Usage: nvme-apstd"'
         out=$("$bin" $verb --version 2>&1); rc=$?
@@ -15,7 +15,7 @@ for verb in "" run plan apply simulate doctor status; do
 done
 "$bin" frobnicate >/dev/null 2>&1; rc=$?
 check "an unknown command exits 2" '[ $rc -eq 2 ]'
-for verb in plan apply run doctor status; do
+for verb in plan apply run doctor status calibrate; do
         "$bin" $verb --no-such-option >/dev/null 2>&1; rc=$?
         check "nvme-apstd $verb --no-such-option exits 2" '[ $rc -eq 2 ]'
 done

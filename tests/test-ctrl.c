@@ -16,12 +16,22 @@
  * exhaustive loops cover every opcode x every FID/CNS x SV x SEL, every single
  * reserved bit on top of each allowed command, and a named list of the
  * commands that would do harm.
+ *
+ * The one I/O command, calibrate's one-block Read: ctrl_io_command_allowed()
+ * over every opcode and block count, and the handle's permission: a handle
+ * from ctrl_open() (the daemon's) refuses ctrl_read_block() before any ioctl
+ * (-EPERM on a regular file, where an ioctl would answer ENOTTY), a handle from
+ * ctrl_open_namespace() sends it.
  */
 
 #include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "ctrl.h"
 
@@ -144,7 +154,57 @@ static void test_every_extra_bit(void) {
         assert(!ctrl_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER | CTRL_SET_FEATURES_SAVE));
 }
 
+static void test_io_allowed(void) {
+        static const uint16_t nlbs[] = { 0, 1, 7, 0xffff };
+
+        for (unsigned opc = 0; opc <= 0xff; opc++)
+                for (size_t k = 0; k < sizeof nlbs / sizeof nlbs[0]; k++) {
+                        /* no handle but calibrate's may send I/O, and it only a one-block Read */
+                        assert(!ctrl_io_command_allowed(false, (uint8_t) opc, nlbs[k]));
+                        assert(ctrl_io_command_allowed(true, (uint8_t) opc, nlbs[k]) == (opc == 0x02 && nlbs[k] == 0));
+                        n_checked += 2;
+                }
+        /* the write opcode, by name */
+        assert(!ctrl_io_command_allowed(true, 0x01, 0));
+}
+
+static void test_read_needs_namespace_handle(void) {
+        char dir[] = "/tmp/test-ctrl-XXXXXX", path[64];
+        uint16_t status = 0;
+        Ctrl *c = NULL;
+        int fd;
+
+        assert(mkdtemp(dir));
+        (void) snprintf(path, sizeof path, "%s/nvme0n1", dir);
+        fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        assert(fd >= 0);
+        assert(close(fd) == 0);
+
+        /* the daemon's handle: refused before the kernel (an ioctl on a file would say ENOTTY) */
+        assert(ctrl_open(dir, "nvme0n1", &c) == 0);
+        assert(ctrl_read_block(c, 0, &status) == -EPERM);
+        c = ctrl_free(c);
+
+        /* calibrate's: the Read reaches the ioctl */
+        assert(ctrl_open_namespace(dir, "nvme0n1", 1, 512, &c) == 0);
+        assert(ctrl_read_block(c, 0, &status) == -ENOTTY);
+        c = ctrl_free(c);
+
+        /* block sizes that are no logical block size, and NSIDs that name no single namespace */
+        assert(ctrl_open_namespace(dir, "nvme0n1", 1, 511, &c) == -EINVAL);
+        assert(ctrl_open_namespace(dir, "nvme0n1", 1, 768, &c) == -EINVAL);
+        assert(ctrl_open_namespace(dir, "nvme0n1", 1, 131072, &c) == -EINVAL);
+        assert(ctrl_open_namespace(dir, "nvme0n1", 0, 512, &c) == -EINVAL);
+        assert(ctrl_open_namespace(dir, "nvme0n1", 0xffffffffu, 512, &c) == -EINVAL);
+        assert(!c);
+
+        assert(unlink(path) == 0);
+        assert(rmdir(dir) == 0);
+}
+
 int main(void) {
+        test_io_allowed();
+        test_read_needs_namespace_handle();
         test_allowed();
         test_refused_named();
         test_exhaustive_fields();

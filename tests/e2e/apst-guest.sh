@@ -256,6 +256,12 @@ run_set no-secondary probe apst_secondary_timeout_ms=0
 run_set pm-qos-5500 pmqos=5500
 run_set pm-qos-100000 pmqos=100000
 
+# calibrate's part (measuring a controller that wakes slower than it says), when present.
+if [ -x "$D/apst-calibrate.sh" ]; then
+	# shellcheck disable=SC1091
+	. "$D/apst-calibrate.sh"
+fi
+
 # The daemon's part (keeping its table against the kernel) runs next, when present.
 if [ -x "$D/apst-daemon.sh" ]; then
 	# shellcheck disable=SC1091

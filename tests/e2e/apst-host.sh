@@ -2,12 +2,14 @@
 # Sets variables run-e2e.sh uses:
 # shellcheck disable=SC2034
 # apst-host.sh - the APST part of run-e2e.sh (sourced by it): with
-#   run-e2e.sh --id-ctrl FILE[@VVVV:DDDD] [FILE[@VVVV:DDDD]...]
+#   run-e2e.sh --id-ctrl FILE[@VVVV:DDDD][+PROP=V,...] [FILE...]
 # the guest runs on QEMU built with tests/qemu-apst/nvme-apst.patch, with one
 # emulated NVMe controller per Identify Controller image (`nvme id-ctrl -b`):
 # its power states, APST support, model and firmware; @VVVV:DDDD gives the
 # controller that PCI vendor:device id (the kernel applies some APST quirks
-# by PCI id), else it keeps QEMU's 1b36:0010. The guest runs apst-guest.sh
+# by PCI id), else it keeps QEMU's 1b36:0010; +PROP=V,... adds properties
+# of the patched controller (e.g. apst-exlat-scale-percent=300: a drive that
+# wakes slower than it says, for apst-calibrate.sh). The guest runs apst-guest.sh
 # instead of guest-test.sh: the kernel's APST table against
 # `nvme-apstd plan` (policy = kernel) under several nvme_core parameter sets.
 # The report, one JSON object per controller and parameter set, is written
@@ -33,6 +35,7 @@ apst_args() {
 	done
 	local f
 	for f in "${APST_FILES[@]}"; do
+		f=${f%%+*}
 		[ -r "${f%@*}" ] || { echo "E2E FAIL: --id-ctrl ${f%@*}: cannot read it" >&2; exit 1; }
 		case $f in
 		*@*) [[ ${f##*@} =~ ^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$ ]] ||
@@ -66,14 +69,18 @@ apst_prepare() {
 	: >"$WORK/apst.env"
 	local serials=''
 	for f in "${APST_FILES[@]}"; do
+		local props=''
+		case $f in *+*) props=${f#*+} f=${f%%+*} ;; esac
 		file=${f%@*} pci=''
 		[ "$f" != "$file" ] && pci=${f##*@}
 		cp "$file" "$WORK/idctrl/apst$i.bin"
 		truncate -s 16M "$WORK/apst$i.img"
 		local dev="nvme,serial=apst$i,drive=apst$i,apst-idctrl=$WORK/idctrl/apst$i.bin,apst-trace=on"
 		[ -n "$pci" ] && dev+=",pci-vendor-id=0x${pci%:*},pci-device-id=0x${pci#*:}"
+		[ -n "$props" ] && dev+=",$props"
 		NVME_ARGS+=(-drive "file=$WORK/apst$i.img,if=none,id=apst$i,format=raw" -device "$dev")
 		echo "APST_FILE_apst$i='$(basename "$file")'" >>"$WORK/apst.env"
+		echo "APST_PROPS_apst$i='$props'" >>"$WORK/apst.env"
 		serials+=" apst$i"
 		i=$((i + 1))
 	done
@@ -151,6 +158,7 @@ apst_guest() {
 	local d=$1/usr/local/libexec/nvme-apstd-e2e
 	install -D -m755 "$HERE/apst-guest.sh" "$d/apst-guest.sh"
 	[ -f "$HERE/apst-daemon.sh" ] && install -m755 "$HERE/apst-daemon.sh" "$d/apst-daemon.sh"
+	[ -f "$HERE/apst-calibrate.sh" ] && install -m755 "$HERE/apst-calibrate.sh" "$d/apst-calibrate.sh"
 	install -m755 "$WORK/apst-sysfs-watch" "$d/apst-sysfs-watch"
 	install -m644 "$WORK/apst.env" "$d/apst.env"
 	mkdir -p "$1/etc/systemd/system/nvme-apstd-e2e.service.d"

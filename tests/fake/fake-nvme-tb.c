@@ -50,6 +50,7 @@ typedef struct Ctrl {
         FakeCtrl model; /* guarded by h->lock, like every field the ioctl thread reads */
         bool removed;   /* after "remove": every ioctl fails with ENODEV */
         bool attached;  /* ioctl handler attached to /dev/nvmeN */
+        bool ns_attached; /* ... and to the namespace node /dev/nvmeNn1 */
         unsigned seq;   /* commands seen */
         char *transport, *state;
         unsigned pci_vendor, pci_device;
@@ -63,6 +64,7 @@ typedef struct Ctrl {
 typedef struct {
         UMockdevIoctlBase parent;
         Ctrl *ctrl;
+        bool ns; /* the namespace node nvmeNn1: I/O commands go here */
 } FakeNvme;
 typedef struct {
         UMockdevIoctlBaseClass parent_class;
@@ -76,6 +78,7 @@ struct Harness {
         char *state_dir;
         bool state_dir_is_temp;
         bool allow_any;
+        bool allow_read; /* --allow-read: the oracle accepts a one-block Read (calibrate tests only) */
         bool verbose;
         GMutex lock; /* the models, counters, logs and violations: the ioctl handler runs in its own thread */
         GPtrArray *ctrls;      /* Ctrl* */
@@ -152,9 +155,63 @@ static void violation_locked(Ctrl *c, const char *ioc, const FakeCmd *fc, const 
                                         fc->data_len, why));
 }
 
+/* An I/O passthru command (NVME_IOCTL_IO_CMD/IO64_CMD) on the namespace node. The controller holds
+ * a Read that finds it in a non-operational state for the rest of the entry plus the exit latency
+ * (fake_ctrl_io()): the handler really sleeps that long, outside the lock, before completing. */
+static void handle_io(Ctrl *c, UMockdevIoctlClient *client, UMockdevIoctlData *cmdd, UMockdevIoctlData *bufd,
+                      bool is64)
+{
+        Harness *h = c->h;
+        struct nvme_passthru_cmd64 *pc = (void *) cmdd->data;
+        const char *ioc = is64 ? "io64" : "io", *why = NULL;
+        FakeCmd fc = {
+                .opcode = pc->opcode, .nsid = pc->nsid, .cdw10 = pc->cdw10, .cdw11 = pc->cdw11,
+                .cdw12 = pc->cdw12, .cdw13 = pc->cdw13, .cdw14 = pc->cdw14, .cdw15 = pc->cdw15,
+                .data_len = bufd ? pc->data_len : 0, .data = bufd ? bufd->data : NULL,
+        };
+        uint64_t delay = 0;
+        int st;
+
+        g_mutex_lock(&h->lock);
+        c->seq++;
+        if (!h->allow_any) {
+                why = fake_io_allowed(&fc, h->allow_read);
+                if (why)
+                        violation_locked(c, ioc, &fc, why);
+        }
+        st = c->removed ? -ENODEV : fake_ctrl_io(&c->model, &fc, (uint64_t) g_get_monotonic_time(), &delay);
+        if (c->log) {
+                fprintf(c->log, "seq=%u ioctl=%s opc=0x%02x nsid=0x%08x slba=0x%llx nlb=%u data_len=%u ", c->seq, ioc,
+                        fc.opcode, fc.nsid, (unsigned long long) (fc.cdw10 | (uint64_t) fc.cdw11 << 32),
+                        (fc.cdw12 & 0xffff) + 1, fc.data_len);
+                if (st < 0)
+                        fprintf(c->log, "errno=ENODEV");
+                else
+                        fprintf(c->log, "status=0x%04x delay_us=%llu", (unsigned) st, (unsigned long long) delay);
+                fprintf(c->log, "%s%s\n", why ? " VIOLATION: " : "", why ? why : "");
+                fflush(c->log);
+        }
+        if (h->verbose)
+                fprintf(stderr, "fake: %s: seq=%u ioctl=%s opc=0x%02x delay_us=%llu\n", c->name, c->seq, ioc,
+                        fc.opcode, (unsigned long long) delay);
+        g_mutex_unlock(&h->lock);
+        if (delay)
+                g_usleep((gulong) delay);
+        if (st < 0) {
+                umockdev_ioctl_client_complete(client, -1, -st);
+                return;
+        }
+        if (is64)
+                pc->result = 0;
+        else
+                ((struct nvme_passthru_cmd *) pc)->result = 0;
+        umockdev_ioctl_client_complete(client, st, 0);
+}
+
 static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *client)
 {
         Ctrl *c = ((FakeNvme *) base)->ctrl;
+        bool ns = ((FakeNvme *) base)->ns, io = false;
         Harness *h = c->h;
         gulong req = umockdev_ioctl_client_get_request(client);
         UMockdevIoctlData *arg = umockdev_ioctl_client_get_arg(client); /* unowned */
@@ -170,6 +227,15 @@ static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlCli
         if (req == NVME_IOCTL_ADMIN_CMD || req == NVME_IOCTL_ADMIN64_CMD) {
                 is64 = req == NVME_IOCTL_ADMIN64_CMD;
                 ioc = is64 ? "admin64" : "admin";
+        } else if (ns && (req == NVME_IOCTL_IO_CMD || req == NVME_IOCTL_IO64_CMD)) {
+                /* the kernel takes I/O passthru on the namespace node only */
+                is64 = req == NVME_IOCTL_IO64_CMD;
+                ioc = is64 ? "io64" : "io";
+                io = true;
+        } else if (ns && req == NVME_IOCTL_ID) {
+                /* the namespace's NSID is the ioctl's return value */
+                umockdev_ioctl_client_complete(client, c->removed ? -1 : (int) FAKE_NSID, c->removed ? ENODEV : 0);
+                return TRUE;
         } else {
                 /* Not an admin command. An NVMe ioctl that acts (IO_CMD, RESET, SUBSYS_RESET, RESCAN, ...)
                  * is something the daemon must never do: record it. NVME_IOCTL_ID (nvme-cli asks it) and
@@ -217,6 +283,10 @@ static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlCli
                         return TRUE;
                 }
         }
+        if (io) {
+                handle_io(c, client, cmdd, bufd, is64);
+                return TRUE;
+        }
         fc = (FakeCmd) {
                 .opcode = pc->opcode, .nsid = pc->nsid, .cdw10 = pc->cdw10, .cdw11 = pc->cdw11,
                 .cdw12 = pc->cdw12, .cdw13 = pc->cdw13, .cdw14 = pc->cdw14, .cdw15 = pc->cdw15,
@@ -233,7 +303,20 @@ static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlCli
         if (c->removed)
                 st = -ENODEV;
         else {
+                uint8_t anchor_ps = c->model.anchor_ps;
+                uint64_t anchor_us = c->model.anchor_us;
+                bool changes_power = fc.opcode == nvme_admin_set_features &&
+                                     ((fc.cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST ||
+                                      (fc.cdw10 & 0xff) == NVME_FEAT_FID_POWER_MGMT);
+
+                /* a new table (or power state) counts idle time from now, not retroactively */
+                if (changes_power)
+                        fake_ctrl_power_rebase(&c->model, (uint64_t) g_get_monotonic_time());
                 st = fake_ctrl_admin(&c->model, &fc, &result);
+                if (changes_power && st != 0) {
+                        c->model.anchor_ps = anchor_ps;
+                        c->model.anchor_us = anchor_us;
+                }
                 if (st == 0 && fc.opcode == nvme_admin_set_features)
                         ctrl_write_table_locked(c);
         }
@@ -517,7 +600,7 @@ static Ctrl *ctrl_parse(Harness *h, const char *spec, GError **error)
         g_auto(GStrv) parts = g_strsplit(spec, ",", -1);
         g_autoptr(Ctrl) c = g_new0(Ctrl, 1);
         const char *idctrl = NULL, *model = NULL, *serial = NULL, *firmware = NULL, *pci = NULL;
-        const char *initial = NULL, *apste = NULL, *apsta = NULL;
+        const char *initial = NULL, *apste = NULL, *apsta = NULL, *scale_pct = NULL, *scale_ps = NULL;
         char *end;
         int r;
 
@@ -561,6 +644,10 @@ static Ctrl *ctrl_parse(Harness *h, const char *spec, GError **error)
                         apste = v;
                 else if (!strcmp(*p, "apsta"))
                         apsta = v;
+                else if (!strcmp(*p, "exlat-scale-percent"))
+                        scale_pct = v;
+                else if (!strcmp(*p, "exlat-scale-ps"))
+                        scale_ps = v;
                 else {
                         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "unknown controller option '%s'",
                                     *p);
@@ -597,6 +684,25 @@ static Ctrl *ctrl_parse(Harness *h, const char *spec, GError **error)
                         return NULL;
                 }
                 c->model.id.apsta = apsta[0] == '1';
+        }
+
+        if (scale_pct) {
+                unsigned long v = strtoul(scale_pct, &end, 10);
+                if (!g_ascii_isdigit(*scale_pct) || *end || v < 1 || v > 100000) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                                    "exlat-scale-percent=%s: expected 1..100000", scale_pct);
+                        return NULL;
+                }
+                c->model.exlat_scale_percent = (unsigned) v;
+        }
+        if (scale_ps) {
+                unsigned long v = strtoul(scale_ps, &end, 10);
+                if (!g_ascii_isdigit(*scale_ps) || *end || v > 31) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "exlat-scale-ps=%s: expected 0..31",
+                                    scale_ps);
+                        return NULL;
+                }
+                c->model.exlat_scale_ps = (unsigned) v;
         }
 
         c->pci_vendor = le16toh(c->model.id.vid);
@@ -655,6 +761,21 @@ static bool ctrl_add(Harness *h, Ctrl *c, GError **error)
         }
         g_ptr_array_add(h->handlers, handler);
         c->attached = true;
+
+        /* the namespace node takes the I/O passthru ioctls (and admin ones, as the kernel's does) */
+        {
+                g_autofree char *nsnode = g_strdup_printf("/dev/%sn1", c->name);
+                handler = g_object_new(fake_nvme_get_type(), NULL);
+                handler->ctrl = c;
+                handler->ns = true;
+                if (!umockdev_testbed_attach_ioctl(h->tb, nsnode, UMOCKDEV_IOCTL_BASE(handler), error)) {
+                        g_object_unref(handler);
+                        return false;
+                }
+                g_ptr_array_add(h->handlers, handler);
+                c->ns_attached = true;
+        }
+        c->model.anchor_us = (uint64_t) g_get_monotonic_time();
         return true;
 }
 
@@ -863,6 +984,10 @@ static bool ctl_reset(Harness *h, Ctrl *c, const char *table, GString *out, GErr
         g_usleep(10000);
         set_attr(h, c->syspath, "state", "connecting");
         g_mutex_lock(&h->lock);
+        /* a reset returns the controller to ps0, awake */
+        c->model.anchor_ps = 0;
+        c->model.anchor_us = (uint64_t) g_get_monotonic_time();
+        c->model.pm_cdw11 = 0;
         c->model.apst_cdw11 = apste;
         memcpy(c->model.apst, e, sizeof(e));
         ctrl_write_table_locked(c);
@@ -1161,7 +1286,7 @@ static void waiter_free(Waiter *w)
 }
 
 static const char *const wait_counters[] = { "admin", "identify", "get-apst", "set-apst", "errors", "violations",
-                                             NULL };
+                                             "read", NULL };
 
 static unsigned counter_locked(const Ctrl *c, const char *name)
 {
@@ -1177,6 +1302,8 @@ static unsigned counter_locked(const Ctrl *c, const char *name)
                 return m->n_set_apst;
         if (!strcmp(name, "errors"))
                 return m->n_errors;
+        if (!strcmp(name, "read"))
+                return m->n_read;
         return m->n_violations;
 }
 
@@ -1337,6 +1464,7 @@ static void usage(FILE *f, const char *prog)
                 "  --ctrl nvmeN[,idctrl=FILE][,pci=VVVV:DDDD][,model=S][,serial=S][,firmware=S][,state=S]\n"
                 "         [,transport=pcie|tcp|rdma|fc|loop][,multipath=1][,apsta=0|1]\n"
                 "         [,initial-table=FILE|kernel|zero][,apste=0|1]       (repeatable; default: --ctrl nvme0)\n"
+                "         [,exlat-scale-percent=P][,exlat-scale-ps=N]   a drive that wakes slower than it says\n"
                 "  --no-ctrl                no controller at all\n"
                 "  --fault nvmeN:WHAT=RESULT[:WHEN]  WHAT identify|get-apst|set-apst|any, RESULT 0x4002|EIO|...,\n"
                 "                           WHEN always|once|after=N (repeatable)\n"
@@ -1349,6 +1477,7 @@ static void usage(FILE *f, const char *prog)
                 "                           /sys/class/power_supply/NAME (repeatable)\n"
                 "  --state-dir DIR          state files and control socket (default: a temp dir, removed at exit)\n"
                 "  --allow-any              disable the allow-list oracle\n"
+                "  --allow-read             the oracle accepts a one-block NVMe Read (calibrate tests only)\n"
                 "  --preload LIB            extra preload before umockdev's (default $FAKE_EXTRA_PRELOAD, else the\n"
                 "                           built sysfs_extras)\n"
                 "  --verbose                echo commands, uevents and control requests to stderr\n",
@@ -1370,6 +1499,7 @@ int main(int argc, char **argv)
                 { "power-supply", required_argument, NULL, 'P' },
                 { "state-dir", required_argument, NULL, 's' },
                 { "allow-any", no_argument, NULL, 'a' },
+                { "allow-read", no_argument, NULL, 'R' },
                 { "preload", required_argument, NULL, 'p' },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
@@ -1446,6 +1576,9 @@ int main(int argc, char **argv)
                         break;
                 case 'a':
                         h.allow_any = true;
+                        break;
+                case 'R':
+                        h.allow_read = true;
                         break;
                 case 'p':
                         preload = optarg;
@@ -1657,6 +1790,10 @@ out:
                 g_autofree char *devnode = g_strdup_printf("/dev/%s", c->name);
                 if (c->attached)
                         (void) umockdev_testbed_detach_ioctl(h.tb, devnode, NULL);
+                if (c->ns_attached) {
+                        g_autofree char *nsnode = g_strdup_printf("/dev/%sn1", c->name);
+                        (void) umockdev_testbed_detach_ioctl(h.tb, nsnode, NULL);
+                }
         }
         g_ptr_array_free(h.handlers, TRUE);
         g_ptr_array_free(h.ctrls, TRUE);

@@ -13,6 +13,8 @@
 
 #define SC_INVALID_OPCODE 0x4001 /* DNR | Invalid Command Opcode */
 #define SC_INVALID_FIELD 0x4002  /* DNR | Invalid Field in Command */
+#define SC_INVALID_NS 0x400b     /* DNR | Invalid Namespace or Format */
+#define SC_LBA_RANGE 0x4080      /* DNR | LBA Out of Range (NVM command set status 80h) */
 #define IDENTIFY_BYTES 4096
 #define CDW10_SV (UINT32_C(1) << 31) /* Set Features "Save": the kernel never sets it (doc/nvme-apst.md) */
 
@@ -52,6 +54,8 @@ void fake_ctrl_init_default(FakeCtrl *c)
         psd(&c->id.psd[3], 500, NVME_PSD_FLAGS_NOPS | NVME_PSD_FLAGS_MXPS, 210, 1200, 3); /* 0.05 W */
         psd(&c->id.psd[4], 50, NVME_PSD_FLAGS_NOPS | NVME_PSD_FLAGS_MXPS, 2000, 8000, 4);
         strcpy(c->id.subnqn, "nqn.2014.08.org.nvmexpress:fake-apstd");
+        c->exlat_scale_percent = 100;
+        c->exlat_scale_ps = FAKE_SCALE_ALL_PS;
 }
 
 int fake_ctrl_init_idctrl(FakeCtrl *c, const char *path)
@@ -76,7 +80,122 @@ int fake_ctrl_init_idctrl(FakeCtrl *c, const char *path)
                 return -EINVAL;
         *c = (FakeCtrl) {};
         memcpy(&c->id, buf, sizeof(c->id));
+        c->exlat_scale_percent = 100;
+        c->exlat_scale_ps = FAKE_SCALE_ALL_PS;
         return 0;
+}
+
+static bool ps_nonop(const FakeCtrl *c, unsigned ps)
+{
+        return ps <= c->id.npss && (c->id.psd[ps].flags & NVME_PSD_FLAGS_NOPS);
+}
+
+/* A table that cycles (ps3 -> ps4 -> ps3 ...) keeps moving as long as the controller is idle; every
+ * step takes at least 1 ms, so this bounds the walk to some minutes of idleness per call, after which
+ * the fake simply stays where it got to. */
+#define POWER_WALK_MAX_STEPS 100000u
+
+void fake_ctrl_power_at(const FakeCtrl *c, uint64_t now_us, FakePowerPos *ret)
+{
+        unsigned ps = c->anchor_ps;
+        uint64_t t = c->anchor_us;
+
+        for (unsigned i = 0; i < POWER_WALK_MAX_STEPS && (c->apst_cdw11 & 1) && ps < FAKE_APST_ENTRIES; i++) {
+                uint64_t e = c->apst[ps], start, end;
+                unsigned itps = (unsigned) (e >> 3) & 0x1f, itpt = (unsigned) (e >> 8) & 0xffffff;
+
+                if (!itpt || !ps_nonop(c, itps))
+                        break;
+                start = t + (uint64_t) itpt * 1000;
+                if (start > now_us)
+                        break;
+                end = start + le32toh(c->id.psd[itps].enlat);
+                if (end > now_us) {
+                        *ret = (FakePowerPos) { .ps = (uint8_t) itps, .entering = true, .entry_end_us = end };
+                        return;
+                }
+                ps = itps;
+                t = end;
+        }
+        *ret = (FakePowerPos) { .ps = (uint8_t) ps };
+}
+
+void fake_ctrl_power_rebase(FakeCtrl *c, uint64_t now_us)
+{
+        FakePowerPos pos;
+
+        fake_ctrl_power_at(c, now_us, &pos);
+        c->anchor_ps = pos.ps;
+        c->anchor_us = pos.entering ? pos.entry_end_us : now_us;
+}
+
+uint64_t fake_ctrl_exlat_us(const FakeCtrl *c, unsigned ps)
+{
+        uint64_t x = ps <= c->id.npss ? le32toh(c->id.psd[ps].exlat) : 0;
+
+        if (c->exlat_scale_ps == FAKE_SCALE_ALL_PS || c->exlat_scale_ps == ps)
+                x = x * c->exlat_scale_percent / 100;
+        return x;
+}
+
+/* The most recent operational state: the one Set Features 0x02 chose (ps0 unless it was used). */
+static uint8_t operational_ps(const FakeCtrl *c)
+{
+        unsigned ps = c->pm_cdw11 & 0x1f;
+
+        return ps_nonop(c, ps) ? 0 : (uint8_t) ps;
+}
+
+int fake_ctrl_io(FakeCtrl *c, const FakeCmd *cmd, uint64_t now_us, uint64_t *ret_delay_us)
+{
+        uint64_t slba = cmd->cdw10 | (uint64_t) cmd->cdw11 << 32, delay = 0;
+        unsigned nlb = (cmd->cdw12 & 0xffff) + 1;
+        FakePowerPos pos;
+
+        *ret_delay_us = 0;
+        c->n_io++;
+        if (cmd->opcode != nvme_cmd_read) {
+                c->n_errors++;
+                return SC_INVALID_OPCODE;
+        }
+        c->n_read++;
+        if (cmd->nsid != FAKE_NSID) {
+                c->n_errors++;
+                return SC_INVALID_NS;
+        }
+        if (slba >= FAKE_NS_BLOCKS || nlb > FAKE_NS_BLOCKS - slba) {
+                c->n_errors++;
+                return SC_LBA_RANGE;
+        }
+        if (!cmd->data || cmd->data_len < (uint64_t) nlb * FAKE_LBA_BYTES) {
+                c->n_errors++;
+                return SC_INVALID_FIELD;
+        }
+        fake_ctrl_power_at(c, now_us, &pos);
+        if (pos.entering)
+                delay += pos.entry_end_us - now_us;
+        if (pos.entering || ps_nonop(c, pos.ps))
+                delay += fake_ctrl_exlat_us(c, pos.ps);
+        memset(cmd->data, 0, (size_t) nlb * FAKE_LBA_BYTES);
+        c->anchor_ps = operational_ps(c);
+        c->anchor_us = now_us + delay;
+        *ret_delay_us = delay;
+        return 0;
+}
+
+const char *fake_io_allowed(const FakeCmd *cmd, bool allow_read)
+{
+        if (cmd->opcode == nvme_cmd_write)
+                return "Write (I/O opcode 0x01): nvme-apstd never writes data";
+        if (cmd->opcode != nvme_cmd_read)
+                return "I/O opcode other than Read";
+        if (!allow_read)
+                return "Read without --allow-read (only `nvme-apstd calibrate` may read)";
+        if ((cmd->cdw12 & 0xffff) != 0)
+                return "Read of more than one logical block";
+        if (cmd->data_len < FAKE_LBA_BYTES)
+                return "Read with a buffer smaller than one logical block";
+        return NULL;
 }
 
 const char *fake_cmd_allowed(const FakeCmd *cmd)
@@ -523,9 +642,9 @@ void fake_ctrl_report(const FakeCtrl *c, const char *name, FILE *out)
 {
         fprintf(out,
                 "fake: %s: apste=%u admin=%u identify=%u get_apst=%u set_apst=%u errors=%u faults=%u "
-                "violations=%u\n",
+                "violations=%u io=%u read=%u\n",
                 name, c->apst_cdw11 & 1, c->n_admin, c->n_identify, c->n_get_apst, c->n_set_apst, c->n_errors,
-                c->n_faults, c->n_violations);
+                c->n_faults, c->n_violations, c->n_io, c->n_read);
         for (int i = 0; i < FAKE_APST_ENTRIES; i++)
                 if (c->apst[i])
                         fprintf(out, "fake: %s:   entry[%d] = 0x%016llx: ps%d -> ps%u after %u ms\n", name, i,

@@ -59,9 +59,29 @@ typedef struct FakeCtrl {
         uint64_t apst[FAKE_APST_ENTRIES];    /* CPU byte order */
         uint32_t pm_cdw11;                   /* FID 0x02: PS[4:0] WH[7:5] (only reachable with --allow-any) */
         unsigned n_admin, n_identify, n_get_apst, n_set_apst, n_errors, n_violations, n_faults;
+        unsigned n_io, n_read;               /* I/O commands on the namespace node; of them, Reads */
+        /* The power-state machine (fake_ctrl_power_at()): at anchor_us the controller was idle and
+         * fully in anchor_ps (after an I/O completed, a state's entry ended, or a table was written);
+         * from there it follows the APST table. Times are CLOCK_MONOTONIC µs. */
+        uint8_t anchor_ps;
+        uint64_t anchor_us;
+        unsigned exlat_scale_percent;        /* the real exit latency in % of the advertised (100) */
+        unsigned exlat_scale_ps;             /* ... for this state only; FAKE_SCALE_ALL_PS = every state */
         FakeFault faults[FAKE_MAX_FAULTS];
         unsigned n_fault_rules;
 } FakeCtrl;
+
+#define FAKE_SCALE_ALL_PS 255u
+#define FAKE_NSID 1u                /* the one namespace, nvmeNn1 */
+#define FAKE_LBA_BYTES 512u         /* its logical block size (queue/logical_block_size) */
+#define FAKE_NS_BLOCKS 2000409264u  /* its size in 512-byte sectors, as in sysfs `size` */
+
+/* Where the power-state machine is at a given time. */
+typedef struct FakePowerPos {
+        uint8_t ps;         /* the state the controller is in, or entering */
+        bool entering;      /* still entering ps until entry_end_us */
+        uint64_t entry_end_us;
+} FakePowerPos;
 
 /* A passthru command in CPU byte order; data points to data_len bytes of harness memory, or NULL. */
 typedef struct FakeCmd {
@@ -82,6 +102,34 @@ int fake_ctrl_init_idctrl(FakeCtrl *c, const char *path);
 /** fake_ctrl_admin() - execute one admin command.
  * Return: 0 or an NVMe status > 0 (result in *result), or -errno for an ioctl failure (fault). */
 int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *result);
+
+/** fake_ctrl_power_at() - where the controller is at @now_us: from (anchor_ps, anchor_us) it
+ * follows the table while APSTE is set, as tests/qemu-apst/README.md describes: after the current
+ * state's ITPT ms of idleness it enters ITPS (taking ITPS's entry latency), then follows ITPS's own
+ * entry. Pure. */
+void fake_ctrl_power_at(const FakeCtrl *c, uint64_t now_us, FakePowerPos *ret);
+
+/** fake_ctrl_power_rebase() - the table or power state is about to change at @now_us: fix the
+ * position reached under the old table as the new anchor (a state being entered finishes its
+ * entry first), so the new table counts idle time from now, not retroactively. */
+void fake_ctrl_power_rebase(FakeCtrl *c, uint64_t now_us);
+
+/** fake_ctrl_exlat_us() - the real exit latency of @ps: the advertised one, scaled by
+ * exlat_scale_percent when exlat_scale_ps is @ps or FAKE_SCALE_ALL_PS. */
+uint64_t fake_ctrl_exlat_us(const FakeCtrl *c, unsigned ps);
+
+/** fake_ctrl_io() - execute one I/O command arriving at @now_us. Read (0x02) of the namespace
+ * FAKE_NSID answers zeros; *ret_delay_us is how long the controller holds it first: 0 when
+ * awake, else the rest of the entry (if it came while entering) plus the state's real exit
+ * latency. The controller is then in its most recent operational state and idle from
+ * @now_us + *ret_delay_us. Any other opcode: Invalid Command Opcode, nothing done.
+ * Return: 0 or an NVMe status > 0. */
+int fake_ctrl_io(FakeCtrl *c, const FakeCmd *cmd, uint64_t now_us, uint64_t *ret_delay_us);
+
+/** fake_io_allowed() - the oracle for I/O commands: only a Read of one logical block, and only
+ * when the test allows reads (--allow-read, for `nvme-apstd calibrate`).
+ * Return: NULL if allowed, else a static string saying why not. */
+const char *fake_io_allowed(const FakeCmd *cmd, bool allow_read);
 
 /** fake_cmd_allowed() - the oracle: the daemon may send only Identify CNS 01h, Get Features FID 0x0C
  * (any SEL) and Set Features FID 0x0C without SV, with a 256-byte buffer where data moves.
