@@ -643,6 +643,16 @@ class Soak:
                 break
             time.sleep(0.02)
 
+    def wait_reloaded(self, n):
+        """As `systemctl reload` does: until RELOADING=1 and then READY=1 came after notification @n.
+        Signals of one kind coalesce: a broken file written right after a valid one, before the
+        daemon read it, would replace that reload, not follow it."""
+        d = self.daemon
+        i = d.wait_notify(r"^RELOADING=1$", n, timeout=30 * self.slow)
+        if i is None or d.wait_notify(r"^READY=1$", i, timeout=30 * self.slow) is None:
+            self.alive()
+            self.fail("SIGHUP: no RELOADING=1 then READY=1 within 30 s")
+
     def write_stat(self, name):
         c = self.model[name]
         disk = f"{name}c{name[4:]}n1" if c["multipath"] else f"{name}n1"
@@ -687,19 +697,24 @@ class Soak:
             self.removed.add(ev["ctrl"])
         elif k == "reload":
             self.config = ev["config"]
+            n = len(d.notifications)
             self.write_conf(CONFIGS[self.config][0])
             d.signal(signal.SIGHUP)
+            self.wait_reloaded(n)
         elif k == "reload-broken":
+            n = len(d.notifications)
             with open(self.conf, "wb") as f:
                 f.write(BROKEN[ev["broken"]].encode("latin-1"))
             d.signal(signal.SIGHUP)
-            time.sleep(0.05)
+            self.wait_reloaded(n)
         elif k == "hup-storm":
             self.config = ev["config"]
+            n = len(d.notifications)
             self.write_conf(CONFIGS[self.config][0])
             for _ in range(ev["n"]):
                 d.signal(signal.SIGHUP)
                 time.sleep(0.002)
+            self.wait_reloaded(n)
         elif k == "supply":
             self.ac = ev["ac"]
             self.ctl("supply", "AC", f"online={1 if self.ac else 0}")
