@@ -19,6 +19,7 @@ import os
 import random
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -882,6 +883,7 @@ def outer(args):
     total = {"events": 0, "checks": 0, "seconds": 0.0, "peak_rss_kib": 0, "runs": 0}
     for seed, path in runs:
         state = os.path.join(args.out, f"state-{seed}")
+        shutil.rmtree(state, ignore_errors=True)   # the fake appends to nvmeN.log: a previous run's lines
         cmd = [wrapper, tb, "--state-dir", state, *harness_args(), "--", sys.executable, os.path.abspath(__file__),
                "--inner", path] + (["--keep-going"] if args.keep_going else [])
         print(f"soak: seed {seed}: {path}", flush=True)
