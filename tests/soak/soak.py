@@ -19,6 +19,7 @@ import os
 import random
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -643,6 +644,16 @@ class Soak:
                 break
             time.sleep(0.02)
 
+    def wait_reloaded(self, n):
+        """As `systemctl reload` does: until RELOADING=1 and then READY=1 came after notification @n.
+        Signals of one kind coalesce: a broken file written right after a valid one, before the
+        daemon read it, would replace that reload, not follow it."""
+        d = self.daemon
+        i = d.wait_notify(r"^RELOADING=1$", n, timeout=30 * self.slow)
+        if i is None or d.wait_notify(r"^READY=1$", i, timeout=30 * self.slow) is None:
+            self.alive()
+            self.fail("SIGHUP: no RELOADING=1 then READY=1 within 30 s")
+
     def write_stat(self, name):
         c = self.model[name]
         disk = f"{name}c{name[4:]}n1" if c["multipath"] else f"{name}n1"
@@ -687,19 +698,24 @@ class Soak:
             self.removed.add(ev["ctrl"])
         elif k == "reload":
             self.config = ev["config"]
+            n = len(d.notifications)
             self.write_conf(CONFIGS[self.config][0])
             d.signal(signal.SIGHUP)
+            self.wait_reloaded(n)
         elif k == "reload-broken":
+            n = len(d.notifications)
             with open(self.conf, "wb") as f:
                 f.write(BROKEN[ev["broken"]].encode("latin-1"))
             d.signal(signal.SIGHUP)
-            time.sleep(0.05)
+            self.wait_reloaded(n)
         elif k == "hup-storm":
             self.config = ev["config"]
+            n = len(d.notifications)
             self.write_conf(CONFIGS[self.config][0])
             for _ in range(ev["n"]):
                 d.signal(signal.SIGHUP)
                 time.sleep(0.002)
+            self.wait_reloaded(n)
         elif k == "supply":
             self.ac = ev["ac"]
             self.ctl("supply", "AC", f"online={1 if self.ac else 0}")
@@ -867,6 +883,7 @@ def outer(args):
     total = {"events": 0, "checks": 0, "seconds": 0.0, "peak_rss_kib": 0, "runs": 0}
     for seed, path in runs:
         state = os.path.join(args.out, f"state-{seed}")
+        shutil.rmtree(state, ignore_errors=True)   # the fake appends to nvmeN.log: a previous run's lines
         cmd = [wrapper, tb, "--state-dir", state, *harness_args(), "--", sys.executable, os.path.abspath(__file__),
                "--inner", path] + (["--keep-going"] if args.keep_going else [])
         print(f"soak: seed {seed}: {path}", flush=True)
