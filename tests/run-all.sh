@@ -24,8 +24,6 @@ args=(--print-errorlogs --num-processes 2)
 if [ -n "${SUITES:-}" ]; then
         for s in $SUITES; do args+=(--suite "$s"); done
         extra=0
-else
-        args+=(--no-suite e2e-apst)     # run by hand for now: see tests/e2e/meson.build
 fi
 if [ -z "${SUITES:-}" ] && [ "$extra" != 0 ]; then
         args+=(--no-suite static)       # ci-extra.sh runs it, with the other analysers

@@ -155,6 +155,10 @@ else
 	notok "pm_qos: the daemon's table is not back in $DC within 10 s of the write (holds $(readback "$DC"))"
 fi
 echo "E2E_APST_QOS_MS=$qos_ms"
+# The daemon's own part: from the write to its 'wrote and verified' entry
+# (journald's receive time), without nvme-cli's start-up under TCG.
+qos_j=$(djson "$c2" | jq -r "[.[] | select(.MESSAGE_ID == \"$MSGID_TABLE_WRITTEN\" and .APST_REASON == \"pm_qos\" and .NVME_CTRL == \"$DC\")][0].__REALTIME_TIMESTAMP // empty")
+[ -n "$qos_j" ] && echo "E2E_APST_QOS_JOURNAL_MS=$(((qos_j - qos_t0 / 1000) / 1000))"
 check "pm_qos: the drive stayed idle (I/O counters $io0 -> $io1)" [ "$io0" = "$io1" ]
 check "journal: the pm_qos write logged (PM_QOS_LATENCY_TOLERANCE_US=$new_qos)" \
 	dhave 10 "$c2" "$DAEMON_J and (.NVME_CTRL == \"$DC\") and (.PM_QOS_LATENCY_TOLERANCE_US == \"$new_qos\")"
