@@ -744,10 +744,11 @@ class Soak:
             if self.model[n]["nonlive"] is None:
                 self.model[n]["nonlive"] = (len(self.loglines(n)), ev["state"])
         elif k == "pmqos":
-            # TODO(pmqos): the kernel rewrites the table on this write without a uevent; the fake cannot
-            # yet (branch qemu-s3 adds a `pmqos` command). Until then only the attribute changes, and
-            # the daemon must keep the table (checked at the next quiet period as usual).
-            self.ctl("set-attr", ev["ctrl"], "power/pm_qos_latency_tolerance_us", str(ev["us"]), ok=False)
+            # as the kernel does: a changed value rewrites the table (its own, for that limit) and then
+            # the attribute, in place, with no uevent; the daemon must notice through its inotify watch
+            # and have its table back by the next quiet period (checked there as usual). Refused when
+            # the kernel has no such attribute (APST off at start).
+            self.ctl("pmqos", ev["ctrl"], str(ev["us"]), ok=False)
         elif k == "dbus-read":
             for _ in range(ev["n"]):
                 try:
