@@ -229,26 +229,36 @@ int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret) {
         return 0;
 }
 
-int sysfs_ctrl_queue_limits(const char *sysroot, const char *name, char *disk, size_t disk_size,
-                            uint32_t *ret_max_hw_kb, uint32_t *ret_max_kb) {
-        char dir[256], best[64] = "", path[600], buf[32];
-        uint32_t hw, soft;
+/* The lowest-numbered namespace disk under the controller directory @dir (nvmeXnY, or the hidden
+ * nvmeXcYnZ under multipath), in version order. Return 0, -ENOENT or -errno. */
+static int first_namespace(const char *dir, const char *name, char *best, size_t size) {
         struct dirent *de;
         DIR *d;
 
-        if (!sysfs_is_ctrl_name(name) || disk_size == 0)
-                return -EINVAL;
-        (void) snprintf(dir, sizeof dir, "%s/class/nvme/%s", sysroot, name);
+        best[0] = 0;
         d = opendir(dir);
         if (!d)
                 return negative_errno();
         while ((de = readdir(d)))
-                if (is_namespace_of(name, de->d_name) && strlen(de->d_name) < sizeof best &&
+                if (is_namespace_of(name, de->d_name) && strlen(de->d_name) < size &&
                     (!best[0] || strverscmp(de->d_name, best) < 0))
-                        (void) snprintf(best, sizeof best, "%s", de->d_name);
+                        (void) snprintf(best, size, "%s", de->d_name);
         closedir(d);
-        if (!best[0])
-                return -ENOENT;
+        return best[0] ? 0 : -ENOENT;
+}
+
+int sysfs_ctrl_queue_limits(const char *sysroot, const char *name, char *disk, size_t disk_size,
+                            uint32_t *ret_max_hw_kb, uint32_t *ret_max_kb) {
+        char dir[256], best[64] = "", path[600], buf[32];
+        uint32_t hw, soft;
+        int r;
+
+        if (!sysfs_is_ctrl_name(name) || disk_size == 0)
+                return -EINVAL;
+        (void) snprintf(dir, sizeof dir, "%s/class/nvme/%s", sysroot, name);
+        r = first_namespace(dir, name, best, sizeof best);
+        if (r < 0)
+                return r;
         (void) snprintf(disk, disk_size, "%s", best);
         (void) snprintf(path, sizeof path, "%s/%s/queue/max_hw_sectors_kb", dir, best);
         if (sysfs_read_attr(path, buf, sizeof buf) < 0 || safe_atou32(buf, &hw) < 0)
@@ -265,23 +275,15 @@ int sysfs_ctrl_namespace(const char *sysroot, const char *name, char *ret_dev, s
                          uint32_t *ret_lba_bytes) {
         char dir[256], best[64] = "", dev[64], path[600], buf[32];
         uint32_t nsid, lba;
-        struct dirent *de;
         const char *c;
-        DIR *d;
+        int r;
 
         if (!sysfs_is_ctrl_name(name) || dev_size == 0)
                 return -EINVAL;
         (void) snprintf(dir, sizeof dir, "%s/class/nvme/%s", sysroot, name);
-        d = opendir(dir);
-        if (!d)
-                return negative_errno();
-        while ((de = readdir(d)))
-                if (is_namespace_of(name, de->d_name) && strlen(de->d_name) < sizeof best &&
-                    (!best[0] || strverscmp(de->d_name, best) < 0))
-                        (void) snprintf(best, sizeof best, "%s", de->d_name);
-        closedir(d);
-        if (!best[0])
-                return -ENOENT;
+        r = first_namespace(dir, name, best, sizeof best);
+        if (r < 0)
+                return r;
         /* nvme<S>c<C>n<M> (hidden, no /dev node) -> its head nvme<S>n<M> */
         c = strchr(best + 4, 'c');
         if (c)
