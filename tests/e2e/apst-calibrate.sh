@@ -67,7 +67,7 @@ for s in $APST_SERIALS; do
 	check "seed fix: the daemon's table leaves ps$sps out and keeps a shallower state" \
 		bash -c "[ -n '$dtargets' ] && ! grep -qw '$sps' <<<'$dtargets'"
 	check "seed fix: the daemon's journal says a measured wake-up changed the table" \
-		grep -q "measured wake-ups changed the table: ps$sps wakes in" "$f".daemon
+		grep -qE "measured wake-ups changed the table: (ps[0-9]+,)*ps${sps}[ ,]" "$f".daemon
 	kill -TERM "$dpid"
 	wait "$dpid"
 	drc=$?
