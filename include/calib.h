@@ -43,6 +43,9 @@ int calib_format(const Calibration *c, char **ret_text);
  * *ret_error (if given) saying "line N: why". */
 int calib_parse(const char *text, size_t len, Calibration *ret, char **ret_error);
 
+/* Field by field (padding bytes are not part of a value). */
+bool calib_equal(const Calibration *a, const Calibration *b);
+
 /* The measurement of @ps, or NULL. */
 const CalibState *calib_find(const Calibration *c, uint8_t ps);
 

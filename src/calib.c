@@ -242,6 +242,21 @@ int calib_parse(const char *text, size_t len, Calibration *ret, char **ret_error
 
 /* ------------------------------------------------------------------ use */
 
+bool calib_equal(const Calibration *a, const Calibration *b) {
+        if (strcmp(a->model, b->model) != 0 || strcmp(a->firmware, b->firmware) != 0 ||
+            a->measured_realtime_usec != b->measured_realtime_usec || a->awake_median_us != b->awake_median_us ||
+            a->n_states != b->n_states)
+                return false;
+        for (size_t i = 0; i < a->n_states; i++) {
+                const CalibState *x = &a->states[i], *y = &b->states[i];
+                if (x->ps != y->ps || x->advertised_enlat_us != y->advertised_enlat_us ||
+                    x->advertised_exlat_us != y->advertised_exlat_us || x->samples != y->samples ||
+                    x->wake_median_us != y->wake_median_us || x->wake_p99_us != y->wake_p99_us)
+                        return false;
+        }
+        return true;
+}
+
 const CalibState *calib_find(const Calibration *c, uint8_t ps) {
         if (!c)
                 return NULL;

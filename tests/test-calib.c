@@ -58,7 +58,7 @@ static void test_round_trip(void) {
 
         assert(calib_format(&c, &text) == 0);
         assert(calib_parse(text, strlen(text), &back, &err) == 0);
-        assert(memcmp(&c, &back, sizeof c) == 0);
+        assert(calib_equal(&c, &back));
         assert(calib_find(&back, 4)->wake_median_us == 30100);
         assert(calib_find(&back, 2) == NULL);
 }
@@ -131,7 +131,7 @@ static void test_load_save(void) {
         (void) snprintf(sub, sizeof sub, "%s/state", dir);
         assert(calib_save(sub, &c) == 0);
         assert(calib_load(sub, c.model, c.firmware, &back, &err) == 0);
-        assert(memcmp(&c, &back, sizeof c) == 0);
+        assert(calib_equal(&c, &back));
         assert(calib_path(sub, c.model, c.firmware, &path) == 0);
         assert(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644);
         /* another firmware's file is not this drive's */

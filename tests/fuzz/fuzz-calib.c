@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 assert(c.n_states <= IDCTRL_MAX_PS);
                 assert(calib_format(&c, &text) == 0);
                 assert(calib_parse(text, strlen(text), &back, NULL) == 0);
-                assert(memcmp(&c, &back, sizeof c) == 0);
+                assert(calib_equal(&c, &back));
                 for (unsigned i = 0; i < IDCTRL_MAX_PS; i++)
                         id.psd[i].exlat_us = i * 1000u;
                 (void) calib_apply(&c, &id, &out);
