@@ -14,6 +14,7 @@ function of the seed alone (never of what the daemon answered), so --seed N repr
 What is checked is listed in doc/testing.md ("The soak")."""
 
 import argparse
+import concurrent.futures
 import json
 import os
 import random
@@ -882,30 +883,41 @@ def outer(args):
             runs.append((s, path))
     failed = []
     total = {"events": 0, "checks": 0, "seconds": 0.0, "peak_rss_kib": 0, "runs": 0}
-    for seed, path in runs:
+
+    def one(seed, path):
         state = os.path.join(args.out, f"state-{seed}")
         shutil.rmtree(state, ignore_errors=True)   # the fake appends to nvmeN.log: a previous run's lines
         cmd = [wrapper, tb, "--state-dir", state, *harness_args(), "--", sys.executable, os.path.abspath(__file__),
                "--inner", path] + (["--keep-going"] if args.keep_going else [])
         print(f"soak: seed {seed}: {path}", flush=True)
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if args.verbose or p.returncode != 0:
-            sys.stdout.write(p.stdout)
-        m = re.findall(r"^soak-stats: (.*)$", p.stdout, re.M)
-        if m:
-            st = json.loads(m[-1])
-            print(f"soak: seed {seed}: {st}", flush=True)
-            for k in ("events", "checks", "seconds"):
-                total[k] += st[k]
-            total["peak_rss_kib"] = max(total["peak_rss_kib"], st["peak_rss_kib"])
-        total["runs"] += 1
-        if p.returncode == 77 and not m:
-            T.skip(p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "skipped")
-        if p.returncode != 0:
-            failed.append(seed)
-            print(f"soak: seed {seed} FAILED (harness exit {p.returncode}); replay with: "
-                  f"{os.path.abspath(__file__)} --replay {path}   (or --seed {seed} --events {args.events}); "
-                  f"state and logs in {state}", flush=True)
+        with open(os.path.join(args.out, f"soak-{seed}.log"), "w+") as log:
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+            log.seek(0)
+            return seed, path, state, rc, log.read()
+
+    # each seed is its own harness (testbed, bus, daemon, runtime directory): they share nothing, so
+    # --jobs runs several at once; most of a run is waiting, so more jobs than processors still fit
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(one, seed, path) for seed, path in runs]
+        for fut in concurrent.futures.as_completed(futures):
+            seed, path, state, rc, out = fut.result()
+            if args.verbose or rc != 0:
+                sys.stdout.write(out)
+            m = re.findall(r"^soak-stats: (.*)$", out, re.M)
+            if m:
+                st = json.loads(m[-1])
+                print(f"soak: seed {seed}: {st}", flush=True)
+                for k in ("events", "checks", "seconds"):
+                    total[k] += st[k]
+                total["peak_rss_kib"] = max(total["peak_rss_kib"], st["peak_rss_kib"])
+            total["runs"] += 1
+            if rc == 77 and not m:
+                T.skip(out.strip().splitlines()[-1] if out.strip() else "skipped")
+            if rc != 0:
+                failed.append(seed)
+                print(f"soak: seed {seed} FAILED (harness exit {rc}); replay with: "
+                      f"{os.path.abspath(__file__)} --replay {path}   (or --seed {seed} --events {args.events}); "
+                      f"state and logs in {state}", flush=True)
     total["events_per_s"] = round(total["events"] / total["seconds"], 2) if total["seconds"] else 0
     print("soak-total: " + json.dumps(total), flush=True)
     if failed:
@@ -937,6 +949,7 @@ def main():
     ap.add_argument("--events", type=int, default=150)
     ap.add_argument("--replay", help="an event log written by a previous run")
     ap.add_argument("--out", default=os.environ.get("SOAK_OUT", "soak-out"))
+    ap.add_argument("--jobs", type=int, default=1, help="run this many seeds at once (default 1)")
     ap.add_argument("--keep-going", action="store_true", help="do not stop at the first violation")
     ap.add_argument("--verbose", action="store_true", help="print every run's output, not only failures'")
     ap.add_argument("--inner", help=argparse.SUPPRESS)
