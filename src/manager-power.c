@@ -82,7 +82,11 @@ static void manager_situation_switch(Manager *m) {
 }
 
 static int on_situation_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        manager_situation_switch(userdata);
+        Manager *m = userdata;
+
+        /* one-shot: the next change makes a new one (sd-event frees it after this dispatch) */
+        m->situation_timer = sd_event_source_disable_unref(m->situation_timer);
+        manager_situation_switch(m);
         return 0;
 }
 

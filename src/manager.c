@@ -155,10 +155,11 @@ static int manager_ctrl_run(ManagerCtrl *c, const ApstTable *table, const char *
                         manager_ctrl_retry_transient(c, o.error, o.nvme_status);
                 break;
         case CONTROLLER_PROGRAMMED:
-                c->n_retries = 0;
-                c->failed = false;
-                break;
         case CONTROLLER_LEFT_ALONE:
+                /* done: a retry still pending from an earlier failure would only send Get Features
+                 * to a drive that needs nothing (and keep a timer for it) */
+                c->retry = sd_event_source_disable_unref(c->retry);
+                c->n_retries = 0;
                 c->failed = false;
                 break;
         case CONTROLLER_GONE:      /* the uevent that removes it follows */

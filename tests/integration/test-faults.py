@@ -704,6 +704,28 @@ def scenario_transient():
             d.stop()
         d.dump()
 
+    # A retry still pending when an event (here the kernel's reset uevent) has programmed the
+    # controller is dropped: it would only send Get Features to a drive that needs nothing.
+    case = "set-apst=EBUSY:once, then a reset before the retry"
+    fresh("set-apst=EBUSY:once")
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, f"{case}: READY=1")
+        check(d.wait_log(r"nvme0: the error may be transient; trying again in 2 s", timeout=5) is not None,
+              f"{case}: a retry is announced")
+        ctl("uevent", "nvme0", "change", "NVME_EVENT=connected")
+        check(wait_for(lambda: read_table("nvme0") == WANT["nvme0"], 1.5, "nvme0 programmed on the uevent")
+              is not None, f"{case}: the reset's re-check programs nvme0 before the retry is due")
+        gets = count_cmds("nvme0", GET)
+        time.sleep(3)
+        check(count_cmds("nvme0", GET) == gets, f"{case}: the retry (due 2 s after the failure) sent nothing")
+        check("APST_REASON=retry" not in d.log(), f"{case}: no engine run for the retry")
+        check(d.stop() == 0 and read_table("nvme0") == ORIG["nvme0"], f"{case}: stop restores")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
     case = "set-apst=0x0002 (no DNR), always"
     fresh("set-apst=0x0002")
     sets0 = count_cmds("nvme0", SET)
