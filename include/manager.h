@@ -131,6 +131,14 @@ void manager_status_text(const Manager *m, char *buf, size_t n);
 /* sd_notify() STATUS= from manager_status_text(), after @prefix ("READY=1\n", or NULL). */
 void manager_notify_status(Manager *m, const char *prefix);
 
+/* Name an event source the daemon's own code created (sd_event_source_set_description()) and count
+ * it until sd-event frees it. The count is the D-Bus property EventSources: with the sources libsystemd
+ * makes for the bus and the uevent monitors left out, it is bounded by the situation (a signal, the
+ * verification and situation timers, and at most a retry timer, a pm_qos watch and an I/O watch timer
+ * per controller), so a source that outlives its owner shows up as a count beyond that bound. */
+void manager_track_source(sd_event_source *s, const char *description);
+unsigned manager_event_sources(void);
+
 /* Run the engine on one controller (controller_sync(), or controller_program() when @table is
  * given) and act on the outcome: count it, retry, remember success. */
 int manager_ctrl_sync(ManagerCtrl *c, const char *reason);

@@ -278,6 +278,8 @@ static int manager_get(sd_bus *bus, const char *path, const char *interface, con
                 return sd_bus_message_append(reply, "s", power_source_name(m->situation.power_source));
         if (strcmp(property, "ActiveProfile") == 0)
                 return sd_bus_message_append(reply, "s", m->situation.profile);
+        if (strcmp(property, "EventSources") == 0)
+                return sd_bus_message_append(reply, "u", manager_event_sources());
         if (strcmp(property, "Controllers") == 0) {
                 r = sd_bus_message_open_container(reply, 'a', "o");
                 for (size_t i = 0; r >= 0 && i < m->n_ctrls; i++) {
@@ -303,6 +305,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("PowerSource", "s", manager_get, 0, CHANGES),
         SD_BUS_PROPERTY("ActiveProfile", "s", manager_get, 0, CHANGES),
         SD_BUS_PROPERTY("Controllers", "ao", manager_get, 0, CHANGES),
+        SD_BUS_PROPERTY("EventSources", "u", manager_get, 0, 0),    /* read when asked: no signal */
         SD_BUS_VTABLE_END,
 };
 

@@ -112,7 +112,7 @@ static void manager_situation_changed(Manager *m) {
                 manager_situation_switch(m);
                 return;
         }
-        (void) sd_event_source_set_description(m->situation_timer, "situation");
+        manager_track_source(m->situation_timer, "situation");
 }
 
 /* ---- power source: /sys/class/power_supply ---- */

@@ -95,6 +95,6 @@ void manager_qos_ctrl(ManagerCtrl *c) {
                                      "verification after I/O.", c->controller.name, path);
                 return;
         }
-        (void) sd_event_source_set_description(c->qos, "pm-qos");
+        manager_track_source(c->qos, "pm-qos");
         log_debug("%s: watching %s.", c->controller.name, path);
 }

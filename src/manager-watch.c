@@ -270,7 +270,7 @@ void manager_watch_ctrl(ManagerCtrl *c) {
                         free(w);
                         return;
                 }
-                (void) sd_event_source_set_description(w->timer, "io-watch");
+                manager_track_source(w->timer, "io-watch");
                 w->verify_due_usec = now + m->verify_interval_usec;
                 watch_init(&w->watch, now * NS_PER_USEC);
                 c->watch = w;

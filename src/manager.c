@@ -15,6 +15,7 @@
  * this file decides when, and what to do about a failure (retry.h).
  */
 
+#include <assert.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -78,6 +79,27 @@ void manager_notify_status(Manager *m, const char *prefix) {
         bus_api_emit_changes(m->bus_api);
 }
 
+/* ---- event sources ---- */
+
+/* One event loop per process, so one count: sd-event calls the destroy callback with the source's
+ * userdata, which says nothing about the source itself. */
+static unsigned n_event_sources;
+
+static void event_source_freed(void *userdata) {
+        assert(n_event_sources > 0);
+        n_event_sources--;
+}
+
+void manager_track_source(sd_event_source *s, const char *description) {
+        (void) sd_event_source_set_description(s, description);
+        if (sd_event_source_set_destroy_callback(s, event_source_freed) >= 0)
+                n_event_sources++;
+}
+
+unsigned manager_event_sources(void) {
+        return n_event_sources;
+}
+
 /* ---- one controller ---- */
 
 static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata);
@@ -96,7 +118,7 @@ static void manager_ctrl_schedule_retry(ManagerCtrl *c) {
         if (r < 0)
                 log_warning_errno(r, "%s: cannot schedule a retry: %m", c->controller.name);
         else
-                (void) sd_event_source_set_description(c->retry, "ctrl-retry");
+                manager_track_source(c->retry, "ctrl-retry");
 }
 
 /* After a failed command: try again later if the error may be transient, a few times. */
@@ -453,6 +475,7 @@ static int manager_connect_signals(Manager *m) {
         r = sd_event_add_signal(m->event, &m->sighup, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot handle SIGHUP: %m");
+        manager_track_source(m->sighup, "sighup");
         return 0;
 }
 
@@ -511,7 +534,7 @@ static int manager_connect_verify_timer(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot add the verification timer: %m");
         (void) sd_event_source_set_enabled(m->verify_timer, SD_EVENT_ON);
-        (void) sd_event_source_set_description(m->verify_timer, "verify");
+        manager_track_source(m->verify_timer, "verify");
         return 0;
 }
 

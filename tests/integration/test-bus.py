@@ -191,7 +191,7 @@ def scenario_api():
 
         # every property, read one by one with busctl
         mprops = check_introspection(addr, ROOT, M_IFACE)
-        check(set(mprops) == {"Version", "ConfigFile", "PowerSource", "ActiveProfile", "Controllers"},
+        check(set(mprops) == {"Version", "ConfigFile", "PowerSource", "ActiveProfile", "Controllers", "EventSources"},
               f"Manager1 properties: {mprops}")
         m = {k: get(addr, ROOT, M_IFACE, k) for k in mprops}
         print(f"manager: {m}")
@@ -282,9 +282,15 @@ def scenario_api():
         check(re.search(r"nvme0 .*\n(.*\n)*?.*Reason: reset\n(.*\n)*?.*kernel overwrites seen: 1", s.stdout),
               "status: the reset and the overwrite seen")
 
-        # hot-plug: InterfacesAdded / InterfacesRemoved, Controllers follows
+        # hot-plug: InterfacesAdded / InterfacesRemoved, Controllers follows; the controller's own event
+        # sources (its pm_qos watch, a retry timer) come and go with it
+        sources = get(addr, ROOT, M_IFACE, "EventSources")
         n = len(sig.got)
-        ctl("add", f"nvme2,idctrl={INTEL},pci=8086:f1a5")
+        ctl("add", f"nvme2,idctrl={INTEL},pci=8086:f1a5,initial-table=kernel,state=connecting")
+        ctl("fault", "nvme2", "set-apst=EBUSY:once")
+        kernel = os.path.join(tempfile.mkdtemp(prefix="apstd-bus-"), "nvme2.kernel")
+        write_table_file(kernel, *read_table("nvme2"))
+        ctl("reset", "nvme2", kernel)        # live now, with the kernel's table: the daemon's turn
         a = sig.wait(lambda x: x[2] == "InterfacesAdded" and x[3][0] == ctrl_path("nvme2"), n,
                      what="InterfacesAdded nvme2")
         check(a is not None and C_IFACE in a[3][1] and a[3][1][C_IFACE].get("Name") == "nvme2",
@@ -292,6 +298,10 @@ def scenario_api():
         check(sig.wait(changed(ROOT, "Controllers"), n) is not None, "Manager1.Controllers changed")
         check(wait_for(lambda: get(addr, ctrl_path("nvme2"), C_IFACE, "State") == "programmed", 10, "nvme2 programmed")
               is not None, "nvme2 programmed, readable on the bus")
+        check("nvme2: the error may be transient" in d.log(), "nvme2's first write failed (EBUSY), a retry did it")
+        more = get(addr, ROOT, M_IFACE, "EventSources")
+        print(f"EventSources: {sources} with nvme0 and nvme1, {more} with nvme2 too")
+        check(more == sources + 2, "EventSources: nvme2 added its pm_qos watch and its retry timer")
         n = len(sig.got)
         ctl("remove", "nvme2")
         r = sig.wait(lambda x: x[2] == "InterfacesRemoved" and x[3][0] == ctrl_path("nvme2"), n,
@@ -299,6 +309,7 @@ def scenario_api():
         check(r is not None and C_IFACE in r[3][1], "InterfacesRemoved after the removal")
         check(get(addr, ROOT, M_IFACE, "Controllers") == [ctrl_path("nvme0"), ctrl_path("nvme1")],
               "Controllers back to two")
+        check(get(addr, ROOT, M_IFACE, "EventSources") == sources, "EventSources: nvme2's went with it")
 
         check(d.stop() == 0, "daemon exit 0")
     finally:
