@@ -296,12 +296,16 @@ def scenario_api():
         check(a is not None and C_IFACE in a[3][1] and a[3][1][C_IFACE].get("Name") == "nvme2",
               "InterfacesAdded for the hot-plugged controller, with its properties")
         check(sig.wait(changed(ROOT, "Controllers"), n) is not None, "Manager1.Controllers changed")
+        check(d.wait_log(r"nvme2: the error may be transient; trying again in 2 s", timeout=5) is not None,
+              "nvme2's first write failed (EBUSY): a retry is due in 2 s")
+        pending = get(addr, ROOT, M_IFACE, "EventSources")
         check(wait_for(lambda: get(addr, ctrl_path("nvme2"), C_IFACE, "State") == "programmed", 10, "nvme2 programmed")
               is not None, "nvme2 programmed, readable on the bus")
-        check("nvme2: the error may be transient" in d.log(), "nvme2's first write failed (EBUSY), a retry did it")
-        more = get(addr, ROOT, M_IFACE, "EventSources")
-        print(f"EventSources: {sources} with nvme0 and nvme1, {more} with nvme2 too")
-        check(more == sources + 2, "EventSources: nvme2 added its pm_qos watch and its retry timer")
+        done = get(addr, ROOT, M_IFACE, "EventSources")
+        print(f"EventSources: {sources} with nvme0 and nvme1; with nvme2 too {pending} while its retry is pending, "
+              f"{done} once it is programmed")
+        check(pending == sources + 2, "EventSources: nvme2's pm_qos watch and its retry timer")
+        check(done == sources + 1, "EventSources: the retry timer gone once the retry did its work")
         n = len(sig.got)
         ctl("remove", "nvme2")
         r = sig.wait(lambda x: x[2] == "InterfacesRemoved" and x[3][0] == ctrl_path("nvme2"), n,
