@@ -206,7 +206,7 @@ class PrivateBus:
 class Daemon:
     """nvme-apstd run with its own NOTIFY_SOCKET and RUNTIME_DIRECTORY."""
 
-    def __init__(self, config, runtime_dir=None, extra_env=None, args=(), preexec_fn=None):
+    def __init__(self, config, runtime_dir=None, extra_env=None, args=(), preexec_fn=None, prefix=()):
         self.dir = tempfile.mkdtemp(prefix="apstd-daemon-")
         self.runtime_dir = runtime_dir or os.path.join(self.dir, "run")
         os.makedirs(self.runtime_dir, exist_ok=True)
@@ -226,7 +226,8 @@ class Daemon:
         if extra_env:
             env.update(extra_env)
         self.err = open(self.stderr_path, "w")
-        self.proc = subprocess.Popen(WRAPPER + [NVME_APSTD, "run", "--config", config, *args], stdout=self.err,
+        # @prefix: a command that execs the rest (the PID stays the daemon's), e.g. unshare(1)
+        self.proc = subprocess.Popen([*prefix, *WRAPPER, NVME_APSTD, "run", "--config", config, *args], stdout=self.err,
                                      stderr=self.err, env=env, preexec_fn=preexec_fn)
 
     def poll_notify(self, timeout=0.0):

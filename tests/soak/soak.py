@@ -190,6 +190,99 @@ class Violation(Exception):
     pass
 
 
+class JournalSink:
+    """A stand-in for journald's native socket: the daemon logs through sd_journal_sendv() as under
+    systemd, and every entry is parsed as journald parses it (fields "KEY=value\n", or "KEY\n",
+    a 64-bit little-endian length, the value and "\n"; a large entry comes as a memfd passed with
+    SCM_RIGHTS). The path is fixed in libsystemd (/run/systemd/journal/socket), so the daemon runs in
+    a mount namespace of its own (unshare(1)) where that directory is a bind mount of ours: the
+    machine's journal, if it has one, is left alone."""
+
+    def __init__(self, workdir):
+        self.dir = os.path.join(workdir, "journal")
+        os.makedirs(self.dir)
+        self.text_path = os.path.join(workdir, "journal.log")
+        self.text = open(self.text_path, "w")
+        self.entries = []             # [[(key, value), ...], ...] in arrival order
+        self.bad = []                 # datagrams that did not parse
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(os.path.join(self.dir, "socket"))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.stop = False
+        threading.Thread(target=self.run, daemon=True).start()
+
+    @staticmethod
+    def usable():
+        """Whether this machine lets us make the mount namespace (root, mount allowed): None, or why not."""
+        p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                            "mount -t tmpfs none /run && mkdir -p /run/systemd/journal"],
+                           capture_output=True, text=True)
+        return None if p.returncode == 0 else (p.stderr.strip() or f"unshare exit {p.returncode}")
+
+    def prefix(self):
+        """The command that puts the daemon in front of this sink: a tmpfs on /run/systemd of its own,
+        our directory bound at /run/systemd/journal. unshare and sh exec, so the PID stays the daemon's."""
+        script = ('mkdir -p /run/systemd && mount -t tmpfs nvme-apstd-soak /run/systemd && '
+                  'mkdir /run/systemd/journal && mount --bind "$0" /run/systemd/journal && exec "$@"')
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, self.dir]
+
+    @staticmethod
+    def parse(data):
+        fields, i = [], 0
+        while i < len(data):
+            nl = data.find(b"\n", i)
+            if nl < 0:
+                raise ValueError(f"field without a newline at byte {i}")
+            line = data[i:nl]
+            eq = line.find(b"=")
+            if eq >= 0:
+                fields.append((line[:eq].decode(), line[eq + 1:].decode(errors="replace")))
+                i = nl + 1
+            else:
+                n = int.from_bytes(data[nl + 1:nl + 9], "little")
+                value = data[nl + 9:nl + 9 + n]
+                if len(value) != n or data[nl + 9 + n:nl + 10 + n] != b"\n":
+                    raise ValueError(f"binary field {line!r} of {n} bytes cut short")
+                fields.append((line.decode(), value.decode(errors="replace")))
+                i = nl + 10 + n
+        return fields
+
+    def run(self):
+        while not self.stop:
+            r, _, _ = select.select([self.sock], [], [], 0.2)
+            if not r:
+                continue
+            try:
+                data, anc, _, _ = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(4))
+            except OSError:
+                return
+            for lvl, typ, fdata in anc:
+                if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                    fd = int.from_bytes(fdata[:4], sys.byteorder)
+                    with os.fdopen(fd, "rb") as f:
+                        data = f.read()
+            try:
+                fields = self.parse(data)
+            except ValueError as e:
+                self.bad.append(f"{e}: {data[:200]!r}")
+                continue
+            self.entries.append(fields)
+            d = dict(fields)
+            extra = ", ".join(f"{k}={v}" for k, v in fields if k not in ("MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER")
+                              and not k.startswith("CODE_"))
+            self.text.write(f"<{d.get('PRIORITY', '?')}> {d.get('MESSAGE', '')} {{{extra}}}\n")
+            self.text.flush()
+
+    def tail(self, n=60):
+        with open(self.text_path) as f:
+            return "\n".join(f.read().splitlines()[-n:])
+
+    def close(self):
+        self.stop = True
+        self.sock.close()
+        self.text.close()
+
+
 class Soak:
     def __init__(self, args, events, header):
         self.args = args
@@ -209,6 +302,7 @@ class Soak:
         self.instances = 0
         self.peak_rss = 0
         self.baselines = {}
+        self.source_baselines = {}
         self.rss_first = None
         self.log_pos = 0
         self.bus_errors = 0
@@ -219,6 +313,12 @@ class Soak:
         self.conf = os.path.join(self.workdir, "nvme-apstd.conf")
         self.rdir = os.path.join(self.workdir, "run")
         os.makedirs(self.rdir)
+        why = JournalSink.usable()
+        self.journal = JournalSink(self.workdir) if why is None else None
+        self.journal_pos = 0
+        if why:
+            print(f"soak: the daemon logs to stderr, not to a journal socket (no mount namespace here: {why}); "
+                  "journal fields are checked on its console output only", flush=True)
         for name, idc, mp, liar in INITIAL:
             self.model[name] = self._new_ctrl(idc, mp, liar)
 
@@ -235,6 +335,8 @@ class Soak:
         if self.daemon and not getattr(self, "dumped", False):
             self.dumped = True
             print("---- daemon log (last 60 lines) ----\n" + "\n".join(self.daemon.log().splitlines()[-60:]), flush=True)
+            if self.journal:
+                print("---- its journal entries (last 60) ----\n" + self.journal.tail(), flush=True)
 
     def ctl(self, *a, ok=True):
         p = subprocess.run([T.CTL, *a], capture_output=True, text=True, timeout=60)
@@ -314,10 +416,15 @@ class Soak:
     def start_daemon(self):
         self.write_conf(CONFIGS[self.config][0])
         env = {"DBUS_SYSTEM_BUS_ADDRESS": self.bus.addr, "WATCHDOG_USEC": str(int(4000000 * self.slow))}
-        self.daemon = T.Daemon(self.conf, runtime_dir=self.rdir, extra_env=env)
+        prefix = ()
+        if self.journal:
+            env["NVME_APSTD_LOG_TARGET"] = "journal"
+            prefix = self.journal.prefix()
+        self.daemon = T.Daemon(self.conf, runtime_dir=self.rdir, extra_env=env, prefix=prefix)
         self.daemon.notify_times = []
         self.instances += 1
         self.baselines = {}
+        self.source_baselines = {}
         self.rss_first = None
         self.log_pos = 0
         # drain NOTIFY_SOCKET continuously with the kernel's receive times (SO_TIMESTAMP): a daemon
@@ -417,6 +524,8 @@ class Soak:
                     s.append(-1)
             if self.daemon:
                 s.append(os.path.getsize(self.daemon.stderr_path))
+            if self.journal:
+                s.append(len(self.journal.entries))
             return s
         end = time.monotonic() + limit_s
         last, since = sig(), time.monotonic()
@@ -459,6 +568,24 @@ class Soak:
                     rss = int(line.split()[1])
         return len(fds), epoll, rss, kinds
 
+    def steady_proc_stats(self, baseline=None):
+        """proc_stats() without what the daemon holds open for a moment: a quiet daemon still reads the
+        block statistics on its watch timers and writes its records, so one reading can catch a
+        descriptor that is gone a millisecond later. A leaked one stays: the fewest descriptors (and
+        epoll registrations) over readings spread across a second; done early once a reading is at
+        the baseline."""
+        best = None
+        for i in range(8):
+            st = self.proc_stats()
+            if best is None or st[:2] < best[:2]:
+                best = st
+            if baseline is not None and best[0] <= baseline[0] and best[1] <= baseline[1]:
+                break
+            if baseline is None and i >= 4:
+                break
+            time.sleep(0.12)
+        return best
+
     def normalise(self):
         """Before a check: faults cleared and every controller live again, as after the kernel's next reset."""
         for n, c in self.model.items():
@@ -497,6 +624,9 @@ class Soak:
             self.checks += 1
 
     def check_journal(self, final=False):
+        """No entry carries a field twice (journald would keep both values: `journalctl -o json` shows
+        them as a list), every entry has MESSAGE, PRIORITY 0-7 and SYSLOG_IDENTIFIER nvme-apstd and a
+        well-formed MESSAGE_ID; no sanitizer or valgrind report on stderr."""
         if not self.daemon:
             return
         text = self.daemon.log()
@@ -505,15 +635,37 @@ class Soak:
             new = new[:new.rfind("\n") + 1]
         self.log_pos += len(new)
         for line in new.splitlines():
-            m = re.search(r" \{(.*)\}$", line)
+            if re.search(r"AddressSanitizer|runtime error:|==\d+==", line):
+                self.fail(f"sanitizer/valgrind output: {line}")
+            m = re.search(r" \{(.*)\}$", line)     # console lines (no journal socket, or its fallback)
             if not m:
                 continue
             keys = re.findall(r"(?:^|, )([A-Z][A-Z0-9_]+)=", m.group(1))
             dup = {k for k in keys if keys.count(k) > 1}
             if dup:
                 self.fail(f"journal entry with a field twice ({', '.join(sorted(dup))}): {line}")
-            if re.search(r"AddressSanitizer|runtime error:|==\d+==", line):
-                self.fail(f"sanitizer/valgrind output: {line}")
+        if self.journal:
+            if final:
+                time.sleep(0.1)       # the last datagrams are queued before the exit: let the reader have them
+            entries = self.journal.entries[self.journal_pos:]
+            self.journal_pos += len(entries)
+            for fields in entries:
+                keys = [k for k, _ in fields]
+                d = dict(fields)
+                dup = sorted({k for k in keys if keys.count(k) > 1})
+                if dup:
+                    self.fail(f"journal entry with a field twice ({', '.join(dup)}): {fields}")
+                if not d.get("MESSAGE") or d.get("PRIORITY") not in list("01234567") or \
+                        d.get("SYSLOG_IDENTIFIER") != "nvme-apstd":
+                    self.fail(f"journal entry without MESSAGE, PRIORITY or SYSLOG_IDENTIFIER: {fields}")
+                if "MESSAGE_ID" in d and not re.fullmatch(r"[0-9a-f]{32}", d["MESSAGE_ID"]):
+                    self.fail(f"journal entry with a malformed MESSAGE_ID: {fields}")
+                if any(not re.fullmatch(r"[A-Z0-9_]+", k) or k[0].isdigit() for k in keys):
+                    self.fail(f"journal entry with a field name journald refuses: {keys}")
+            self.journal_entries_seen = getattr(self, "journal_entries_seen", 0) + len(entries)
+            for b in self.journal.bad[getattr(self, "journal_bad_seen", 0):]:
+                self.fail(f"a datagram on the journal socket that journald could not parse: {b}")
+            self.journal_bad_seen = len(self.journal.bad)
         self.checks += 1
 
     def check_watchdog(self, d):
@@ -569,15 +721,18 @@ class Soak:
             if snap != self.cpu_orig:
                 self.fail(f"[cpu] pin = off, but the CPU policy differs from the original: {snap} vs {self.cpu_orig}")
         self.checks += 1
-        # leaks: fds, epoll registrations (sd-event's I/O sources) and RSS against this instance's baseline
-        nfd, nep, rss, kinds = self.proc_stats()
-        self.peak_rss = max(self.peak_rss, rss)
         sig = (tuple(sorted(self.model)), self.config, self.profile != "")
+        self.check_event_sources(sig)
+        # leaks: fds, epoll registrations (sd-event's I/O sources) and RSS against this instance's baseline
+        nfd, nep, rss, kinds = self.steady_proc_stats(self.baselines.get(sig))
+        self.peak_rss = max(self.peak_rss, rss)
         if sig in self.baselines:
             b = self.baselines[sig]
-            if (nfd, nep) != b[:2]:
-                self.fail(f"fds/epoll sources changed for the same situation {sig}: {b[0]} fds, {b[1]} sources "
+            if nfd > b[0] or nep > b[1]:
+                self.fail(f"fds/epoll sources grew for the same situation {sig}: {b[0]} fds, {b[1]} sources "
                           f"-> {nfd}, {nep} ({b[2]} -> {kinds})")
+            elif (nfd, nep) != b[:2]:
+                self.baselines[sig] = (min(nfd, b[0]), min(nep, b[1]), kinds)
         else:
             self.baselines[sig] = (nfd, nep, kinds)
         if not T.WRAPPER and not self.sanitized():   # valgrind's and ASan's own heaps are not the daemon's
@@ -587,6 +742,29 @@ class Soak:
                 self.fail(f"RSS grew from {self.rss_first} KiB to {rss} KiB within one daemon instance")
         self.checks += 3
         return d
+
+    def check_event_sources(self, sig):
+        """The daemon's own event sources (Manager1.EventSources) after a quiet period: what the
+        situation calls for and nothing more. Those are the SIGHUP source and the verification timer,
+        and per controller its pm_qos watch and I/O watch timer where it has them; a retry timer or the
+        situation timer lives only until it has done its work. So the count is the same every time
+        the same controllers, configuration and profile source meet, and within 2 + 3 per controller.
+        Timers and inotify watches share one descriptor each in sd-event: the fd and epoll counts
+        cannot see them leak."""
+        r = self.bus.conn.call_sync(BUSNAME, ROOT, "org.freedesktop.DBus.Properties", "Get",
+                                    self.GLib.Variant("(ss)", (BUSNAME + ".Manager1", "EventSources")),
+                                    None, self.Gio.DBusCallFlags.NONE, int(20000 * self.slow), None)
+        n = r.unpack()[0]
+        bound = 2 + 3 * len(self.model)
+        self.peak_sources = max(getattr(self, "peak_sources", 0), n)
+        self.checks += 1
+        if not 2 <= n <= bound:
+            self.fail(f"the daemon holds {n} event sources of its own; {len(self.model)} controllers allow "
+                      f"2 to {bound}: a source outlived its owner")
+        elif sig in self.source_baselines and n != self.source_baselines[sig]:
+            self.fail(f"the daemon holds {n} event sources of its own, {self.source_baselines[sig]} the last time "
+                      f"in the same situation {sig}")
+        self.source_baselines.setdefault(sig, n)
 
     def check_tables(self):
         out = []
@@ -824,13 +1002,17 @@ class Soak:
                 self.daemon.proc.kill()
                 self.daemon.proc.wait()
             self.bus.close()
+            if self.journal:
+                self.journal.close()
         span = time.monotonic() - t0
         gaps = max(self.wd_gaps) if self.wd_gaps else 0
         real_events = sum(1 for e in self.events[:self.done] if e["kind"] != "quiet")
         stats = {"seed": self.header["seed"], "events": real_events, "seconds": round(span, 1),
                  "checks": self.checks, "peak_rss_kib": self.peak_rss, "bus_reads": self.bus_reads,
                  "bus_no_reply": self.bus_errors, "instances": self.instances,
-                 "max_watchdog_gap_s": round(gaps, 2), "violations": len(self.violations)}
+                 "max_watchdog_gap_s": round(gaps, 2), "peak_event_sources": getattr(self, "peak_sources", 0),
+                 "journal_entries": getattr(self, "journal_entries_seen", 0),
+                 "violations": len(self.violations)}
         if self.bus_errors:
             self.violations.append(f"{self.bus_errors} D-Bus call(s) without a reply from a running daemon")
         print("soak-stats: " + json.dumps(stats), flush=True)
