@@ -113,5 +113,11 @@ int ctrl_get_apst(Ctrl *c, ApstTable *ret, uint16_t *ret_nvme_status);
 /* Set Features 0x0C: CDW11 = APSTE, the 256-byte table; never saved (SV = 0). */
 int ctrl_set_apst(Ctrl *c, const ApstTable *t, uint16_t *ret_nvme_status);
 
+/* @hook is called after every admin command that reached the kernel, whatever its outcome (NULL:
+ * none). The daemon's event loop waits for each command, so a run of slow ones (a resume re-checks
+ * every controller in one dispatch; a slow drive takes up to CTRL_ADMIN_TIMEOUT_MS a command) would
+ * starve systemd's watchdog although every command completes: the daemon feeds it from here. */
+void ctrl_set_progress_hook(void (*hook)(void *userdata), void *userdata);
+
 /* "Invalid Field in Command" etc. for a status; never NULL. */
 const char *ctrl_status_to_string(uint16_t status);

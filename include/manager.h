@@ -88,6 +88,8 @@ struct Manager {
         BusApi *bus_api;           /* the read-only D-Bus API; NULL without a system bus */
         sd_event_source *verify_timer;
         sd_event_source *sighup;
+        uint64_t watchdog_usec;        /* WATCHDOG_USEC; 0 = no watchdog */
+        uint64_t watchdog_fed_usec;    /* CLOCK_MONOTONIC of our last WATCHDOG=1 between two commands */
 
         char *config_path;
         bool config_missing_ok;

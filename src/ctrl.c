@@ -147,6 +147,14 @@ static int map_result(int r, uint16_t *ret_nvme_status) {
         return negative_errno();
 }
 
+static void (*progress_hook)(void *userdata);
+static void *progress_userdata;
+
+void ctrl_set_progress_hook(void (*hook)(void *userdata), void *userdata) {
+        progress_hook = hook;
+        progress_userdata = userdata;
+}
+
 typedef enum CtrlCmd {
         CTRL_CMD_IDENTIFY_CTRL,
         CTRL_CMD_GET_APST,
@@ -219,6 +227,8 @@ static int ctrl_submit(Ctrl *c, CtrlCmd cmd, void *buf, uint32_t cdw11, uint32_t
                 return -EPERM;
         }
 
+        if (progress_hook)
+                progress_hook(progress_userdata);
         r = map_result(r, ret_nvme_status);
         if (r >= 0 && ret_result)
                 *ret_result = result;

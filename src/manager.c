@@ -28,6 +28,7 @@
 #include "apstd-ids.h"
 #include "bus-api.h"
 #include "config-build.h"
+#include "ctrl.h"
 #include "log.h"
 #include "manager.h"
 #include "retry.h"
@@ -440,6 +441,7 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        ctrl_set_progress_hook(NULL, NULL);
         for (size_t i = 0; i < m->n_ctrls; i++)
                 manager_ctrl_free(m->ctrls[i]);
         free(m->ctrls);
@@ -465,10 +467,30 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
+/* After every admin command (ctrl_set_progress_hook()): WATCHDOG=1 if a quarter of the interval has
+ * passed since we last sent one here, as sd-event does between dispatches. The loop is not stuck
+ * while commands complete; one that hangs still ends at CTRL_ADMIN_TIMEOUT_MS, well inside it. */
+static void on_command_done(void *userdata) {
+        Manager *m = userdata;
+        struct timespec ts;
+        uint64_t now;
+
+        if (m->watchdog_usec == 0 || clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+                return;
+        now = (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+        if (now < m->watchdog_fed_usec + m->watchdog_usec / 4)
+                return;
+        (void) sd_notify(false, "WATCHDOG=1");
+        m->watchdog_fed_usec = now;
+}
+
 static int manager_connect_signals(Manager *m) {
         int r;
 
         (void) sd_event_set_watchdog(m->event, true);
+        if (sd_watchdog_enabled(false, &m->watchdog_usec) <= 0)
+                m->watchdog_usec = 0;
+        ctrl_set_progress_hook(on_command_done, m);
         r = sd_event_set_signal_exit(m->event, true);
         if (r < 0)
                 return log_error_errno(r, "Cannot handle SIGTERM/SIGINT: %m");

@@ -20,6 +20,7 @@ One harness process serves a whole group, so a group takes a few seconds."""
 
 import os
 import re
+import select
 import signal
 import stat
 import subprocess
@@ -779,6 +780,61 @@ def scenario_transient():
     fresh()
 
 
+def scenario_slow_commands():
+    # Every admin command of both controllers takes 600 ms: a reload that rewrites both tables is
+    # one dispatch of 2 x (Get, Set, Get) = 3.6 s, longer than WATCHDOG_USEC (2 s) here. The loop
+    # cannot ping between dispatches then; the daemon feeds the watchdog after each command instead.
+    fresh()
+    for n in ("nvme0", "nvme1"):
+        ctl("fault", n, "any=delay=600:always")
+    conf = os.path.join(WORK, "slow.conf")
+    write_config("[apst]\npolicy = budget\n", conf)
+    limit = 2.0
+    d = Daemon(conf, extra_env={"WATCHDOG_USEC": str(int(limit * 1e6))})
+    times = []          # (monotonic receive time, message)
+
+    def pump(seconds, until=None):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            r, _, _ = select.select([d.sock], [], [], 0.02)
+            if r:
+                msg = d.sock.recv(65536).decode(errors="replace")
+                d.notifications.append(msg)
+                times.append((time.monotonic(), msg))
+                if until and re.search(until, msg, re.M):
+                    return True
+        return False
+
+    try:
+        check(pump(30, r"^READY=1$"), "slow commands: READY=1 (two controllers at 2.4 s each)")
+        check(read_table("nvme0") == WANT["nvme0"], "slow commands: nvme0 programmed")
+        write_config("[apst]\npolicy = kernel\n", conf)
+        start = len(times)
+        t0 = time.monotonic()
+        d.signal(signal.SIGHUP)
+        pump(30, r"^READY=1$")
+        took = time.monotonic() - t0
+        pump(limit)                 # and the loop's own pings after it
+        check(d.proc.poll() is None and read_table("nvme0") != WANT["nvme0"], "slow commands: the reload rewrote nvme0")
+        pings = [t for t, m in times if re.search(r"^WATCHDOG=1$", m, re.M)]
+        pts = [t0] + [t for t in pings if t >= t0]
+        gaps = [b - a for a, b in zip(pts, pts[1:])]
+        print(f"slow commands: the reload took {took:.1f} s; WATCHDOG=1 gaps {[round(g, 2) for g in gaps]}")
+        check(took > limit, f"slow commands: the reload's dispatch ({took:.1f} s) outlasts WATCHDOG_USEC")
+        check(gaps and max(gaps) < limit,
+              f"slow commands: WATCHDOG=1 kept coming within {limit} s during it (longest gap "
+              f"{max(gaps) if gaps else 0:.2f} s)")
+        check(len(times) > start, "slow commands: notifications during the reload")
+        for n in ("nvme0", "nvme1"):
+            ctl("clear", n)
+        check(d.stop() == 0, "slow commands: exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+    fresh()
+
+
 scenario = sys.argv[1]
 if scenario == "matrix-apply":
     matrix_apply(sys.argv[2])
@@ -801,6 +857,8 @@ elif scenario == "transient":
     scenario_transient()
 elif scenario == "config-reload":
     scenario_config_reload()
+elif scenario == "slow-commands":
+    scenario_slow_commands()
 else:
     print(f"unknown scenario {scenario}")
     sys.exit(2)
