@@ -308,6 +308,7 @@ class Soak:
         self.bus_errors = 0
         self.bus_reads = 0
         self.wd_gaps = []
+        self.event_times = []     # (time.time() at its start, event index): which events a long gap spans
         self.expect_dead = False
         self.workdir = tempfile.mkdtemp(prefix="apstd-soak-")
         self.conf = os.path.join(self.workdir, "nvme-apstd.conf")
@@ -680,7 +681,9 @@ class Soak:
         for a, b in zip(pts, pts[1:]):
             self.wd_gaps.append(b - a)
             if b - a > limit:
-                self.fail(f"watchdog missed: {b - a:.2f} s between WATCHDOG=1 (WATCHDOG_USEC = {limit:.1f} s)")
+                during = [i for t, i in self.event_times if a - 1 <= t <= b]
+                self.fail(f"watchdog missed: {b - a:.2f} s between WATCHDOG=1 (WATCHDOG_USEC = {limit:.1f} s), "
+                          f"while events {during} ran")
         self.checks += 1
 
     def cpu_snapshot(self):
@@ -983,6 +986,7 @@ class Soak:
         try:
             self.start_daemon()
             for ev in self.events:
+                self.event_times.append((time.time(), self.done))
                 self.event(ev)
                 self.done += 1
                 if self.violations and not self.args.keep_going:
