@@ -353,9 +353,15 @@ class Soak:
     def loglines(self, name):
         return T.read_log(name)
 
-    def write_conf(self, text):
-        with open(self.conf, "w", errors="surrogateescape") as f:
-            f.write(text)
+    def write_conf(self, text, raw=None):
+        """Replace the configuration file whole (a temporary file renamed over it). A SIGHUP storm can
+        leave a reload still to come after the one the driver waited for; written in place, that
+        reload could read the next file half written (empty is a valid configuration: pin = off), a
+        state the driver never meant. The first long run at ten seeds at once met it once."""
+        tmp = self.conf + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(raw if raw is not None else text.encode(errors="surrogateescape"))
+        os.replace(tmp, self.conf)
 
     # -- the private bus: logind and power-profiles-daemon of our own
     def start_bus(self):
@@ -886,8 +892,7 @@ class Soak:
             self.wait_reloaded(n)
         elif k == "reload-broken":
             n = len(d.notifications)
-            with open(self.conf, "wb") as f:
-                f.write(BROKEN[ev["broken"]].encode("latin-1"))
+            self.write_conf(None, raw=BROKEN[ev["broken"]].encode("latin-1"))
             d.signal(signal.SIGHUP)
             self.wait_reloaded(n)
         elif k == "hup-storm":
