@@ -317,6 +317,9 @@ class Soak:
         why = JournalSink.usable()
         self.journal = JournalSink(self.workdir) if why is None else None
         self.journal_pos = 0
+        self.journal_entries_seen = 0
+        self.journal_bad_seen = 0
+        self.peak_sources = 0
         if why:
             print(f"soak: the daemon logs to stderr, not to a journal socket (no mount namespace here: {why}); "
                   "journal fields are checked on its console output only", flush=True)
@@ -675,8 +678,8 @@ class Soak:
                     self.fail(f"journal entry with a malformed MESSAGE_ID: {fields}")
                 if any(not re.fullmatch(r"[A-Z0-9_]+", k) or k[0].isdigit() for k in keys):
                     self.fail(f"journal entry with a field name journald refuses: {keys}")
-            self.journal_entries_seen = getattr(self, "journal_entries_seen", 0) + len(entries)
-            for b in self.journal.bad[getattr(self, "journal_bad_seen", 0):]:
+            self.journal_entries_seen += len(entries)
+            for b in self.journal.bad[self.journal_bad_seen:]:
                 self.fail(f"a datagram on the journal socket that journald could not parse: {b}")
             self.journal_bad_seen = len(self.journal.bad)
         self.checks += 1
@@ -771,7 +774,7 @@ class Soak:
                                     None, self.Gio.DBusCallFlags.NONE, int(20000 * self.slow), None)
         n = r.unpack()[0]
         bound = 2 + 3 * len(self.model)
-        self.peak_sources = max(getattr(self, "peak_sources", 0), n)
+        self.peak_sources = max(self.peak_sources, n)
         self.checks += 1
         if not 2 <= n <= bound:
             self.fail(f"the daemon holds {n} event sources of its own; {len(self.model)} controllers allow "
@@ -1026,8 +1029,8 @@ class Soak:
         stats = {"seed": self.header["seed"], "events": real_events, "seconds": round(span, 1),
                  "checks": self.checks, "peak_rss_kib": self.peak_rss, "bus_reads": self.bus_reads,
                  "bus_no_reply": self.bus_errors, "instances": self.instances,
-                 "max_watchdog_gap_s": round(gaps, 2), "peak_event_sources": getattr(self, "peak_sources", 0),
-                 "journal_entries": getattr(self, "journal_entries_seen", 0),
+                 "max_watchdog_gap_s": round(gaps, 2), "peak_event_sources": self.peak_sources,
+                 "journal_entries": self.journal_entries_seen,
                  "violations": len(self.violations)}
         if self.bus_errors:
             self.violations.append(f"{self.bus_errors} D-Bus call(s) without a reply from a running daemon")
