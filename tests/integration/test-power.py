@@ -222,6 +222,12 @@ elif scenario == "profiles":
         p.terminate()
         p.wait()
 
+    def event_sources():
+        """Manager1.EventSources: the event sources the daemon's own code holds."""
+        return conn.call_sync("io.github.nvme_apstd", "/io/github/nvme_apstd", "org.freedesktop.DBus.Properties",
+                              "Get", GLib.Variant("(ss)", ("io.github.nvme_apstd.Manager1", "EventSources")),
+                              None, Gio.DBusCallFlags.NONE, 5000, None).unpack()[0]
+
     d = None
     try:
         # power-profiles-daemon absent at start: profile sections never active
@@ -229,6 +235,7 @@ elif scenario == "profiles":
         check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
         check("System bus unavailable" not in d.log(), "the daemon is on the bus")
         check(tables() == W["ac"], "no power-profiles-daemon: the AC tables")
+        sources0 = event_sources()
 
         # AC -> battery -> power-saver, the sequence a laptop user sees
         s0 = sets()
@@ -236,6 +243,9 @@ elif scenario == "profiles":
         check(wait_switches(d, 1), "unplugged: a switch")
         settle(d)
         check(tables() == W["battery"] and sets() == (s0[0] + 1, s0[1]), "on battery: nvme0 only")
+        sources1 = event_sources()
+        print(f"EventSources: {sources0} at start, {sources1} after the first switch")
+        check(sources1 == sources0, "the switch's one-shot timer is freed once it fired (EventSources as at start)")
 
         start_ppd(OLD, "balanced")
         check(wait_switches(d, 2), "power-profiles-daemon (net.hadess, 0.12) appears: a switch")
@@ -293,6 +303,7 @@ elif scenario == "profiles":
         check(extra_sw <= windows, f"flapping: at most one switch per 250 ms ({extra_sw} <= {windows})")
         check(extra_sets <= 2 * windows, "flapping: bounded writes")
         check(tables() == W["battery"], "flapping ends on balanced: the battery tables")
+        check(event_sources() == sources0, "after 21 switches' worth of timers: EventSources as at start")
 
         # power-profiles-daemon restarts: new owner, same profile -> nothing to do
         n_sw, n_admin = len(switches(d)), admin()
