@@ -210,5 +210,14 @@ for s in $APST_SERIALS; do
 		[ "$(readback "$c")" = "$(cat "/tmp/kt-$s.json")" ]
 done
 dshow "$c4" "$DAEMON_J"
+# journald turns a field given twice into an array, which breaks every
+# consumer that reads .FIELD as a string: none in any entry of the run, the
+# ones written while the kernel reset, rewrote and resumed included.
+all=$(djson "$c0")
+entries=$(echo "$all" | jq length 2>/dev/null)
+dups=$(echo "$all" | jq -r '.[] | to_entries[] | select(.value | type == "array") | .key' 2>/dev/null |
+	sort | uniq -c | tr -s ' \n' ' ')
+check "journal: no daemon entry from start to stop has a field twice (${entries:-no} entries; fields twice: ${dups:-none})" \
+	test "${entries:-0}" -gt 0 -a -z "$dups"
 echo "# ======== journalctl -u $UNIT"
 t 30 journalctl -q -b -u "$UNIT" --no-pager -o short-monotonic | tail -n 60
