@@ -514,6 +514,32 @@ elif scenario == "stop-not-live":
             d2.stop()
         d2.dump()
 
+elif scenario == "pm-qos-before-takeover":
+    # The original a stop puts back is the table the daemon finds before its first write. A
+    # pm_qos_latency_tolerance_us write that lands while the controller is still connecting (no
+    # inotify watch yet, nothing read) makes the kernel's table for the new limit that original.
+    orig = read_table("nvme0")
+    want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        check(d.wait_log(r"nvme0: controller is connecting, not live; will look again", timeout=5) is not None,
+              "nvme0 connecting at start: left for later")
+        check(count_cmds("nvme0", SET) == 0, "nothing written to it yet")
+        ctl("pmqos", "nvme0", "1000")
+        qos = read_table("nvme0")
+        check(qos != orig, f"test premise: the 1000 us limit changes the kernel's table ({orig} -> {qos})")
+        kernel = os.path.join(d.dir, "nvme0.kernel")
+        write_table_file(kernel, *qos)         # the kernel keeps the new limit for the reset's table
+        ctl("reset", "nvme0", kernel)
+        check(wait_for(lambda: read_table("nvme0") == want0, 5, "our table") is not None, "live: our table written")
+        check(d.stop() == 0, "SIGTERM: exit 0")
+        check(read_table("nvme0") == qos, "stop puts back the table found before the first write (the pm_qos one)")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
 elif scenario == "adaptive":
     # policy = adaptive: I/O injected through the namespace's stat file (one write every ~300 ms,
     # each paying a couple of ms, as on the drive of the seed report), then silence. The policy
