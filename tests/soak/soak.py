@@ -847,9 +847,31 @@ class Soak:
         daemon read it, would replace that reload, not follow it."""
         d = self.daemon
         i = d.wait_notify(r"^RELOADING=1$", n, timeout=30 * self.slow)
-        if i is None or d.wait_notify(r"^READY=1$", i, timeout=30 * self.slow) is None:
+        j = None if i is None else d.wait_notify(r"^READY=1$", i, timeout=30 * self.slow)
+        if j is None:
             self.alive()
             self.fail("SIGHUP: no RELOADING=1 then READY=1 within 30 s")
+        return j
+
+    def drain_reloads(self, j):
+        """After a SIGHUP storm, until no RELOADING=1 follows the last READY=1 (index @j) for 0.5 s.
+        The storm's last signals coalesce into one that is still pending when the first reload ends;
+        its reload would otherwise come after the next event's file was written, and that event's
+        own SIGHUP would coalesce with it, leaving the driver waiting on the wrong reload (a long
+        run met it: a valid file never read, the broken one after it rejected)."""
+        d = self.daemon
+        while j is not None:
+            end, i = time.monotonic() + 0.5 * self.slow, None
+            while i is None and time.monotonic() < end:
+                d.poll_notify(0.05)
+                i = next((k for k in range(j + 1, len(d.notifications))
+                          if re.search(r"^RELOADING=1$", d.notifications[k], re.M)), None)
+            if i is None:
+                return
+            j = d.wait_notify(r"^READY=1$", i, timeout=30 * self.slow)
+            if j is None:
+                self.alive()
+                self.fail("SIGHUP storm: a queued reload sent RELOADING=1 but no READY=1 within 30 s")
 
     def write_stat(self, name):
         c = self.model[name]
@@ -912,7 +934,7 @@ class Soak:
             for _ in range(ev["n"]):
                 d.signal(signal.SIGHUP)
                 time.sleep(0.002)
-            self.wait_reloaded(n)
+            self.drain_reloads(self.wait_reloaded(n))
         elif k == "supply":
             self.ac = ev["ac"]
             self.ctl("supply", "AC", f"online={1 if self.ac else 0}")
