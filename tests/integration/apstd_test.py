@@ -197,6 +197,12 @@ class PrivateBus:
                                    self.GLib.Variant(signature, args), None, self.Gio.DBusCallFlags.NONE, -1,
                                    None).unpack()
 
+    def get_property(self, dest, path, iface, prop, timeout_ms=5000):
+        """org.freedesktop.DBus.Properties.Get on @dest; returns the unpacked value."""
+        return self.conn.call_sync(dest, path, "org.freedesktop.DBus.Properties", "Get",
+                                   self.GLib.Variant("(ss)", (iface, prop)), None, self.Gio.DBusCallFlags.NONE,
+                                   timeout_ms, None).unpack()[0]
+
     def close(self):
         self.proc.terminate()
         self.proc.wait()
@@ -237,8 +243,9 @@ class Daemon:
             self.notifications.append(msg)
             r, _, _ = select.select([self.sock], [], [], 0)
 
-    def wait_notify(self, pattern, start=0, timeout=10.0):
-        """Index of the first notification at or after @start matching regex @pattern."""
+    def wait_notify(self, pattern, start=0, timeout=10.0, quiet=False):
+        """Index of the first notification at or after @start matching regex @pattern; None (said
+        unless @quiet) if none came within @timeout."""
         end = time.monotonic() + timeout
         while True:
             for i in range(start, len(self.notifications)):
@@ -250,7 +257,8 @@ class Daemon:
                 for i in range(start, len(self.notifications)):
                     if re.search(pattern, self.notifications[i], re.M):
                         return i
-                print(f"no notification matching {pattern!r}; got {self.notifications[start:]}")
+                if not quiet:
+                    print(f"no notification matching {pattern!r}; got {self.notifications[start:]}")
                 return None
             self.poll_notify(min(left, 0.2))
 

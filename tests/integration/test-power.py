@@ -224,9 +224,8 @@ elif scenario == "profiles":
 
     def event_sources():
         """Manager1.EventSources: the event sources the daemon's own code holds."""
-        return conn.call_sync("io.github.nvme_apstd", "/io/github/nvme_apstd", "org.freedesktop.DBus.Properties",
-                              "Get", GLib.Variant("(ss)", ("io.github.nvme_apstd.Manager1", "EventSources")),
-                              None, Gio.DBusCallFlags.NONE, 5000, None).unpack()[0]
+        return bus.get_property("io.github.nvme_apstd", "/io/github/nvme_apstd", "io.github.nvme_apstd.Manager1",
+                                "EventSources")
 
     d = None
     try:

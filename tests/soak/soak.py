@@ -769,10 +769,7 @@ class Soak:
         the same controllers, configuration and profile source meet, and within 2 + 3 per controller.
         Timers and inotify watches share one descriptor each in sd-event: the fd and epoll counts
         cannot see them leak."""
-        r = self.bus.conn.call_sync(BUSNAME, ROOT, "org.freedesktop.DBus.Properties", "Get",
-                                    self.GLib.Variant("(ss)", (BUSNAME + ".Manager1", "EventSources")),
-                                    None, self.Gio.DBusCallFlags.NONE, int(20000 * self.slow), None)
-        n = r.unpack()[0]
+        n = self.bus.get_property(BUSNAME, ROOT, BUSNAME + ".Manager1", "EventSources", int(20000 * self.slow))
         bound = 2 + 3 * len(self.model)
         self.peak_sources = max(self.peak_sources, n)
         self.checks += 1
@@ -861,11 +858,7 @@ class Soak:
         run met it: a valid file never read, the broken one after it rejected)."""
         d = self.daemon
         while j is not None:
-            end, i = time.monotonic() + 0.5 * self.slow, None
-            while i is None and time.monotonic() < end:
-                d.poll_notify(0.05)
-                i = next((k for k in range(j + 1, len(d.notifications))
-                          if re.search(r"^RELOADING=1$", d.notifications[k], re.M)), None)
+            i = d.wait_notify(r"^RELOADING=1$", j + 1, timeout=0.5 * self.slow, quiet=True)
             if i is None:
                 return
             j = d.wait_notify(r"^READY=1$", i, timeout=30 * self.slow)
@@ -906,7 +899,7 @@ class Soak:
             if ev["multipath"]:
                 keys += ",multipath=1"
             self.ctl("add", keys)
-            c["orig"] = self.table(ev["ctrl"])
+            c["orig"] = c["restore"] = self.table(ev["ctrl"])
             c["nonlive"] = (0, "connecting")
             self.model[ev["ctrl"]] = c
             self.reset(ev["ctrl"])
@@ -976,7 +969,7 @@ class Soak:
                 # is the kernel's from before this write or the one this write made, as the two race.
                 t = self.table(n)
                 c = self.model[n]
-                if t != (c["restore"] or c["orig"]) and t not in c["also"]:
+                if t != c["restore"] and t not in c["also"]:
                     c["also"].append(t)
                     print(f"soak: event {self.done}: {n} rewritten by pm_qos before the daemon took its table: "
                           f"either table may be put back at stop", flush=True)
@@ -1016,7 +1009,7 @@ class Soak:
                 continue
             have = self.table(n)
             self.checks += 1
-            want = c["restore"] or c["orig"]
+            want = c["restore"]
             if have != want and have not in c["also"]:
                 self.fail(f"{n}: after stop holds {fmt(have)}, before the first start it held {fmt(want)}" +
                           "".join(f" (or, after an early pm_qos write, {fmt(t)})" for t in c["also"]))
@@ -1036,7 +1029,7 @@ class Soak:
     def run(self):
         self.start_bus()
         for n, c in self.model.items():
-            c["orig"] = self.table(n)
+            c["orig"] = c["restore"] = self.table(n)
         self.cpu_orig = self.cpu_snapshot()
         t0 = time.monotonic()
         try:
