@@ -7,7 +7,7 @@
 # the kernel's defaults), so they do not depend on the machine. Needs only a C
 # compiler (for bench/tracegen.c), POSIX sh and awk.
 #
-#   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive optimum"]
+#   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive adaptive-stat optimum"]
 #                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-n] [-R]
 #
 # The binary may also come from $NVME_APSTD. IDCTRL_DIR defaults to
@@ -47,7 +47,7 @@ set -eu
 
 bin=${NVME_APSTD:-}
 dir=
-policies="none kernel budget adaptive optimum"
+policies="none kernel budget adaptive adaptive-stat optimum"
 real=yes
 seed=1
 duration=600
@@ -139,6 +139,11 @@ sim() {
         [ "$quirks" = yes ] && pci=$(pci_id "$drive")
         [ -n "$pci" ] && set -- --pci "$pci" "$@"
         [ "$p" = optimum ] && p=kernel   # every run reports the optimum
+        # adaptive watches with the exact (eBPF) source, adaptive-stat with /sys/block/X/stat
+        if [ "$p" = adaptive-stat ]; then
+                p=adaptive
+                set -- --watch-source stat "$@"
+        fi
         "$bin" simulate --id-ctrl "$drive" --trace "$t" --policy "$p" --json "$@"
 }
 
@@ -181,7 +186,7 @@ chain_times() {
 
 # One line of the table from a simulate JSON: DRIVE FAMILY POLICY and the figures.
 row() {
-        awk -v drv="$1" -v fam="$2" -v pol="$3" '
+        awk -v drv="$1" -v fam="$2" -v pol="$3" -v key="$(echo "$3" | sed 's/^adaptive-stat$/adaptive/')" '
                 function num(line, key,   m) {
                         if (!match(line, "\"" key "\":-?[0-9.eE+-]+")) return 0
                         m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); return m + 0
@@ -192,15 +197,15 @@ row() {
                         P99[name] = num($0, "p99"); W[name] = num($0, "added_wall_s"); D[name] = num($0, "duration_s")
                 }
                 END {
-                        if (!(pol in E) || !("kernel" in E) || !("optimum" in E)) { print "run.sh: missing rows" > "/dev/stderr"; exit 1 }
-                        eo = E["optimum"] > 0 ? E[pol] / E["optimum"] : 1
-                        ek = E["kernel"] > 0 ? E[pol] / E["kernel"] : 1
-                        if (S["kernel"] > 0) sk = sprintf("%.3f", S[pol] / S["kernel"])
-                        else sk = S[pol] > 0 ? "inf" : "-"
-                        wall = fam ~ /^seed/ ? sprintf("%.3f", W[pol]) : "-"
+                        if (!(key in E) || !("kernel" in E) || !("optimum" in E)) { print "run.sh: missing rows" > "/dev/stderr"; exit 1 }
+                        eo = E["optimum"] > 0 ? E[key] / E["optimum"] : 1
+                        ek = E["kernel"] > 0 ? E[key] / E["kernel"] : 1
+                        if (S["kernel"] > 0) sk = sprintf("%.3f", S[key] / S["kernel"])
+                        else sk = S[key] > 0 ? "inf" : "-"
+                        wall = fam ~ /^seed/ ? sprintf("%.3f", W[key]) : "-"
                         # job time without power management, for the added share of the seed job
-                        job = D[pol] - W[pol]
-                        printf "%s %s %s %.3f %.3f %s %.3f %s %.9g %.9g %.9g %.9g %.9g\n", drv, fam, pol, eo, ek, sk, P99[pol] * 1e3, wall, S[pol], S["kernel"], E[pol], E["kernel"], (job > 0 ? W[pol] / job : 0)
+                        job = D[key] - W[key]
+                        printf "%s %s %s %.3f %.3f %s %.3f %s %.9g %.9g %.9g %.9g %.9g\n", drv, fam, pol, eo, ek, sk, P99[key] * 1e3, wall, S[key], S["kernel"], E[key], E["kernel"], (job > 0 ? W[key] / job : 0)
                 }'
 }
 
@@ -248,11 +253,11 @@ end=$(date +%s)
 awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${power:-default}" -v quirks="$quirks" '
         BEGIN {
                 printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s\n\n", seed, dur, power, quirks
-                printf "%-11s %-11s %-8s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"
+                printf "%-11s %-11s %-13s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"
         }
         FILENAME ~ /segbest$/ { segbest[$1] += $2; next }
         {
-                printf "%-11s %-11s %-8s %8s %8s %8s %9s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8
+                printf "%-11s %-11s %-13s %8s %8s %8s %9s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8
                 n[$3]++; lo[$3] += log($4); lk[$3] += log($5); st[$3] += $9; sk[$3] += $10; sk_[$3] += $10
                 nr++; rd[nr] = $1; rf[nr] = $2; rp[nr] = $3; reo[nr] = $4; rek[nr] = $5; rs[nr] = $9; rsk[nr] = $10
                 re[nr] = $11; rwp[nr] = $13
@@ -262,10 +267,10 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
         }
         END {
                 printf "\nsummary over %d drives x families (geometric means of the ratios)\n", n[order[1]]
-                printf "%-7s %10s %10s %14s %12s %16s\n", "policy", "E/opt", "E/kern", "stall/kernel", "worst p99ms", "seed wall+s mean"
+                printf "%-13s %10s %10s %14s %12s %16s\n", "policy", "E/opt", "E/kern", "stall/kernel", "worst p99ms", "seed wall+s mean"
                 for (i = 1; i <= np; i++) {
                         p = order[i]
-                        printf "%-7s %10.3f %10.3f %14s %12.3f %16.3f\n", p, exp(lo[p] / n[p]), exp(lk[p] / n[p]),
+                        printf "%-13s %10.3f %10.3f %14s %12.3f %16.3f\n", p, exp(lo[p] / n[p]), exp(lk[p] / n[p]),
                                (sk[p] > 0 ? sprintf("%.3f", st[p] / sk[p]) : "-"), worst[p], (nw[p] ? wall[p] / nw[p] : 0)
                 }
                 families()

@@ -16,11 +16,14 @@
  * table in force overruns its stall limit. doc/policy.md has the whole of it.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "apst.h"
+#include "gaphist.h"
 #include "idctrl.h"
+#include "shadow.h"
 #include "sim.h"
 #include "watch.h"
 
@@ -30,6 +33,33 @@
 #define ADAPT_FIX_NS UINT64_C(2000000000)           /* ... for a stall overrun at most every 2 s */
 #define ADAPT_MIN_GAIN 0.10                         /* idle energy saved, to be worth a command */
 #define ADAPT_WARMUP_GAPS 8.0                       /* gaps seen before the first decision */
+
+/* The exact source (eBPF: every gap, and the first request's service time after it). */
+#define ADAPT_GAPS_PERIOD_NS UINT64_C(1000000000)    /* deltas come at most every 1 s, and only with gaps */
+#define ADAPT_GAPS_DECIDE_NS UINT64_C(1000000000)    /* think at most every 1 s */
+#define ADAPT_GAPS_HALF_LIFE_NS UINT64_C(20000000000) /* the decision histogram forgets half in 20 s */
+#define ADAPT_GAPS_ENERGY_NS UINT64_C(5000000000)    /* reprogram for energy at most every 5 s */
+#define ADAPT_GAPS_MIN_GAIN 0.03                     /* idle energy saved, to be worth a command */
+/* Gaps seen (since the drive was first watched, kept across restarts) before the
+ * policy trusts what it learned as much as the stall budget: the allowed wake
+ * delay moves from the stall budget to the kernel's table's in proportion. */
+#define ADAPT_TRUST_GAPS 400.0
+/* After the guard fell back: at least this long on the kernel's table, and new evidence. */
+#define ADAPT_RETRY_NS UINT64_C(120000000000)
+/* Evidence that changed: an exit latency estimate that moved by this share, or a
+ * gap histogram this far (total variation distance) from the one at the fallback. */
+#define ADAPT_RETRY_EXLAT_CHANGE 0.25
+#define ADAPT_RETRY_HIST_DISTANCE 0.25
+
+typedef enum AdaptSource {
+        ADAPT_SOURCE_STAT,         /* /sys/block/X/stat sampled by the watcher (adapt_feed) */
+        ADAPT_SOURCE_BPF,          /* exact gaps (adapt_observe_gaps) */
+        _ADAPT_SOURCE_MAX,
+        _ADAPT_SOURCE_INVALID = -EINVAL,
+} AdaptSource;
+
+const char *adapt_source_to_string(AdaptSource s);
+AdaptSource adapt_source_from_string(const char *s);
 
 typedef struct AdaptChain {
         unsigned n;
@@ -51,6 +81,7 @@ typedef struct AdaptDecision {
         double limit_stall;        /* what the table had to stay within */
         double energy_vs_kernel;   /* idle energy of the new table over the kernel's, same gaps */
         double exlat_factor;       /* real / advertised wake cost, from the ticks (>= 1) */
+        bool guard;                /* the shadow kernel's guard chose this table */
 } AdaptDecision;
 
 typedef struct Adapt {
@@ -68,6 +99,25 @@ typedef struct Adapt {
         double exlat_factor;
         unsigned programs;
         AdaptDecision last;
+
+        /* The exact source (adapt_observe_gaps()) */
+        AdaptSource source;        /* the source that fed it last (stat until gaps come) */
+        ApstParams params;
+        bool budget_explicit;      /* the user set stall_budget_pct: it always holds */
+        ShadowDrive sd;            /* the model, with the exit latencies seen */
+        ShadowChain kernel_sc;
+        ApstTable kernel_table;
+        Shadow shadow;             /* applied vs kernel, window and since start */
+        ShadowHist hist;           /* decayed (ADAPT_GAPS_HALF_LIFE_NS) for decisions */
+        double hist_elapsed_ns;    /* decayed time the histogram covers */
+        double exlat_weight[SHADOW_STATES];
+        double awake_svc_ns;       /* an awake request's service time, learned */
+        double gaps_seen;          /* evidence since the drive was first watched */
+        uint64_t gaps_last_ns, gaps_decide_ns;
+        bool fallen_back;          /* the guard put the kernel's table back */
+        uint64_t fallback_ns;
+        uint32_t fallback_exlat_us[SHADOW_STATES];
+        ShadowHist fallback_hist;
 } Adapt;
 
 /**
@@ -91,11 +141,30 @@ static inline uint64_t adapt_next(const Adapt *a) {
 int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_table, AdaptDecision *ret_why);
 
 /**
+ * adapt_observe_gaps() - the exact source: what the eBPF program counted since the
+ * previous call (gaphist_delta() of two readings), at @now_ns. Call it when gaps
+ * ended (an empty delta changes nothing, so an idle disk needs no call), at most
+ * every ADAPT_GAPS_PERIOD_NS is enough. The delta's wake figures are each gap's
+ * first-request service time: the wake-up the table in force really cost.
+ * Keeps the shadow kernel's accounting (a.shadow), runs its guard, and decides.
+ * Return: 1 with @ret_table and @ret_why (may be NULL) filled in: program this table;
+ * 0: keep the one in force; -EINVAL for a NULL argument.
+ */
+int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTable *ret_table,
+                       AdaptDecision *ret_why);
+
+/* The shadow kernel's figures: since start and over the window. */
+void adapt_savings(const Adapt *a, ShadowSums *ret_total_applied, ShadowSums *ret_total_kernel,
+                   ShadowSums *ret_window_applied, ShadowSums *ret_window_kernel);
+
+/**
  * adapt_sim_policy() - the policy behind the simulator's seam: sampled every
  * WATCH_FAST_NS, it reads the counters only when its watcher would (adapt_next()).
  * @a must have been adapt_init()ed at 0 and outlive the run.
  */
 void adapt_sim_policy(SimPolicy *ret, Adapt *a);
+/* The same on the exact source: every gap, delivered every ADAPT_GAPS_PERIOD_NS. */
+void adapt_sim_policy_gaps(SimPolicy *ret, Adapt *a);
 
 /* "ps0→ps3 after 100 ms, ps4 after 2000 ms more", or "no transitions". */
 void adapt_chain_describe(const AdaptChain *c, char *buf, size_t n);

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "apst.h"
+#include "gaphist.h"
 #include "idctrl.h"
 #include "trace.h"
 
@@ -117,6 +118,12 @@ typedef struct SimPolicy {
          * moment. Return 1 and fill @ret_table to reprogram, 0 to keep the
          * table, or negative errno to abort the run. May be NULL. */
         int (*sample)(void *userdata, uint64_t now_ns, const SimBlockStat *st, ApstTable *ret_table);
+        /* The exact source (eBPF): called at k * sample_period_ns with every idle gap
+         * whose first request completed since the previous call (gaphist_add_gap():
+         * the gap from the last completion to the next issue, and that request's
+         * service time, wake-up included), only when there is at least one. Return as
+         * sample(). May be NULL; a policy has sample() or gaps(), not both. */
+        int (*gaps)(void *userdata, uint64_t now_ns, const GapHist *delta, ApstTable *ret_table);
         /* Why the table just returned by sample() was chosen, in words (what the daemon
          * would log). May be NULL. */
         void (*reason)(void *userdata, char *buf, size_t n);

@@ -180,6 +180,23 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
         watch_init(&a->watch, now_ns);
         a->last_program_ns = now_ns;
         a->last_eval_ns = now_ns;
+
+        /* The exact source's model and the shadow kernel. */
+        a->params = *p;
+        a->budget_explicit = p->stall_budget_cpct != APST_STALL_BUDGET_DEFAULT_CPCT;
+        a->kernel_table = plan.outcome == APST_OUTCOME_PROGRAM ? plan.table : (ApstTable) {};
+        a->sd = (ShadowDrive) { .npss = id->npss, .p0_uw = a->p0_uw };
+        for (unsigned i = 1; i <= id->npss && i < SHADOW_STATES; i++) {
+                a->sd.power_uw[i] = power_uw(a, i);
+                a->sd.enlat_us[i] = id->psd[i].enlat_us;
+                a->sd.exlat_us[i] = id->psd[i].exlat_us;
+                a->sd.non_operational[i] = id->psd[i].non_operational;
+        }
+        shadow_chain_from_table(&a->sd, a->kernel_table.apste, a->kernel_table.entry, &a->kernel_sc);
+        shadow_init(&a->shadow, now_ns);
+        a->awake_svc_ns = -1;
+        a->gaps_last_ns = now_ns;
+        a->gaps_decide_ns = now_ns;
         *ret_table = a->current_table;
         return 0;
 }
@@ -351,6 +368,251 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
         return 1;
 }
 
+/* ---- The exact source ---- */
+
+static const char *const source_names[_ADAPT_SOURCE_MAX] = {
+        [ADAPT_SOURCE_STAT] = "stat",
+        [ADAPT_SOURCE_BPF] = "bpf",
+};
+
+const char *adapt_source_to_string(AdaptSource s) {
+        return s >= 0 && s < _ADAPT_SOURCE_MAX ? source_names[s] : NULL;
+}
+
+AdaptSource adapt_source_from_string(const char *s) {
+        for (unsigned i = 0; s && i < _ADAPT_SOURCE_MAX; i++)
+                if (strcmp(s, source_names[i]) == 0)
+                        return (AdaptSource) i;
+        return _ADAPT_SOURCE_INVALID;
+}
+
+static void chain_to_shadow(const Adapt *a, const AdaptChain *c, ShadowChain *ret) {
+        ApstTable t;
+
+        chain_to_table(a, c, &t);
+        shadow_chain_from_table(&a->sd, t.apste, t.entry, ret);
+}
+
+typedef struct GapSearch {
+        const Adapt *a;
+        double limit_ns;
+        AdaptChain cur, best;
+        double best_e, best_w;
+        bool found;
+} GapSearch;
+
+static void gap_consider(GapSearch *s) {
+        ShadowChain sc;
+        double e, w;
+
+        chain_to_shadow(s->a, &s->cur, &sc);
+        shadow_hist_cost(&s->a->sd, &sc, &s->a->hist, &e, &w);
+        if (w <= s->limit_ns && (!s->found || e < s->best_e)) {
+                s->best = s->cur;
+                s->best_e = e;
+                s->best_w = w;
+                s->found = true;
+        }
+}
+
+/* States a table may use: apst_chain()'s, and within max_latency_us with the exit latency seen. */
+static bool state_usable(const Adapt *a, unsigned state) {
+        return (uint64_t) a->sd.enlat_us[state] + shadow_exlat_us(&a->sd, state) <= a->params.max_latency_us;
+}
+
+static bool gap_set_step(GapSearch *s, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
+        unsigned state = s->a->chain[j];
+
+        if (grid_ms[g] <= reach_ms || !state_usable(s->a, state))
+                return false;
+        s->cur.n = k + 1;
+        s->cur.state[k] = state;
+        s->cur.itpt_ms[k] = (uint32_t) (grid_ms[g] - reach_ms);
+        *ret_reach_ms = grid_ms[g] + ceil(s->a->id.psd[state].enlat_us / 1000.0);
+        return true;
+}
+
+/* Every chain of up to three steps on the grid, and the kernel's own. */
+static void gap_search(GapSearch *s) {
+        const unsigned nc = s->a->n_chain, ng = ELEMENTSOF(grid_ms);
+        double r1, r2, r3;
+
+        s->cur = s->a->kernel;
+        gap_consider(s);
+        s->cur.n = 0;
+        gap_consider(s);
+        for (unsigned j1 = 0; j1 < nc; j1++)
+                for (unsigned g1 = 0; g1 < ng; g1++) {
+                        if (!gap_set_step(s, 0, j1, g1, 0, &r1))
+                                continue;
+                        gap_consider(s);
+                        for (unsigned j2 = j1 + 1; j2 < nc; j2++)
+                                for (unsigned g2 = g1 + 1; g2 < ng; g2++) {
+                                        if (!gap_set_step(s, 1, j2, g2, r1, &r2))
+                                                continue;
+                                        gap_consider(s);
+                                        for (unsigned j3 = j2 + 1; j3 < nc; j3++)
+                                                for (unsigned g3 = g2 + 1; g3 < ng; g3++)
+                                                        if (gap_set_step(s, 2, j3, g3, r2, &r3))
+                                                                gap_consider(s);
+                                }
+                }
+}
+
+static double hist_total(const ShadowHist *h) {
+        double n = 0;
+
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                n += h->gaps[b];
+        return n;
+}
+
+/* Total variation distance between the shapes of two histograms (0..1). */
+static double hist_distance(const ShadowHist *x, const ShadowHist *y) {
+        double nx = hist_total(x), ny = hist_total(y), d = 0;
+
+        if (nx <= 0 || ny <= 0)
+                return nx > 0 || ny > 0 ? 1 : 0;
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                d += fabs(x->gaps[b] / nx - y->gaps[b] / ny);
+        return d / 2;
+}
+
+/* After a fallback: has the evidence changed enough to try our own tables again? */
+static bool evidence_changed(const Adapt *a, uint64_t now_ns) {
+        if (now_ns - a->fallback_ns < ADAPT_RETRY_NS)
+                return false;
+        for (unsigned s = 1; s <= a->sd.npss && s < SHADOW_STATES; s++) {
+                double was = a->fallback_exlat_us[s], is = a->sd.exlat_seen_us[s];
+                if (fabs(is - was) > ADAPT_RETRY_EXLAT_CHANGE * MAX(was, 1.0))
+                        return true;
+        }
+        return hist_distance(&a->hist, &a->fallback_hist) > ADAPT_RETRY_HIST_DISTANCE;
+}
+
+static int program(Adapt *a, const AdaptChain *c, const ApstTable *t, AdaptDecision *d, uint64_t now_ns,
+                   ApstTable *ret_table, AdaptDecision *ret_why) {
+        d->t_ns = now_ns;
+        d->chain = *c;
+        d->table = *t;
+        a->current = *c;
+        a->current_table = *t;
+        a->last_program_ns = now_ns;
+        a->programs++;
+        a->last = *d;
+        *ret_table = *t;
+        if (ret_why)
+                *ret_why = *d;
+        return 1;
+}
+
+int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTable *ret_table,
+                       AdaptDecision *ret_why) {
+        ShadowChain applied;
+        AdaptDecision d = {};
+        double f, n_new;
+
+        if (!a || !delta || !ret_table)
+                return -EINVAL;
+        a->source = ADAPT_SOURCE_BPF;
+        if (now_ns < a->gaps_last_ns)
+                now_ns = a->gaps_last_ns;
+
+        /* The decision histogram: decayed, plus this delta. */
+        f = exp2(-(double) (now_ns - a->gaps_last_ns) / (double) ADAPT_GAPS_HALF_LIFE_NS);
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                a->hist.gaps[b] = a->hist.gaps[b] * f + (double) delta->gaps[b];
+        a->hist_elapsed_ns = a->hist_elapsed_ns * f + (double) (now_ns - a->gaps_last_ns);
+        a->gaps_last_ns = now_ns;
+        n_new = (double) gaphist_total_gaps(delta);
+        a->gaps_seen += n_new;
+
+        /* What the table in force cost, and what the kernel's would have, on these gaps. */
+        shadow_chain_from_table(&a->sd, a->current_table.apste, a->current_table.entry, &applied);
+        double awake = shadow_awake_service_ns(&applied, delta, -1);
+        if (awake >= 0)
+                a->awake_svc_ns = a->awake_svc_ns < 0 ? awake : 0.9 * a->awake_svc_ns + 0.1 * awake;
+        double base = a->awake_svc_ns >= 0 ? a->awake_svc_ns : 0;
+        (void) shadow_learn_exlat(&a->sd, &applied, delta, base, a->exlat_weight);
+        shadow_account(&a->shadow, &a->sd, &applied, &a->kernel_sc, delta, base, now_ns);
+        if (!a->enabled)
+                return 0;
+
+        /* The guard: our table worse than the kernel's over the window. */
+        if (!a->fallen_back) {
+                char why[256];
+                if (shadow_guard(&a->shadow, why, sizeof why) != SHADOW_OK) {
+                        a->fallen_back = true;
+                        a->fallback_ns = now_ns;
+                        a->shadow.fallbacks++;
+                        memcpy(a->fallback_exlat_us, a->sd.exlat_seen_us, sizeof a->fallback_exlat_us);
+                        a->fallback_hist = a->hist;
+                        d.guard = true;
+                        if (snprintf(d.reason, sizeof d.reason, "the kernel's table again: the table in force spent %s",
+                                     why) < 0)
+                                d.reason[0] = 0;
+                        return program(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
+                }
+        } else {
+                if (!evidence_changed(a, now_ns))
+                        return 0;
+                a->fallen_back = false;
+        }
+
+        if (now_ns - a->gaps_decide_ns < ADAPT_GAPS_DECIDE_NS || hist_total(&a->hist) < ADAPT_WARMUP_GAPS)
+                return 0;
+        a->gaps_decide_ns = now_ns;
+
+        /* The wake delay allowed on these gaps: the kernel's table's; while little is known
+         * (or when the user set a stall budget), also the stall budget's share of the time. */
+        double k_e, k_w, cur_e, cur_w;
+        ShadowChain cur_sc;
+        shadow_hist_cost(&a->sd, &a->kernel_sc, &a->hist, &k_e, &k_w);
+        shadow_chain_from_table(&a->sd, a->current_table.apste, a->current_table.entry, &cur_sc);
+        shadow_hist_cost(&a->sd, &cur_sc, &a->hist, &cur_e, &cur_w);
+        double budget_w = a->hist_elapsed_ns * a->budget_cpct / 10000.0;
+        double trust = MIN(a->gaps_seen / ADAPT_TRUST_GAPS, 1.0);
+        double limit = k_w;
+        if (a->budget_explicit)
+                limit = MIN(k_w, budget_w);
+        else if (k_w > budget_w)
+                limit = budget_w + trust * (k_w - budget_w);
+
+        GapSearch s = { .a = a, .limit_ns = limit };
+        gap_search(&s);
+        if (!s.found || chain_equal(&s.best, &a->current))
+                return 0;
+        bool overrun = cur_w > limit * 1.05 + 1e6;
+        if (!overrun && ((a->programs > 0 && now_ns - a->last_program_ns < ADAPT_GAPS_ENERGY_NS) ||
+                         s.best_e > (1.0 - ADAPT_GAPS_MIN_GAIN) * cur_e))
+                return 0;
+
+        ApstTable t;
+        char chain[160];
+        chain_to_table(a, &s.best, &t);
+        adapt_chain_describe(&s.best, chain, sizeof chain);
+        d.io_rate = a->hist_elapsed_ns > 0 ? hist_total(&a->hist) / (a->hist_elapsed_ns * 1e-9) : 0;
+        d.expected_stall = a->hist_elapsed_ns > 0 ? s.best_w / a->hist_elapsed_ns : 0;
+        d.kernel_stall = a->hist_elapsed_ns > 0 ? k_w / a->hist_elapsed_ns : 0;
+        d.limit_stall = a->hist_elapsed_ns > 0 ? limit / a->hist_elapsed_ns : 0;
+        d.energy_vs_kernel = k_e > 0 ? s.best_e / k_e : 1;
+        d.exlat_factor = 1;
+        if (snprintf(d.reason, sizeof d.reason,
+                     "%.0f gaps in the last minute (%.1f/s): %s would wait %.2f%% of the time for wake-ups "
+                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy",
+                     hist_total(&a->hist), d.io_rate, chain, 100 * d.expected_stall, 100 * d.kernel_stall,
+                     100 * d.limit_stall, 100 * d.energy_vs_kernel) < 0)
+                d.reason[0] = 0;
+        return program(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
+}
+
+void adapt_savings(const Adapt *a, ShadowSums *ret_total_applied, ShadowSums *ret_total_kernel,
+                   ShadowSums *ret_window_applied, ShadowSums *ret_window_kernel) {
+        *ret_total_applied = a->shadow.total_applied;
+        *ret_total_kernel = a->shadow.total_kernel;
+        shadow_window(&a->shadow, ret_window_applied, ret_window_kernel);
+}
+
 static int sim_start(void *userdata, ApstTable *ret_table) {
         const Adapt *a = userdata;
 
@@ -378,6 +640,21 @@ static void sim_reason(void *userdata, char *buf, size_t n) {
 
         if (n > 0 && snprintf(buf, n, "%s", a->last.reason) < 0)
                 buf[0] = 0;
+}
+
+static int sim_gaps(void *userdata, uint64_t now_ns, const GapHist *delta, ApstTable *ret_table) {
+        return adapt_observe_gaps(userdata, delta, now_ns, ret_table, NULL);
+}
+
+void adapt_sim_policy_gaps(SimPolicy *ret, Adapt *a) {
+        *ret = (SimPolicy) {
+                .name = "adaptive",
+                .sample_period_ns = ADAPT_GAPS_PERIOD_NS,
+                .start = sim_start,
+                .gaps = sim_gaps,
+                .reason = sim_reason,
+                .userdata = a,
+        };
 }
 
 void adapt_sim_policy(SimPolicy *ret, Adapt *a) {

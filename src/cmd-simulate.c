@@ -52,6 +52,7 @@ typedef struct Options {
         ApstPlatform platform;       /* PCI ids from --pci; DMI unknown */
         uint64_t service_ns;
         double exlat_scale;          /* real exit latency / advertised; 1 = honest drive */
+        AdaptSource source;          /* what the adaptive policy watches the drive with */
         bool closed_loop, json;
 } Options;
 
@@ -73,6 +74,9 @@ static void help(void) {
                "  -s --service-us US    time to serve one I/O (default %u)\n"
                "  -x --exlat-scale X    the drive really wakes X times slower than it advertises\n"
                "                        (policies still plan from the advertised latencies)\n"
+               "  -W --watch-source S  what the adaptive policy observes: bpf (default: every idle\n"
+               "                        gap and each wake-up's cost, as the eBPF source) or stat\n"
+               "                        (/sys/block/X/stat sampled every 50 ms to 5 s)\n"
                "  -l --closed-loop      each I/O waits for the previous one (one synchronous job):\n"
                "                        lateness shifts every later I/O\n"
                "  -P --pci VVVV:DDDD    the drive's PCI vendor:device, for the kernel's quirks and\n"
@@ -139,6 +143,18 @@ static int parse_exlat_scale(const char *arg, double *ret) {
         return 0;
 }
 
+/* --watch-source: bpf or stat. */
+static int parse_source(const char *arg, AdaptSource *ret) {
+        AdaptSource s = adapt_source_from_string(arg);
+
+        if (s < 0) {
+                fprintf(stderr, "%s: --watch-source: expected bpf or stat, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret = s;
+        return 0;
+}
+
 /* --event: which blkparse events are the I/Os, D (issued) or Q (queued). */
 static int parse_event(const char *arg, char *ret) {
         if ((arg[0] != 'D' && arg[0] != 'Q') || arg[1] != 0) {
@@ -172,6 +188,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 { "service-us", required_argument, NULL, 's' },
                 { "closed-loop", no_argument, NULL, 'l' },
                 { "exlat-scale", required_argument, NULL, 'x' },
+                { "watch-source", required_argument, NULL, 'W' },
                 { "device", required_argument, NULL, 'd' },
                 { "pci", required_argument, NULL, 'P' },
                 { "event", required_argument, NULL, 'e' },
@@ -182,7 +199,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
         int c;
 
         optind = 0;   /* a full reset: main.c may have run getopt already */
-        while ((c = cli_getopt(argc, argv, "i:t:c:p:w:s:lx:d:P:e:jh", options, help)) >= 0) {
+        while ((c = cli_getopt(argc, argv, "i:t:c:p:w:s:lx:W:d:P:e:jh", options, help)) >= 0) {
                 switch (c) {
                 case 'i':
                         o->id_ctrl = optarg;
@@ -210,6 +227,10 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         break;
                 case 'x':
                         if (parse_exlat_scale(optarg, &o->exlat_scale) < 0)
+                                return -EINVAL;
+                        break;
+                case 'W':
+                        if (parse_source(optarg, &o->source) < 0)
                                 return -EINVAL;
                         break;
                 case 'd':
@@ -423,6 +444,7 @@ static int print_json(const Options *o, const IdCtrl *id, const SimDrive *d, con
         (void) json_object_object_add(model, "service_us", json_out_fixed((double) o->service_ns / 1e3, 3));
         (void) json_object_object_add(model, "closed_loop", json_object_new_boolean(o->closed_loop));
         (void) json_object_object_add(model, "exlat_scale", json_out_general(o->exlat_scale, 6));
+        (void) json_object_object_add(model, "watch_source", json_object_new_string(adapt_source_to_string(o->source)));
         (void) json_object_object_add(doc, "model", model);
         (void) json_object_object_add(doc, "policy", json_object_new_string(chosen));
         (void) json_object_object_add(doc, "config_section", json_out_string_or_null(section[0] ? section : NULL));
@@ -576,7 +598,10 @@ static int run(const Options *o) {
                                 fprintf(stderr, "%s: adaptive policy: %s\n", prog, strerror(-r));
                                 goto free_rows;
                         }
-                        adapt_sim_policy(&pol, &adapt);
+                        if (o->source == ADAPT_SOURCE_BPF)
+                                adapt_sim_policy_gaps(&pol, &adapt);
+                        else
+                                adapt_sim_policy(&pol, &adapt);
                 }
                 r = sim_run(&d, t.io, t.n, &sp, &pol, &rows[done].res);
                 if (r < 0) {
@@ -608,7 +633,8 @@ finish:
 }
 
 int verb_simulate(int argc, char *argv[]) {
-        Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS, .exlat_scale = 1.0 };
+        Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS, .exlat_scale = 1.0,
+                      .source = ADAPT_SOURCE_BPF };
         int r;
 
         r = parse_options(argc, argv, &o);

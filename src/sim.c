@@ -295,6 +295,11 @@ typedef struct Run {
         const TraceIo *io;
         uint64_t *arr, *comp;            /* per I/O: arrival as issued, completion */
         uint64_t next_sample, n_samples;
+        /* the exact source: gaps whose first request completed, not yet delivered */
+        GapHist delta;
+        bool pending;                    /* a gap whose first request is still in service */
+        uint64_t pending_gap, pending_svc, pending_done;
+        size_t completed;                /* I/Os completed by the last delivery */
 } Run;
 
 /* One policy sample at @now; @idle when nothing is in flight then. */
@@ -308,9 +313,24 @@ static int run_sample(Run *run, uint64_t now, bool idle) {
                 return -E2BIG;
         if (idle)
                 idle_advance(&run->s, now);
-        counters_snapshot(&run->cnt, run->io, run->arr, run->comp, now, &st);
         t = run->s.table;
-        q = pol->sample(pol->userdata, now, &st, &t);
+        if (pol->gaps) {
+                if (run->pending && run->pending_done <= now) {
+                        gaphist_add_gap(&run->delta, run->pending_gap, run->pending_svc);
+                        run->pending = false;
+                }
+                while (run->completed < run->cnt.arrived && run->comp[run->completed] <= now) {
+                        run->completed++;
+                        run->delta.requests++;
+                }
+                if (gaphist_total_gaps(&run->delta) == 0)
+                        return 0;
+                q = pol->gaps(pol->userdata, now, &run->delta, &t);
+                run->delta = (GapHist) {};
+        } else {
+                counters_snapshot(&run->cnt, run->io, run->arr, run->comp, now, &st);
+                q = pol->sample(pol->userdata, now, &st, &t);
+        }
         if (q <= 0)
                 return q;
         q = set_table(&run->s, &run->res, &run->allocated, now, &t);
@@ -327,7 +347,7 @@ static int run_sample(Run *run, uint64_t now, bool idle) {
 
 /* Samples strictly before @until; an arrival at the sample time goes first. */
 static int run_samples(Run *run, uint64_t prev_done, uint64_t until) {
-        while (run->pol->sample_period_ns > 0 && run->pol->sample && run->next_sample < until) {
+        while (run->pol->sample_period_ns > 0 && (run->pol->sample || run->pol->gaps) && run->next_sample < until) {
                 int q = run_sample(run, run->next_sample, run->next_sample >= prev_done);
 
                 if (q < 0)
@@ -360,6 +380,16 @@ static void run_io(Run *run, size_t k, uint64_t a, uint64_t service_ns) {
 
         if (k == 0 || a >= prev_done) {
                 start = wake_for_arrival(&run->s, &run->res, a);
+                /* The exact source counts the gap that ended here, with this request's
+                 * service time once it completes (the previous gap's completed by now). */
+                if (k > 0) {
+                        if (run->pending)
+                                gaphist_add_gap(&run->delta, run->pending_gap, run->pending_svc);
+                        run->pending = true;
+                        run->pending_gap = a - prev_done;
+                        run->pending_svc = start + service_ns - a;
+                        run->pending_done = start + service_ns;
+                }
                 /* A new busy period: close the previous one for io_ticks. */
                 if (k > 0)
                         run->cnt.busy_closed_ns += prev_done - run->cnt.busy_start;

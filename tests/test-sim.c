@@ -405,6 +405,64 @@ static void test_counters(void) {
         sim_result_done(&r);
 }
 
+/* The exact source: what a policy with gaps() is handed. */
+typedef struct GapProbe {
+        ApstTable start;
+        size_t n;
+        uint64_t when[8];
+        GapHist h[8];
+} GapProbe;
+
+static int gapprobe_start(void *userdata, ApstTable *ret_table) {
+        *ret_table = ((GapProbe *) userdata)->start;
+        return 0;
+}
+
+static int gapprobe_gaps(void *userdata, uint64_t now_ns, const GapHist *delta, ApstTable *ret_table) {
+        GapProbe *p = userdata;
+        (void) ret_table;
+        if (p->n < 8) {
+                p->when[p->n] = now_ns;
+                p->h[p->n] = *delta;
+        }
+        p->n++;
+        return 0;
+}
+
+static void test_exact_gaps(void) {
+        SimDrive d = drive_a();
+        GapProbe probe = { .start = table_a() };
+        SimPolicy pol = { .name = "gaps", .sample_period_ns = MS(100), .start = gapprobe_start,
+                          .gaps = gapprobe_gaps, .userdata = &probe };
+        /* Served with 0.1 ms each. Arrivals 0, 5, 30, 30.05, 250 ms:
+         *   0     served 0..0.1
+         *   5     gap 4.9 ms (ps0, ITPT 10 ms not reached): service 0.1 ms, done 5.1
+         *   30    gap 24.9 ms: ps1 since 16.1 (10 ms + 1 ms entry), wakes 2 ms: service 2.1 ms, done 32.1
+         *   30.05 arrives while the previous one is in service: no gap
+         *   250   gap 250 - 32.2 = 217.8 ms: wakes 2 ms, service 2.1 ms, done 252.1 */
+        uint64_t t[] = { 0, MS(5), MS(30), MS(30.05), MS(250) };
+        SimResult r;
+
+        current = "exact gaps";
+        TraceIo io[5];
+        for (size_t i = 0; i < 5; i++)
+                io[i] = (TraceIo) { .t_ns = t[i], .bytes = 4096, .op = TRACE_OP_WRITE };
+        CHECK(sim_run(&d, io, 5, &params_100us, &pol, &r) == 0);
+        /* Deliveries only when gaps ended: at 100 ms (two gaps) and none at 200 (nothing new);
+         * the 217.8 ms gap's request completes at 252.1, after the last sample (none past the
+         * last completion), so it is never delivered. */
+        CHECK(probe.n == 1);
+        CHECK(probe.when[0] == MS(100));
+        CHECK(gaphist_total_gaps(&probe.h[0]) == 2);
+        CHECK(probe.h[0].gaps[gaphist_bucket(MS(4.9))] == 1 && probe.h[0].gaps[gaphist_bucket(MS(24.9))] == 1);
+        CHECK(probe.h[0].gap_sum_ns == MS(4.9) + MS(24.9));
+        CHECK(probe.h[0].wake_sum_ns[gaphist_bucket(MS(4.9))] == MS(0.1));
+        CHECK(probe.h[0].wake_sum_ns[gaphist_bucket(MS(24.9))] == MS(2.1));
+        CHECK(probe.h[0].wake_max_ns[gaphist_bucket(MS(24.9))] == MS(2.1));
+        CHECK(probe.h[0].requests == 4);
+        sim_result_done(&r);
+}
+
 static void test_reprogram(void) {
         SimDrive d = drive_a();
         Probe probe = { .later = table_a(), .reprogram_at = MS(20) };
@@ -522,6 +580,7 @@ int main(void) {
         test_none_and_kernel();
         test_closed_loop();
         test_counters();
+        test_exact_gaps();
         test_reprogram();
         test_ticks_include_wake();
         test_table_check();

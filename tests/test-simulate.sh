@@ -114,18 +114,29 @@ rc=$?
 # wakes ps4 for each); the policy programs its start table, then at least one learned one,
 # each with its reason.
 awk 'BEGIN { for (t = 0; t < 30; t += 0.3) printf "%.3f W 4096\n", t }' >"$tmp/periodic.txt"
-out=$tmp/adaptive.json
+for src in stat bpf; do
+        out=$tmp/adaptive-$src.json
+        checks=$((checks + 1))
+        if "$bin" simulate --id-ctrl "$dir/05-samsung-ssd-970-evo-plus-2tb.bin" --trace "$tmp/periodic.txt" \
+                --policy adaptive --watch-source $src --closed-loop --json >"$out"; then
+                grep -q '^"policy":"adaptive"' "$out" || fail "adaptive ($src): not the chosen policy"
+                grep -q "\"watch_source\":\"$src\"" "$out" || fail "adaptive ($src): source not in the model"
+                case $src in
+                stat) reason='"reason":"I/O every ~300 ms' ;;
+                bpf) reason='"reason":"[0-9]* gaps in the last minute' ;;
+                esac
+                grep '^"reprograms":' "$out" | grep -q "$reason" || fail "adaptive ($src): no reason for its table"
+                # within its 1% stall budget (nothing learned yet), the kernel's table far over it
+                awk -v a="$(field "$out" adaptive stall_s)" -v k="$(field "$out" kernel stall_s)" \
+                        'BEGIN { exit !(a <= 0.3 && k > 0.5) }' || fail "adaptive ($src): stall $(field "$out" adaptive stall_s)"
+        else
+                fail "simulate --policy adaptive --watch-source $src exited $?"
+        fi
+done
 checks=$((checks + 1))
-if "$bin" simulate --id-ctrl "$dir/05-samsung-ssd-970-evo-plus-2tb.bin" --trace "$tmp/periodic.txt" \
-        --policy adaptive --closed-loop --json >"$out"; then
-        grep -q '^"policy":"adaptive"' "$out" || fail "adaptive: not the chosen policy"
-        grep '^"reprograms":' "$out" | grep -q '"reason":"I/O every ~300 ms' || fail "adaptive: no reason for its table"
-        # within its 1% stall budget, the kernel's table far over it
-        awk -v a="$(field "$out" adaptive stall_s)" -v k="$(field "$out" kernel stall_s)" \
-                'BEGIN { exit !(a <= 0.3 && k > 0.5) }' || fail "adaptive: stall $(field "$out" adaptive stall_s)"
-else
-        fail "simulate --policy adaptive exited $?"
-fi
+"$bin" simulate -i "$intel_bin" -t "$tmp/tiny.txt" --watch-source ebpf >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "bad --watch-source: rc $rc"
 
 # The trace from standard input, and the human table
 checks=$((checks + 1))

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The shadow kernel: what the applied table and the kernel's cost on the same
+ * observed gaps. See shadow.h and doc/policy.md.
+ */
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "shadow.h"
+
+#define NS_PER_US 1000.0
+/* Wake-ups a measured exit latency keeps as weight: later samples still move it. */
+#define EXLAT_WEIGHT_MAX 64.0
+
+static double dmin(double a, double b) {
+        return a < b ? a : b;
+}
+
+static double dmax(double a, double b) {
+        return a > b ? a : b;
+}
+
+uint32_t shadow_exlat_us(const ShadowDrive *d, unsigned s) {
+        if (s >= SHADOW_STATES)
+                return 0;
+        return d->exlat_seen_us[s] > d->exlat_us[s] ? d->exlat_seen_us[s] : d->exlat_us[s];
+}
+
+static double power_uw(const ShadowDrive *d, unsigned s) {
+        return s == 0 ? d->p0_uw : d->power_uw[s];
+}
+
+void shadow_chain_from_table(const ShadowDrive *d, bool apste, const uint64_t entry[SHADOW_STATES],
+                             ShadowChain *ret) {
+        ShadowChain c = {};
+        bool seen[SHADOW_STATES] = { [0] = true };
+        uint64_t t = 0;
+        unsigned s = 0;
+
+        while (apste && c.n < SHADOW_MAX_STEPS && s <= d->npss && s < SHADOW_STATES) {
+                uint64_t e = entry[s];
+                uint64_t itpt_ms = (e >> 8) & 0xFFFFFFu;
+                unsigned to = (unsigned) ((e >> 3) & 0x1Fu);
+
+                if (itpt_ms == 0 || to > d->npss || seen[to])
+                        break;
+                t += itpt_ms * UINT64_C(1000000);
+                c.state[c.n] = to;
+                c.start_ns[c.n++] = t;
+                t += (uint64_t) d->enlat_us[to] * 1000u;
+                seen[to] = true;
+                s = to;
+        }
+        *ret = c;
+}
+
+void shadow_gap_cost(const ShadowDrive *d, const ShadowChain *c, double g, double *ret_e, double *ret_wait) {
+        double t = 0, e = 0, wait;
+        unsigned cur = 0;
+
+        for (unsigned k = 0; k < c->n; k++) {
+                double start = (double) c->start_ns[k], enter = d->enlat_us[c->state[k]] * NS_PER_US;
+
+                if (g <= start)
+                        break;
+                e += power_uw(d, cur) * (dmax(start, t) - t);
+                t = dmax(start, t);
+                if (g < t + enter) {
+                        wait = t + enter - g + shadow_exlat_us(d, c->state[k]) * NS_PER_US;
+                        e += d->p0_uw * (g - t + wait);
+                        *ret_e = e;
+                        *ret_wait = wait;
+                        return;
+                }
+                e += d->p0_uw * enter;
+                t += enter;
+                cur = c->state[k];
+        }
+        wait = cur == 0 ? 0 : shadow_exlat_us(d, cur) * NS_PER_US;
+        e += power_uw(d, cur) * (g - t) + d->p0_uw * wait;
+        *ret_e = e;
+        *ret_wait = wait;
+}
+
+/* The span the sub-points of bucket @b cover: the last bucket has no upper bound,
+ * so it is taken as wide as the octave's quarter-steps before it. */
+static void bucket_span(unsigned b, double *ret_lo, double *ret_hi) {
+        double lo = (double) gaphist_bucket_lower_ns(b);
+        double hi = b + 1 >= GAP_BUCKETS ? lo * 1.25 : (double) gaphist_bucket_upper_ns(b);
+
+        *ret_lo = lo;
+        *ret_hi = hi;
+}
+
+/* A bucket's cost: @n gaps spread evenly over it. */
+static void bucket_cost(const ShadowDrive *d, const ShadowChain *c, unsigned b, double n, double *ret_e,
+                        double *ret_wait, double *ret_wakes) {
+        double lo, hi, e = 0, w = 0, k = 0;
+
+        bucket_span(b, &lo, &hi);
+        for (unsigned i = 0; i < SHADOW_SUBPOINTS; i++) {
+                double g = lo + (hi - lo) * (i + 0.5) / SHADOW_SUBPOINTS, ge, gw;
+
+                shadow_gap_cost(d, c, g, &ge, &gw);
+                e += ge;
+                w += gw;
+                k += gw > 0;
+        }
+        *ret_e = e * n / SHADOW_SUBPOINTS;
+        *ret_wait = w * n / SHADOW_SUBPOINTS;
+        if (ret_wakes)
+                *ret_wakes = k * n / SHADOW_SUBPOINTS;
+}
+
+void shadow_hist_from_gaphist(const GapHist *h, ShadowHist *ret) {
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                ret->gaps[b] = (double) h->gaps[b];
+}
+
+void shadow_hist_cost(const ShadowDrive *d, const ShadowChain *c, const ShadowHist *h, double *ret_e,
+                      double *ret_wait) {
+        double e = 0, w = 0;
+
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                double be, bw;
+
+                if (h->gaps[b] <= 0)
+                        continue;
+                bucket_cost(d, c, b, h->gaps[b], &be, &bw, NULL);
+                e += be;
+                w += bw;
+        }
+        *ret_e = e;
+        *ret_wait = w;
+}
+
+/* The state the drive rests in for every gap of [lo, hi) under @c, or -1 when the
+ * bucket straddles an entry (or ends in PS0: 0 is returned then too, as "awake"). */
+static int resting_state(const ShadowDrive *d, const ShadowChain *c, double lo, double hi) {
+        int state = 0;
+        double reach = 0;
+
+        for (unsigned k = 0; k < c->n; k++) {
+                double start = (double) c->start_ns[k];
+
+                if (hi <= start)
+                        return lo >= reach ? state : -1;
+                if (lo < start + d->enlat_us[c->state[k]] * NS_PER_US)
+                        return -1;
+                state = (int) c->state[k];
+                reach = start + d->enlat_us[c->state[k]] * NS_PER_US;
+        }
+        return lo >= reach ? state : -1;
+}
+
+double shadow_awake_service_ns(const ShadowChain *applied, const GapHist *delta, double fallback_ns) {
+        double first = applied->n > 0 ? (double) applied->start_ns[0] : INFINITY, sum = 0, n = 0;
+
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                double lo, hi;
+
+                bucket_span(b, &lo, &hi);
+                if (hi > first)
+                        break;
+                sum += (double) delta->wake_sum_ns[b];
+                n += (double) delta->wake_count[b];
+        }
+        return n > 0 ? sum / n : fallback_ns;
+}
+
+unsigned shadow_learn_exlat(ShadowDrive *d, const ShadowChain *applied, const GapHist *delta,
+                            double awake_svc_ns, double weights[SHADOW_STATES]) {
+        double sum[SHADOW_STATES] = {}, cnt[SHADOW_STATES] = {};
+        unsigned moved = 0;
+
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                double lo, hi;
+                int s;
+
+                if (delta->wake_count[b] == 0)
+                        continue;
+                bucket_span(b, &lo, &hi);
+                s = resting_state(d, applied, lo, hi);
+                if (s <= 0)
+                        continue;
+                sum[s] += dmax((double) delta->wake_sum_ns[b] - (double) delta->wake_count[b] * awake_svc_ns, 0);
+                cnt[s] += (double) delta->wake_count[b];
+        }
+        for (unsigned s = 1; s < SHADOW_STATES && s <= d->npss; s++) {
+                if (cnt[s] <= 0)
+                        continue;
+                double old = d->exlat_seen_us[s], w = weights[s];
+                double est = (old * w + sum[s] / NS_PER_US) / (w + cnt[s]);
+                double v = est + 0.5;
+
+                weights[s] = dmin(w + cnt[s], EXLAT_WEIGHT_MAX);
+                d->exlat_seen_us[s] = v >= 4294967295.0 ? UINT32_MAX : (uint32_t) v;
+                if (fabs((double) d->exlat_seen_us[s] - old) > 0.1 * dmax(old, 1.0))
+                        moved++;
+        }
+        return moved;
+}
+
+void shadow_init(Shadow *s, uint64_t now_ns) {
+        *s = (Shadow) { .slot_start_ns = now_ns, .started = true };
+}
+
+static void advance(Shadow *s, uint64_t now_ns) {
+        if (!s->started)
+                shadow_init(s, now_ns);
+        if (now_ns < s->slot_start_ns + SHADOW_SLOT_NS)
+                return;
+        uint64_t steps = (now_ns - s->slot_start_ns) / SHADOW_SLOT_NS;
+        for (uint64_t i = 0; i < steps && i < SHADOW_SLOTS; i++) {
+                s->slot = (s->slot + 1) % SHADOW_SLOTS;
+                s->slot_applied[s->slot] = (ShadowSums) {};
+                s->slot_kernel[s->slot] = (ShadowSums) {};
+        }
+        s->slot_start_ns += steps * SHADOW_SLOT_NS;
+}
+
+static void add(ShadowSums *x, double e, double w, double gaps, double wakes) {
+        x->energy_uwns += e;
+        x->wake_ns += w;
+        x->gaps += gaps;
+        x->wakes += wakes;
+}
+
+void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied, const ShadowChain *kernel,
+                    const GapHist *delta, double awake_svc_ns, uint64_t now_ns) {
+        advance(s, now_ns);
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                double n = (double) delta->gaps[b], ae, aw, ak, ke, kw, kk;
+
+                if (n <= 0)
+                        continue;
+                bucket_cost(d, applied, b, n, &ae, &aw, &ak);
+                bucket_cost(d, kernel, b, n, &ke, &kw, &kk);
+                /* The applied table's wake delay as the drive charged it, where it was measured. */
+                double measured = (double) delta->wake_count[b];
+                if (measured > 0) {
+                        double m = dmin(measured, n);
+                        double paid = dmax((double) delta->wake_sum_ns[b] - measured * awake_svc_ns, 0) * m / measured;
+                        double model_rest = aw * (n - m) / n;
+                        /* The energy follows the wait actually paid, at PS0 power. */
+                        ae += d->p0_uw * (paid + model_rest - aw);
+                        aw = paid + model_rest;
+                }
+                add(&s->total_applied, ae, aw, n, ak);
+                add(&s->total_kernel, ke, kw, n, kk);
+                add(&s->slot_applied[s->slot], ae, aw, n, ak);
+                add(&s->slot_kernel[s->slot], ke, kw, n, kk);
+        }
+}
+
+void shadow_window(const Shadow *s, ShadowSums *ret_applied, ShadowSums *ret_kernel) {
+        ShadowSums a = {}, k = {};
+
+        for (unsigned i = 0; i < SHADOW_SLOTS; i++) {
+                add(&a, s->slot_applied[i].energy_uwns, s->slot_applied[i].wake_ns, s->slot_applied[i].gaps,
+                    s->slot_applied[i].wakes);
+                add(&k, s->slot_kernel[i].energy_uwns, s->slot_kernel[i].wake_ns, s->slot_kernel[i].gaps,
+                    s->slot_kernel[i].wakes);
+        }
+        *ret_applied = a;
+        *ret_kernel = k;
+}
+
+ShadowVerdict shadow_guard(const Shadow *s, char *why, size_t n) {
+        ShadowSums a, k;
+        ShadowVerdict v = SHADOW_OK;
+        const double tol = 1.0 + SHADOW_GUARD_TOLERANCE;
+
+        shadow_window(s, &a, &k);
+        bool wake_evidence = dmax(a.wake_ns, k.wake_ns) >= (double) SHADOW_GUARD_MIN_WAKE_NS;
+        if (wake_evidence && a.wake_ns > tol * k.wake_ns)
+                v = SHADOW_WORSE_WAKE;
+        else if (k.energy_uwns > 0 && a.energy_uwns > tol * k.energy_uwns &&
+                 !(wake_evidence && a.wake_ns * tol < k.wake_ns))
+                v = SHADOW_WORSE_ENERGY;
+        if (why && n > 0) {
+                char fig[200];
+                shadow_describe(&a, &k, fig, sizeof fig);
+                if (snprintf(why, n, "%s over the last %.0f s: %s",
+                             v == SHADOW_WORSE_WAKE     ? "more wake delay than the kernel's table"
+                             : v == SHADOW_WORSE_ENERGY ? "more energy than the kernel's table for no less wake delay"
+                                                        : "within the kernel's table",
+                             (double) (SHADOW_SLOTS * SHADOW_SLOT_NS) / 1e9, fig) < 0)
+                        why[0] = 0;
+        }
+        return v;
+}
+
+static void format_seconds(double ns, char *buf, size_t n) {
+        double s = ns / 1e9;
+
+        if (s >= 10 || s == 0)
+                (void) snprintf(buf, n, "%.0f s", s);
+        else if (s >= 1)
+                (void) snprintf(buf, n, "%.1f s", s);
+        else
+                (void) snprintf(buf, n, "%.0f ms", s * 1e3);
+}
+
+void shadow_describe(const ShadowSums *a, const ShadowSums *k, char *buf, size_t n) {
+        double ea = a->energy_uwns / 1e15, ek = k->energy_uwns / 1e15, diff = ek - ea;
+        char wa[32], wk[32];
+
+        if (n == 0)
+                return;
+        format_seconds(a->wake_ns, wa, sizeof wa);
+        format_seconds(k->wake_ns, wk, sizeof wk);
+        if (snprintf(buf, n, "%.3g J (%.0f%%) %s than the kernel's table, wake delay %s against its %s",
+                     fabs(diff), ek > 0 ? 100.0 * fabs(diff) / ek : 0.0, diff >= 0 ? "less" : "more", wa, wk) < 0)
+                buf[0] = 0;
+}
