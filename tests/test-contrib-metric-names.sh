@@ -1,0 +1,43 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The alert rules (contrib/prometheus/) and the dashboard (contrib/grafana/)
+# name only metrics the daemon exports. The exported names are not listed
+# here: they are the families metrics_format() declares, as `test-metrics
+# print` prints them ("# TYPE name type"; every family is declared even
+# without samples). A metric renamed in src/metrics.c without the rules or
+# the dashboard following fails this test. Names with a colon are recording
+# rules and must be defined in the rules file.
+# Usage: test-contrib-metric-names.sh TEST-METRICS-BINARY SOURCE-ROOT
+set -eu
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$bin" print | sed -n 's/^# TYPE \([a-zA-Z_:][a-zA-Z0-9_:]*\) .*/\1/p' | sort -u >"$tmp/exported"
+[ -s "$tmp/exported" ] || { echo "FAIL: $bin print declares no metric family"; exit 1; }
+sed -n 's/^ *- record: *\([a-zA-Z_:][a-zA-Z0-9_:]*\).*/\1/p' "$src"/contrib/prometheus/*.rules.yml | sort -u >"$tmp/recorded"
+
+fails=0
+used=0
+for f in "$src"/contrib/prometheus/*.rules.yml "$src"/contrib/grafana/*.json; do
+        [ -f "$f" ] || continue
+        case $f in *.test.yml) continue ;; esac
+        # metric names: identifiers that contain nvme_apstd_
+        grep -o '[a-zA-Z_:][a-zA-Z0-9_:]*' "$f" | sed 's/:*$//' | grep 'nvme_apstd_' | sort -u >"$tmp/names"
+        while read -r n; do
+                used=$((used + 1))
+                case $n in
+                *:*) list=$tmp/recorded; what="recording rule" ;;
+                *) list=$tmp/exported; what="metric" ;;
+                esac
+                if ! grep -qx "$n" "$list"; then
+                        echo "FAIL: ${f#"$src"/} names $what $n, which the daemon does not export"
+                        fails=$((fails + 1))
+                fi
+        done <"$tmp/names"
+        echo "ok   ${f#"$src"/}: $(wc -l <"$tmp/names") names"
+done
+[ "$used" -gt 0 ] || { echo "FAIL: no metric name found under contrib/"; exit 1; }
+[ "$fails" -eq 0 ] || { echo "exported: $(tr '\n' ' ' <"$tmp/exported")"; exit 1; }
+echo "contrib: every nvme_apstd_ name is an exported family or a recording rule"
