@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpufreq-sysfs.h"
 #include "config.h"
 #include "cpufreq-policy.h"
 #include "cpupin.h"

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "apst.h"
-#include "calib.h"
+#include "calib-store.h"
 #include "config.h"
 #include "device.h"
 #include "fileio.h"

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config-file.h"
 #include "macro.h"
 #include "util.h"
 

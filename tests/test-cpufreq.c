@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit tests for the pure cpufreq planning (cpufreq.c): frequency specs,
+ * Unit tests for the pure cpufreq planning (cpufreq-policy.c): frequency specs,
  * per-policy plans and their refusals, write order, CPU selection including
  * the nvme-irq CPUs, the recorded-state file round trip, and the CPU list
  * syntax of `cpus =`.

@@ -3,10 +3,10 @@
 
 /*
  * The admin-command allow-list, ctrl_command_allowed(): the only gate between
- * the daemon and the kernel's NVMe passthrough (src/ctrl.c submits nothing it
+ * the daemon and the kernel's NVMe passthrough (src/platform/nvme-admin.c submits nothing it
  * refuses). The integration tests cannot drive the daemon into a forbidden
  * command, so this test holds the predicate itself to the contract in
- * include/ctrl.h and README.md:
+ * include/platform/nvme-admin.h and README.md:
  *   - Identify, CNS 01h (CDW10 = 0x00000001: CNTID 31:16 zero, nothing else);
  *   - Get Features, FID 0x0C, any SEL (10:8), nothing else in CDW10;
  *   - Set Features, FID 0x0C, SV (bit 31) clear, nothing else in CDW10.
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "ctrl.h"
+#include "nvme-admin.h"
 
 static unsigned n_checked;
 

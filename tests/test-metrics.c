@@ -19,7 +19,7 @@
 
 #include "fileio.h"
 #include "macro.h"
-#include "metrics.h"
+#include "metrics-file.h"
 
 static const MetricsController example_ctrls[] = {
         {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Crash records (record.c, apst-record.c) and the file helpers under them
+ * Crash records (record-file.c, apst-record.c) and the file helpers under them
  * (fileio.c): a record round-trips; a truncated, garbage, foreign-kind,
  * foreign-version or another drive's record is refused and never half-used;
  * the unversioned APST record of earlier releases is still read; a crash
@@ -22,7 +22,7 @@
 #include "cpufreq-policy.h"
 #include "fileio.h"
 #include "macro.h"
-#include "record.h"
+#include "record-file.h"
 
 static char dir[] = "/tmp/test-record-XXXXXX";
 

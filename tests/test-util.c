@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "ctrl.h"
+#include "nvme-admin.h"
 #include "macro.h"
 #include "retry.h"
 #include "util.h"

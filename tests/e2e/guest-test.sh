@@ -87,7 +87,7 @@ CTRL_ENTRY='(.NVME_CTRL == "nvme0") and (.MESSAGE_ID | type == "string" and test
   and (.NVME_MODEL | type == "string" and test("QEMU"))
   and (.NVME_FIRMWARE | type == "string" and length > 0)'
 DAEMON='(._SYSTEMD_UNIT == "nvme-apstd.service")'
-# The daemon's MESSAGE_IDs (include/apstd-ids.h, copied in by the host as
+# The daemon's MESSAGE_IDs (include/platform/apstd-ids.h, copied in by the host as
 # MSGID_NAME=hex lines). kind NAME REGEX: a jq filter for entries of that kind;
 # without the id it falls back to matching the message text.
 # shellcheck disable=SC1091

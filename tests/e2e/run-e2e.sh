@@ -312,8 +312,8 @@ cp "$MODDIR"/modules.{order,builtin,builtin.modinfo} "$R/usr/lib/modules/$KVER/"
 t 60 depmod -b "$R/usr" "$KVER" || t 60 depmod -b "$R" "$KVER"
 install -D -m755 "$HERE/guest-test.sh" "$R/usr/local/libexec/nvme-apstd-e2e/guest-test.sh"
 # The daemon's MESSAGE_IDs, so the guest checks each kind of entry by its id.
-if [ -r "$SRC/include/apstd-ids.h" ]; then
-	sed -n 's/^#define \(MSGID_[A-Z0-9_]*\) "\([0-9a-f]\{32\}\)".*/\1=\2/p' "$SRC/include/apstd-ids.h" \
+if [ -r "$SRC/include/platform/apstd-ids.h" ]; then
+	sed -n 's/^#define \(MSGID_[A-Z0-9_]*\) "\([0-9a-f]\{32\}\)".*/\1=\2/p' "$SRC/include/platform/apstd-ids.h" \
 		>"$R/usr/local/libexec/nvme-apstd-e2e/ids.sh"
 fi
 install -D -m644 "$HERE/nvme-apstd-e2e.service" "$R/etc/systemd/system/nvme-apstd-e2e.service"

@@ -14,15 +14,15 @@ cov=$(command -v llvm-cov-14 || command -v llvm-cov)
 mkdir -p "$out/gen"
 printf '#define PACKAGE_VERSION "fuzz"\n#define SYSCONFDIR "/etc"\n' >"$out/gen/config-build.h"
 flags=(-fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping -O1 -g -D_GNU_SOURCE -std=gnu11
-       -Iinclude -I"$out/gen")
+       -Iinclude/core -I"$out/gen")
 build() {  # name sources... [-- libs]
         local name=$1
         shift
         clang "${flags[@]}" -o "$out/$name" "tests/fuzz/$name.c" "$@"
 }
-build fuzz-idctrl src/idctrl.c src/apst.c -lm
-build fuzz-config src/config.c src/cpuset.c src/util.c src/apst.c -linih -lm
-build fuzz-trace src/trace.c
+build fuzz-idctrl src/core/idctrl.c src/core/apst.c -lm
+build fuzz-config src/core/config.c src/core/config-resolve.c src/core/situation.c src/core/cpuset.c src/core/util.c src/core/apst.c -linih -lm
+build fuzz-trace src/core/trace.c
 report() {  # name parser-sources...
         local name=$1
         shift
@@ -31,6 +31,6 @@ report() {  # name parser-sources...
         echo "== $name ($(ls "$root/$name" | wc -l) inputs)"
         "$cov" report "$out/$name" -instr-profile="$out/$name.profdata" "$@" | sed 's|^/.*/src/|src/|'
 }
-report fuzz-idctrl src/idctrl.c
-report fuzz-config src/config.c src/cpuset.c
-report fuzz-trace src/trace.c
+report fuzz-idctrl src/core/idctrl.c
+report fuzz-config src/core/config.c src/core/cpuset.c
+report fuzz-trace src/core/trace.c

@@ -451,7 +451,7 @@ def state_files(rdir, killed=False):
         if "cpufreq-saved" in f:
             continue  # the CPU pinning's own record and its temporary (its tests check them)
         if f == "daemon.lock":
-            continue  # the lock calibrate takes against the daemon (src/runlock.c): empty, never a record
+            continue  # the lock calibrate takes against the daemon (src/platform/runlock.c): empty, never a record
         if not f.endswith(".orig"):
             check(killed and f.endswith(".orig.tmp"), f"runtime dir: only records{' and temporaries' if killed else ''} ({f})")
             continue

@@ -11,7 +11,7 @@ cd "$src" || exit 99
 cppcheck --version
 # config-build.h (PACKAGE_VERSION, SYSCONFDIR) lives in the build dir.
 cppcheck -q --enable=warning,style,performance,portability --std=c11 -D_GNU_SOURCE \
-        -Iinclude -I"$build" --inline-suppr --suppress=missingIncludeSystem \
+        -Iinclude/core -Iinclude/platform -Iinclude/engine -Iinclude/daemon -Iinclude/cli -I"$build" --inline-suppr --suppress=missingIncludeSystem \
         --suppressions-list=tests/static/cppcheck.supp --error-exitcode=1 \
         --template='{file}:{line}:{column}: {severity}: {message} [{id}]' src/
 rc=$?

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Helpers shared by the subcommands (src/cmd-*.c, src/cli/main.c). */
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+
+/* Default configuration file: $CONFIGURATION_DIRECTORY/nvme-apstd.conf, else SYSCONFDIR/nvme-apstd.conf. */
+const char *cli_default_config_path(char *buf, size_t n);
+
+/**
+ * cli_load_config() - load @path, or the default file when @path is NULL
+ *
+ * A missing default file means the built-in defaults; a missing explicit file,
+ * or any error in either, is printed (naming file, section and key) and returned.
+ */
+int cli_load_config(const char *path, Config *ret);
+
+/* "8086:f1a5": exactly four hex digits, ':', four hex digits. Return 0 or -EINVAL. */
+int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device);
+
+
+/* Where the daemon and apply look for sysfs and device nodes (overridable for tests). */
+extern const char *arg_sysfs_root;
+extern const char *arg_dev_dir;
+extern const char *arg_proc_root;
+/* Where measured wake costs are kept (calib.h); NULL: calib_default_state_dir(). */
+extern const char *arg_state_dir;
+/* arg_state_dir, or the default ($STATE_DIRECTORY, else /var/lib/nvme-apstd) in @buf. */
+const char *cli_state_dir(char *buf, size_t n);
+
+/* Options every subcommand shares: --help, --version, and the hidden roots tests point
+ * at fake trees. Put CLI_COMMON_OPTIONS in the option table and read the options
+ * with cli_getopt(). */
+enum {
+        CLI_ARG_VERSION = 0x100,
+        CLI_ARG_SYSFS_ROOT,
+        CLI_ARG_DEV_DIR,
+        CLI_ARG_PROC_ROOT,
+        CLI_ARG_STATE_DIR,
+        _CLI_ARG_FIRST_PRIVATE, /* a subcommand's own long-only options start here */
+};
+#define CLI_COMMON_OPTIONS                                                      \
+        { "help", no_argument, NULL, 'h' },                                     \
+        { "version", no_argument, NULL, CLI_ARG_VERSION },                      \
+        { "sysfs-root", required_argument, NULL, CLI_ARG_SYSFS_ROOT },          \
+        { "dev-dir", required_argument, NULL, CLI_ARG_DEV_DIR },                \
+        { "proc-root", required_argument, NULL, CLI_ARG_PROC_ROOT },            \
+        { "state-dir", required_argument, NULL, CLI_ARG_STATE_DIR }
+
+/* cli_getopt()'s answer after --help or --version was printed: exit 0. */
+#define CLI_GETOPT_EXIT (-2)
+
+/**
+ * cli_getopt() - getopt_long() that handles CLI_COMMON_OPTIONS itself
+ *
+ * Return: the next option that is the subcommand's own ('?' for an unknown
+ * one, as getopt_long()), -1 at the end, or CLI_GETOPT_EXIT once --help
+ * (through @help) or --version is printed. Set optind = 0 before the first call.
+ */
+int cli_getopt(int argc, char *argv[], const char *shortopts, const struct option *options, void (*help)(void));
+
+int verb_plan(int argc, char *argv[]);
+int verb_apply(int argc, char *argv[]);
+int verb_run(int argc, char *argv[]);

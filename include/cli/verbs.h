@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Subcommands; each parses its own options (getopt_long) and returns an exit status. */
+
+#include "cli.h"
+
+/*
+ * Verbs of the nvme-apstd command line besides running the daemon. main.c
+ * dispatches `nvme-apstd VERB ARGS...` to verb_VERB(argc, argv) with argv[0]
+ * set to VERB; each returns the process exit status (0, 1 = failure,
+ * 2 = bad usage) and prints its own output and errors.
+ */
+
+/* `nvme-apstd simulate`: score APST policies on a trace (src/cli/cmd-simulate.c, doc/simulator.md). */
+int verb_simulate(int argc, char *argv[]);
+
+/* `nvme-apstd doctor`: read-only diagnosis (src/cli/cmd-doctor.c, src/core/doctor.c). */
+int verb_doctor(int argc, char *argv[]);
+
+/* `nvme-apstd status`: the running daemon's state over its D-Bus API, or the plan (src/cli/cmd-status.c). */
+int verb_status(int argc, char *argv[]);
+
+/* `nvme-apstd calibrate`: measure each power state's real wake-up time (src/cli/cmd-calibrate.c, doc/calibrate.md). */
+int verb_calibrate(int argc, char *argv[]);

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The daemon: one sd-event loop owning every controller (systemd-oomd's and
+ * timesyncd's Manager as models). The only code that wires the controller
+ * engine (controller.h) and CPU pinning (cpupin.h) to sd-event, sd-device,
+ * sd-bus and sd_notify. Everything it reads from the outside world comes in
+ * through ManagerOptions; it knows nothing of the command line.
+ *
+ * Lifecycle: manager_new() -> manager_start() (discover, apply, READY=1) ->
+ * sd_event_loop() -> manager_stop() (STOPPING=1, restore the tables found
+ * before the daemon first wrote them) -> manager_free().
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-device.h>
+#include <systemd/sd-event.h>
+
+#include "bus-api.h"
+#include "config.h"
+#include "controller.h"
+#include "cpupin.h"
+#include "cpuset.h"
+#include "macro.h"
+#include "situation.h"
+#include "sysfs.h"
+
+/* How often to look at the I/O counters for a verification that costs no power:
+ * a Get Features is only sent to a controller that did I/O since the last look
+ * (it was awake anyway). 30 s keeps the idle daemon far below 0.2 wake-ups/s. */
+#define MANAGER_VERIFY_INTERVAL_USEC (30ULL * 1000000ULL)
+
+/* A change of the power situation is acted on this long after the first event of a burst, with
+ * whatever the sources say then: a flapping charger or a profile toggled back and forth costs at
+ * most one re-plan (and one write per changed controller) per period. Short enough that a user who
+ * unplugs or picks a profile sees the drives follow at once. */
+#define MANAGER_SITUATION_DELAY_USEC (250ULL * 1000ULL)
+
+typedef struct ManagerOptions {
+        const char *config_path;        /* the configuration file */
+        bool config_missing_ok;         /* it is the default path: missing = the built-in defaults */
+        const char *sysfs_root;         /* "/sys" */
+        const char *dev_dir;            /* "/dev" */
+        const char *proc_root;          /* "/proc" */
+        const char *runtime_dir;        /* $RUNTIME_DIRECTORY: the crash records */
+        const char *state_dir;          /* $STATE_DIRECTORY: measured wake costs (read only) */
+        uint64_t verify_interval_usec;  /* 0 = MANAGER_VERIFY_INTERVAL_USEC */
+} ManagerOptions;
+
+typedef struct Manager Manager;
+typedef struct ManagerWatch ManagerWatch;   /* one controller's I/O watcher (src/daemon/manager-watch.c) */
+typedef struct ManagerMetrics ManagerMetrics;
+
+/* What the daemon has done to one controller since it first saw it: what status, the D-Bus API and
+ * the metrics show. Updated by manager_ctrl_sync() only. */
+typedef struct ManagerCtrlStats {
+        uint64_t table_writes;           /* Set Features 0x0C sent and verified (not: found in place) */
+        uint64_t kernel_overwrites;      /* our table found replaced (reset, resume, pm_qos, another tool) */
+        uint64_t errors;                 /* attempts that ended in CONTROLLER_FAILED */
+        uint64_t last_change_usec;       /* CLOCK_REALTIME of the last table write; 0 = none yet */
+        char last_change_reason[64];     /* why: "start", "reset", "resume", "reload", "verify", ... */
+} ManagerCtrlStats;
+
+/* One controller in the daemon: the engine's state and the daemon's bookkeeping around it. */
+typedef struct ManagerCtrl {
+        Manager *manager;
+        Controller controller;
+        ManagerCtrlStats stats;
+        bool failed;               /* the last attempt failed; retried on the next event */
+        uint64_t io_count;
+        bool io_known;
+        sd_event_source *retry;    /* pending retry while not live, or after a transient error */
+        unsigned n_retries;        /* retries since the last success or event */
+        ManagerWatch *watch;       /* its I/O watcher (adaptive policy, pin = busy); NULL = not watched */
+        sd_event_source *qos;      /* inotify on power/pm_qos_latency_tolerance_us; NULL = not watched */
+} ManagerCtrl;
+
+struct Manager {
+        sd_event *event;
+        sd_device_monitor *monitor;
+        sd_bus *bus;
+        sd_bus_slot *sleep_slot;
+        BusApi *bus_api;           /* the read-only D-Bus API; NULL without a system bus */
+        sd_event_source *verify_timer;
+        sd_event_source *sighup;
+        uint64_t watchdog_usec;        /* WATCHDOG_USEC; 0 = no watchdog */
+        uint64_t watchdog_fed_usec;    /* CLOCK_MONOTONIC of our last WATCHDOG=1 between two commands */
+
+        char *config_path;
+        bool config_missing_ok;
+        char *sysfs_root;
+        char *dev_dir;
+        char *proc_root;
+        char *runtime_dir;
+        char *state_dir;
+        uint64_t verify_interval_usec;
+
+        Config config;             /* in effect: config_file resolved for @situation (config_situate()) */
+        Config config_file;        /* as parsed, with its situation sections */
+        Situation situation;       /* power source and profile the configuration is resolved for */
+        SysPlatform platform;
+        ControllerContext ctx;     /* what the engine is called with: points into this Manager */
+        ManagerCtrl **ctrls;
+        size_t n_ctrls;
+
+        CpuPin *cpupin;
+        CpuSet irq_cpus;           /* CPUs servicing the controllers' interrupts (cpus = nvme-irq) */
+        ManagerMetrics *metrics;   /* src/daemon/manager-metrics.c; NULL until the first update */
+        uint64_t config_reloads;   /* SIGHUPs that took effect */
+        uint64_t config_reload_failures;  /* SIGHUPs whose file was rejected */
+
+        /* Following the power situation (manager-power.c) */
+        Situation situation_next;        /* what the sources say now; acted on after the delay */
+        sd_event_source *situation_timer;
+        sd_device_monitor *power_monitor;  /* power_supply uevents */
+        sd_bus_slot *ppd_slots[4];       /* NameOwnerChanged and PropertiesChanged, both names */
+        sd_bus_slot *ppd_call;           /* the pending Get(ActiveProfile) */
+};
+
+int manager_new(const ManagerOptions *o, Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+int manager_start(Manager *m);
+void manager_stop(Manager *m);
+
+/* The STATUS= text: "nvme0: budget, ps3@100ms→ps4@2000ms; nvme1: failed". */
+void manager_status_text(const Manager *m, char *buf, size_t n);
+/* sd_notify() STATUS= from manager_status_text(), after @prefix ("READY=1\n", or NULL). */
+void manager_notify_status(Manager *m, const char *prefix);
+
+/* Name an event source the daemon's own code created (sd_event_source_set_description()) and count
+ * it until sd-event frees it. The count is the D-Bus property EventSources: with the sources libsystemd
+ * makes for the bus and the uevent monitors left out, it is bounded by the situation (a signal, the
+ * verification and situation timers, and at most a retry timer, a pm_qos watch and an I/O watch timer
+ * per controller), so a source that outlives its owner shows up as a count beyond that bound. */
+void manager_track_source(sd_event_source *s, const char *description);
+unsigned manager_event_sources(void);
+
+/* Run the engine on one controller (controller_sync(), or controller_program() when @table is
+ * given) and act on the outcome: count it, retry, remember success. */
+int manager_ctrl_sync(ManagerCtrl *c, const char *reason);
+int manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *reason);
+
+/* The I/O watcher and the adaptive policy (src/daemon/manager-watch.c): one sd-event timer per
+ * watched controller, re-armed when the watcher wants its next reading. A controller is
+ * watched while its policy is adaptive or [cpu] pin = busy; the watcher then also takes
+ * over its verification (the verify timer runs only for controllers nobody watches). */
+void manager_watch_ctrl(ManagerCtrl *c);        /* start, restart or stop to match the config and plan */
+void manager_watch_all(Manager *m);
+ManagerWatch *manager_watch_free(ManagerWatch *w);
+/* What @c's watcher has seen since it (re)started: I/Os completed and time the I/O waited for the
+ * drive to wake. Return: false (and zeros) when the controller is not watched. */
+bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *ret_stall_us);
+
+/* The kernel's rewrite on a pm_qos_latency_tolerance_us write (src/daemon/manager-qos.c): one inotify
+ * watch per managed controller on that attribute, (re)tried after every engine run on it (the
+ * file exists only while the kernel has APST enabled); IN_MODIFY re-checks the table as a reset
+ * uevent does, with admin commands only. */
+void manager_qos_ctrl(ManagerCtrl *c);
+
+/* Re-plan every controller from m->config, write what changed, give back what is no longer ours;
+ * @reason: "reload", "on battery", ... Return: how many controllers' plans changed. */
+size_t manager_replan_all(Manager *m, const char *reason);
+
+/* The power situation (src/daemon/manager-power.c). */
+int manager_connect_power(Manager *m);
+int manager_connect_profiles(Manager *m);
+/* Make m->config the file's configuration @loaded (taken over on success) resolved for m->situation. */
+int manager_config_take(Manager *m, Config *loaded);
+void manager_power_free(Manager *m);
+
+/* CPU frequency pinning glue (src/daemon/manager-cpu.c). */
+void manager_cpu_apply(Manager *m, const char *reason);
+void manager_cpu_controllers_changed(Manager *m, const char *reason);
+
+/* The [metrics] file (src/daemon/manager-metrics.c): rewritten after an event when its text changed. */
+void manager_metrics_update(Manager *m);
+void manager_metrics_free(Manager *m);

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Shared subcommand helpers; see cli.h. */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "config-file.h"
+#include "calib-store.h"
+#include "cli.h"
+#include "config-build.h"
+#include "log.h"
+#include "power.h"
+
+const char *arg_sysfs_root = "/sys";
+const char *arg_dev_dir = "/dev";
+const char *arg_proc_root = "/proc";
+const char *arg_state_dir = NULL;
+
+const char *cli_state_dir(char *buf, size_t n) {
+        if (arg_state_dir) {
+                (void) snprintf(buf, n, "%s", arg_state_dir);
+                return buf;
+        }
+        return calib_default_state_dir(buf, n);
+}
+
+const char *cli_default_config_path(char *buf, size_t n) {
+        const char *d = getenv("CONFIGURATION_DIRECTORY");
+
+        /* systemd may pass several directories separated by ':'; ours is the first */
+        if (d && *d) {
+                size_t l = strcspn(d, ":");
+                (void) snprintf(buf, n, "%.*s/nvme-apstd.conf", (int) l, d);
+        } else
+                (void) snprintf(buf, n, "%s/nvme-apstd.conf", SYSCONFDIR);
+        return buf;
+}
+
+int cli_load_config(const char *path, Config *ret) {
+        _cleanup_free_ char *err = NULL;
+        char def[4096];
+        bool explicit = path != NULL;
+        Config loaded;
+        Situation now;
+        char words[96];
+        int r;
+
+        if (!path)
+                path = cli_default_config_path(def, sizeof def);
+        if (!explicit && access(path, F_OK) < 0 && errno == ENOENT)
+                log_debug("%s does not exist, using the built-in defaults.", path);
+        r = config_load_optional(path, !explicit, &loaded, &err);
+        if (r < 0)
+                return log_error_errno(r, "%s", err ? err : path);
+        /* what the daemon would use now: the sections for this power source and profile */
+        situation_read_now(arg_sysfs_root, &now);
+        situation_describe(&now, words, sizeof words);
+        log_debug("Configuration resolved for the situation now: %s.", words);
+        r = config_situate(&loaded, &now, ret);
+        config_done(&loaded);
+        if (r < 0)
+                return log_error_errno(r, "Out of memory.");
+        return 0;
+}
+
+int cli_getopt(int argc, char *argv[], const char *shortopts, const struct option *options, void (*help)(void)) {
+        for (;;) {
+                int c = getopt_long(argc, argv, shortopts, options, NULL);
+
+                switch (c) {
+                case 'h':
+                        help();
+                        return CLI_GETOPT_EXIT;
+                case CLI_ARG_VERSION:
+                        printf("nvme-apstd %s\n", PACKAGE_VERSION);
+                        return CLI_GETOPT_EXIT;
+                case CLI_ARG_SYSFS_ROOT:
+                        arg_sysfs_root = optarg;
+                        break;
+                case CLI_ARG_DEV_DIR:
+                        arg_dev_dir = optarg;
+                        break;
+                case CLI_ARG_PROC_ROOT:
+                        arg_proc_root = optarg;
+                        break;
+                case CLI_ARG_STATE_DIR:
+                        arg_state_dir = optarg;
+                        break;
+                default:
+                        return c;
+                }
+        }
+}
+
+static int hex4(const char *s, uint16_t *ret) {
+        unsigned v = 0;
+
+        for (unsigned i = 0; i < 4; i++) {
+                const char *digits = "0123456789abcdef", *q;
+                char c = s[i];
+                if (c >= 'A' && c <= 'F')
+                        c = (char) (c - 'A' + 'a');
+                if (c == 0 || !(q = strchr(digits, c)))
+                        return -EINVAL;
+                v = v * 16 + (unsigned) (q - digits);
+        }
+        *ret = (uint16_t) v;
+        return 0;
+}
+
+int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device) {
+        uint16_t v, d;
+
+        if (strlen(s) != 9 || s[4] != ':' || hex4(s, &v) < 0 || hex4(s + 5, &d) < 0)
+                return -EINVAL;
+        *ret_vendor = v;
+        *ret_device = d;
+        return 0;
+}

@@ -1,0 +1,633 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `nvme-apstd calibrate [nvmeX...]`: measure how long each non-operational
+ * power state really takes to wake (doc/calibrate.md).
+ *
+ * For each controller: Identify; Get Features 0x0C (the original table,
+ * recorded in $RUNTIME_DIRECTORY/ctrl-NAME.orig before anything is written,
+ * like the daemon does); then for each state a temporary table that enters
+ * only that state after CALIB_ITPT_MS of idleness, and per sample one timed
+ * Read of one block on the awake drive, an idle wait past ITPT + entry
+ * latency, and one timed Read that wakes it. Then the original table goes
+ * back (also on SIGINT/SIGTERM) and the record is removed. A record left by
+ * a run that was killed is found by the next `calibrate` or daemon start and
+ * used as the original. The statistics and the table are calib-plan.c's.
+ *
+ * Commands sent: Identify CNS 01h, Get Features 0x0C, Set Features 0x0C
+ * (never saved), Read (one block, through the only nvme-admin.c handle that may).
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apst-record.h"
+#include "calib-plan.h"
+#include "calib-store.h"
+#include "cli.h"
+#include "config-build.h"
+#include "cpupin.h"
+#include "nvme-admin.h"
+#include "device.h"
+#include "json-out.h"
+#include "log.h"
+#include "record-file.h"
+#include "runlock.h"
+#include "sysfs.h"
+#include "util.h"
+#include "verbs.h"
+
+/* The busy pre-check: I/O counters read this far apart must not move. */
+#define BUSY_CHECK_MS 1000u
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig) {
+        got_signal = sig;
+}
+
+typedef struct Options {
+        unsigned samples;
+        uint32_t max_time_s;
+        bool force;
+        bool json;
+        bool no_save;
+        bool progress;
+        const char *config_path;
+        const char *state_dir;
+} Options;
+
+typedef struct Run {
+        const Options *opt;
+        uint64_t deadline_usec;
+        struct json_object *json_ctrls;
+} Run;
+
+static void help(void) {
+        printf("Usage: nvme-apstd calibrate [OPTIONS] [nvmeX...]\n\n"
+               "Measure how long each non-operational power state takes to wake: a temporary APST table\n"
+               "enters one state at a time, and one-block reads on the awake and on the sleeping drive are\n"
+               "timed. The original table is put back afterwards (also on SIGINT/SIGTERM). Refuses to run\n"
+               "while the daemon runs, and on a drive doing I/O.\n\n"
+               "  -n --samples N     samples per state (default %u, 1..%u)\n"
+               "     --max-time SEC  stop measuring after SEC seconds (default %u)\n"
+               "     --force         measure a drive that is doing I/O\n"
+               "     --json          print the results as JSON\n"
+               "     --no-save       do not save the results for the policies\n"
+               "     --state-dir DIR where results are saved (default $STATE_DIRECTORY, else /var/lib/nvme-apstd)\n"
+               "  -c --config FILE   configuration file (default: %s/nvme-apstd.conf): quirks, force, enable\n"
+               "  -h --help          show this help\n"
+               "     --version       show the version\n\n"
+               "Exit status: 0 measured and put back; 1 a controller failed or was refused; 2 usage;\n"
+               "128+N stopped by signal N (the original table put back first).\n",
+               CALIB_SAMPLES_DEFAULT, CALIB_SAMPLES_MAX, CALIB_MAX_TIME_DEFAULT_S, SYSCONFDIR);
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* Sleep @usec unless a signal arrives. Return: 0, or -EINTR after a signal. */
+static int sleep_usec(uint64_t usec) {
+        struct timespec ts = { .tv_sec = (time_t) (usec / 1000000u), .tv_nsec = (long) (usec % 1000000u) * 1000 };
+
+        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+                if (got_signal)
+                        return -EINTR;
+        return got_signal ? -EINTR : 0;
+}
+
+/* One timed Read. Return: 0 (*ret_us the time it took) or negative errno. */
+static int timed_read(Ctrl *ns, uint16_t *status, uint32_t *ret_us) {
+        uint64_t t0 = now_usec(), t1;
+        int r;
+
+        r = ctrl_read_block(ns, 0, status);
+        t1 = now_usec();
+        if (r < 0)
+                return r;
+        *ret_us = (uint32_t) MIN(t1 - t0, (uint64_t) UINT32_MAX);
+        return 0;
+}
+
+typedef struct StateResult {
+        CalibState st;
+        bool complete;             /* all samples taken */
+} StateResult;
+
+/* Write @t and read it back. Return: 0, -EBADMSG (read-back differs), negative errno. */
+static int set_and_verify(Ctrl *c, const ApstTable *t, uint16_t *status) {
+        ApstTable back;
+        int r;
+
+        r = ctrl_set_apst(c, t, status);
+        if (r < 0)
+                return r;
+        r = ctrl_get_apst(c, &back, status);
+        if (r < 0)
+                return r;
+        return apst_table_equal(t, &back) ? 0 : -EBADMSG;
+}
+
+static void progress(const Run *run, const char *name, unsigned ps, unsigned k) {
+        if (!run->opt->progress)
+                return;
+        fprintf(stderr, "\r%s: ps%u sample %u/%u ", name, ps, k, run->opt->samples);
+        fflush(stderr);
+}
+
+/*
+ * Measure one state with the temporary table in place. Per sample: a Read right after a Read
+ * (awake), an idle wait, a Read that wakes the drive. Return: 0, -EINTR (signal), -ETIME
+ * (--max-time), negative errno of a command.
+ */
+static int measure_state(const Run *run, Ctrl *admin, Ctrl *ns, const IdCtrl *id, uint8_t ps, uint32_t *awake,
+                         size_t *n_awake, StateResult *ret, uint16_t *status) {
+        _cleanup_free_ uint32_t *asleep = calloc(run->opt->samples, sizeof *asleep);
+        _cleanup_free_ uint32_t *costs = calloc(run->opt->samples, sizeof *costs);
+        _cleanup_free_ uint32_t *here = calloc(run->opt->samples, sizeof *here);
+        const IdPsd *p = &id->psd[ps];
+        uint64_t wait = calib_idle_wait_us(CALIB_ITPT_MS, p->enlat_us);
+        uint32_t awake_median, dummy;
+        ApstTable t;
+        unsigned k;
+        int r = 0;
+
+        if (!asleep || !costs || !here)
+                return -ENOMEM;
+        calib_temp_table(id, ps, CALIB_ITPT_MS, &t);
+        r = set_and_verify(admin, &t, status);
+        if (r < 0)
+                return r;
+        /* the idle timer runs from the last I/O: start it with a read of its own */
+        r = timed_read(ns, status, &dummy);
+        if (r < 0)
+                return r;
+        for (k = 0; k < run->opt->samples; k++) {
+                if (got_signal) {
+                        r = -EINTR;
+                        break;
+                }
+                if (now_usec() + wait > run->deadline_usec) {
+                        r = -ETIME;
+                        break;
+                }
+                progress(run, ctrl_name(admin), ps, k + 1);
+                r = timed_read(ns, status, &here[k]);
+                if (r < 0)
+                        return r;
+                r = sleep_usec(wait);
+                if (r < 0)
+                        break;
+                r = timed_read(ns, status, &asleep[k]);
+                if (r < 0)
+                        return r;
+        }
+        memcpy(awake + *n_awake, here, k * sizeof *here);
+        *n_awake += k;
+        awake_median = calib_median(here, k);
+        calib_wake_costs(asleep, k, awake_median, costs);
+        ret->st = (CalibState) {
+                .ps = ps,
+                .advertised_enlat_us = p->enlat_us,
+                .advertised_exlat_us = p->exlat_us,
+                .samples = k,
+        };
+        ret->st.wake_median_us = calib_median(costs, k);
+        ret->st.wake_p99_us = calib_percentile(costs, k, 99);
+        ret->complete = k == run->opt->samples;
+        return r;
+}
+
+/* Are the drive's block counters moving? Return: 1 busy (*ret_ios I/Os seen), 0 idle, -EINTR. */
+static int busy_check(const char *name, uint64_t *ret_ios) {
+        uint64_t a = 0, b = 0;
+        int r;
+
+        if (sysfs_ctrl_io_count(arg_sysfs_root, name, &a) < 0)
+                return 0;      /* no counters to look at: sysfs_ctrl_namespace() decides next */
+        r = sleep_usec((uint64_t) BUSY_CHECK_MS * 1000);
+        if (r < 0)
+                return r;
+        if (sysfs_ctrl_io_count(arg_sysfs_root, name, &b) < 0)
+                return 0;
+        *ret_ios = b - a;
+        return b != a;
+}
+
+static void print_results(const SysCtrl *sys, const IdCtrl *id, uint32_t awake_median, size_t n_awake,
+                          const StateResult *res, size_t n) {
+        printf("%s: %s (firmware %s): awake read %" PRIu32 " µs (median of %zu)\n", sys->name, id->model,
+               id->firmware, awake_median, n_awake);
+        printf("  ps   enlat µs   exlat µs  samples  wake median µs  wake p99 µs  measured/advertised\n");
+        for (size_t i = 0; i < n; i++) {
+                const CalibState *s = &res[i].st;
+                double ratio = calib_ratio(s->wake_median_us, s->advertised_exlat_us);
+                char rs[32];
+
+                if (ratio < 0)
+                        (void) snprintf(rs, sizeof rs, "(exlat not reported)");
+                else
+                        (void) snprintf(rs, sizeof rs, "%.2f", ratio);
+                printf("  %2u %10" PRIu32 " %10" PRIu32 " %8" PRIu32 " %15" PRIu32 " %12" PRIu32 "  %s%s\n", s->ps,
+                       s->advertised_enlat_us, s->advertised_exlat_us, s->samples, s->wake_median_us, s->wake_p99_us,
+                       rs, res[i].complete ? "" : " (incomplete)");
+        }
+}
+
+static struct json_object *json_results(const SysCtrl *sys, const IdCtrl *id, uint32_t awake_median,
+                                        const StateResult *res, size_t n, bool restored, const char *saved,
+                                        const char *error) {
+        struct json_object *o = json_object_new_object(), *states = json_object_new_array();
+
+        json_object_object_add(o, "name", json_object_new_string(sys->name));
+        json_object_object_add(o, "model", json_object_new_string(id->model));
+        json_object_object_add(o, "firmware", json_object_new_string(id->firmware));
+        json_object_object_add(o, "awake_median_us", json_object_new_int64(awake_median));
+        for (size_t i = 0; i < n; i++) {
+                const CalibState *s = &res[i].st;
+                struct json_object *e = json_object_new_object();
+                double ratio = calib_ratio(s->wake_median_us, s->advertised_exlat_us);
+
+                json_object_object_add(e, "ps", json_object_new_int(s->ps));
+                json_object_object_add(e, "advertised_enlat_us", json_object_new_int64(s->advertised_enlat_us));
+                json_object_object_add(e, "advertised_exlat_us", json_object_new_int64(s->advertised_exlat_us));
+                json_object_object_add(e, "samples", json_object_new_int64(s->samples));
+                json_object_object_add(e, "wake_median_us", json_object_new_int64(s->wake_median_us));
+                json_object_object_add(e, "wake_p99_us", json_object_new_int64(s->wake_p99_us));
+                json_object_object_add(e, "ratio", ratio < 0 ? NULL : json_out_fixed(ratio, 2));
+                json_object_object_add(e, "complete", json_object_new_boolean(res[i].complete));
+                json_object_array_add(states, e);
+        }
+        json_object_object_add(o, "states", states);
+        json_object_object_add(o, "restored", json_object_new_boolean(restored));
+        json_object_object_add(o, "saved", json_out_string_or_null(saved));
+        json_object_object_add(o, "error", json_out_string_or_null(error));
+        return o;
+}
+
+static int save_results(const Run *run, const IdCtrl *id, uint32_t awake_median, const StateResult *res, size_t n,
+                        char **ret_path) {
+        Calibration cal = { .awake_median_us = awake_median };
+        struct timespec ts;
+        int r;
+
+        (void) snprintf(cal.model, sizeof cal.model, "%s", id->model);
+        (void) snprintf(cal.firmware, sizeof cal.firmware, "%s", id->firmware);
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        cal.measured_realtime_usec = (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+        for (size_t i = 0; i < n && cal.n_states < ELEMENTSOF(cal.states); i++)
+                if (res[i].st.samples > 0)
+                        cal.states[cal.n_states++] = res[i].st;
+        r = calib_save(run->opt->state_dir, &cal);
+        if (r < 0)
+                return r;
+        return calib_path(run->opt->state_dir, cal.model, cal.firmware, ret_path);
+}
+
+/* Put @orig back and drop the record. Return: 0 or negative errno (the record is kept then). */
+static int restore(Ctrl *admin, const ApstTable *orig, const char *record, uint16_t *status) {
+        int r;
+
+        r = set_and_verify(admin, orig, status);
+        if (r < 0)
+                return r;
+        r = record_remove(record);
+        if (r < 0)
+                log_warning_errno(r, "%s: original table put back, but cannot remove %s: %m", ctrl_name(admin), record);
+        return 0;
+}
+
+static const char *error_words(int r, uint16_t status, char *buf, size_t n) {
+        if (r == -EREMOTEIO)
+                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", status, ctrl_status_to_string(status));
+        else if (r == -EBADMSG)
+                (void) snprintf(buf, n, "the table read back differs from the one written");
+        else
+                (void) snprintf(buf, n, "%s", strerror(-r));
+        return buf;
+}
+
+/* Return: 0, 1 (failed or refused: reported), or 128+signal. */
+static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, const SysCtrl *sys,
+                         const char *runtime_dir) {
+        _cleanup_(ctrl_freep) Ctrl *admin = NULL, *ns = NULL;
+        StateResult res[IDCTRL_MAX_PS] = {};
+        _cleanup_free_ uint32_t *awake = NULL;
+        uint8_t ps[IDCTRL_MAX_PS];
+        char record[PATH_MAX], dev[64], why[256];
+        _cleanup_free_ char *saved = NULL;
+        uint32_t nsid = 0, lba = 0, awake_median = 0;
+        size_t n, n_done = 0, n_awake = 0;
+        uint16_t status = 0;
+        uint8_t failed_ps = 0;
+        ApstTable orig, rec;
+        uint64_t ios = 0, estimate;
+        bool restored = false;
+        DevicePlan plan;
+        IdCtrl id;
+        int r, rr = 0;
+        const char *err = NULL;
+        FILE *out = run->opt->json ? stderr : stdout;   /* with --json, stdout is the JSON only */
+
+        if (strcmp(sys->transport, "pcie") != 0) {
+                fprintf(out, "%s: skipped (transport %s is not PCIe)\n", sys->name, sys->transport);
+                return 0;
+        }
+        if (strcmp(sys->state, "live") != 0) {
+                fprintf(out, "%s: FAILED (controller is %s, not live)\n", sys->name, sys->state);
+                return 1;
+        }
+        r = ctrl_open(arg_dev_dir, sys->name, &admin);
+        if (r < 0) {
+                fprintf(out, "%s: FAILED (cannot open %s/%s: %s)\n", sys->name, arg_dev_dir, sys->name, strerror(-r));
+                return 1;
+        }
+        r = ctrl_identify(admin, &id, NULL, &status);
+        if (r < 0) {
+                fprintf(out, "%s: FAILED (Identify Controller: %s)\n", sys->name, error_words(r, status, why, sizeof why));
+                return 1;
+        }
+        r = device_plan(cfg, plat, sys->name, sys, &id, &plan);
+        if (r < 0) {
+                fprintf(out, "%s: FAILED (cannot plan: %s)\n", sys->name, strerror(-r));
+                return 1;
+        }
+        if (plan.verdict != DEVICE_MANAGE) {
+                fprintf(out, "%s: left alone (%s)\n", sys->name, device_verdict_reason(plan.verdict));
+                return 0;
+        }
+        if ((plan.plan.quirks & APST_QUIRK_NO_APST) && !plan.params.force) {
+                fprintf(out, "%s: left alone (the kernel's quirk list disables APST on this drive; force = yes overrides)\n",
+                       sys->name);
+                return 0;
+        }
+        n = calib_targets(&id, plan.plan.quirks, plan.params.force, ps);
+        if (n == 0) {
+                fprintf(out, "%s: nothing to measure (no non-operational power state a policy may use)\n", sys->name);
+                return 0;
+        }
+        r = sysfs_ctrl_namespace(arg_sysfs_root, sys->name, dev, sizeof dev, &nsid, &lba);
+        if (r >= 0)
+                r = ctrl_open_namespace(arg_dev_dir, dev, nsid, lba, &ns);
+        if (r < 0) {
+                fprintf(out, "%s: FAILED (no namespace to read from: %s)\n", sys->name,
+                       r == -ENOENT ? "none in sysfs" : strerror(-r));
+                return 1;
+        }
+        r = busy_check(sys->name, &ios);
+        if (r == -EINTR)
+                return 128 + got_signal;
+        if (r > 0 && !run->opt->force) {
+                fprintf(out, "%s: refused: busy (%" PRIu64 " I/Os completed in %u ms); the wake-up would be lost in the "
+                       "workload's own I/O. Run it when the drive is idle, or with --force.\n",
+                       sys->name, ios, BUSY_CHECK_MS);
+                return 1;
+        }
+        estimate = calib_estimate_us(&id, ps, n, run->opt->samples, CALIB_ITPT_MS);
+        if (now_usec() + estimate > run->deadline_usec)
+                log_warning("%s: measuring %zu state%s with %u samples may take %" PRIu64
+                            " s, more than --max-time leaves; the last states may be incomplete.",
+                            sys->name, n, n == 1 ? "" : "s", run->opt->samples, estimate / 1000000 + 1);
+
+        /* a Read before any table changes: a drive or kernel that refuses it costs nothing */
+        r = ctrl_read_block(ns, 0, &status);
+        if (r < 0) {
+                fprintf(out, "%s: FAILED (Read of one block of %s: %s); table unchanged\n", sys->name, dev,
+                       error_words(r, status, why, sizeof why));
+                return 1;
+        }
+        r = ctrl_get_apst(admin, &orig, &status);
+        if (r < 0) {
+                fprintf(out, "%s: FAILED (Get Features 0x0C: %s); table unchanged\n", sys->name,
+                       error_words(r, status, why, sizeof why));
+                return 1;
+        }
+        (void) snprintf(record, sizeof record, "%s/ctrl-%s.orig", runtime_dir, sys->name);
+        r = apst_record_load(record, &id, &rec);
+        if (r >= 0) {
+                fprintf(out, "%s: a previous run did not put its table back; using the original it recorded in %s\n",
+                       sys->name, record);
+                orig = rec;
+        } else if (r != -ENOENT)
+                log_warning_errno(r, "%s: ignoring %s: %m", sys->name, record);
+        r = apst_record_save(record, &id, &orig);
+        if (r < 0) {
+                fprintf(out, "%s: FAILED (cannot record the original table in %s: %s); table unchanged\n", sys->name,
+                       record, strerror(-r));
+                return 1;
+        }
+
+        awake = calloc(n * run->opt->samples, sizeof *awake);
+        if (!awake) {
+                fprintf(out, "%s: FAILED (out of memory)\n", sys->name);
+                return 1;
+        }
+        for (size_t i = 0; i < n; i++) {
+                failed_ps = ps[i];
+                r = measure_state(run, admin, ns, &id, ps[i], awake, &n_awake, &res[i], &status);
+                if (res[i].st.samples > 0 || r >= 0)
+                        n_done = i + 1;
+                if (r < 0)
+                        break;
+        }
+        if (run->opt->progress)
+                fprintf(stderr, "\r\033[K");
+        if (r == -EINTR)
+                rr = 128 + got_signal;
+        else if (r == -ETIME) {
+                log_warning("%s: --max-time reached; the results are incomplete.", sys->name);
+                rr = 1;
+        } else if (r < 0) {
+                err = error_words(r, status, why, sizeof why);
+                fprintf(out, "%s: FAILED while measuring ps%u: %s\n", sys->name, failed_ps, err);
+                rr = 1;
+        }
+
+        r = restore(admin, &orig, record, &status);
+        if (r < 0) {
+                char w2[256];
+                fprintf(out, "%s: FAILED to put the original table back: %s; it stays recorded in %s for the next "
+                       "`calibrate` or daemon start\n", sys->name, error_words(r, status, w2, sizeof w2), record);
+                rr = rr ?: 1;
+        } else
+                restored = true;
+
+        awake_median = calib_median(awake, n_awake);
+        if (!run->opt->json)
+                print_results(sys, &id, awake_median, n_awake, res, n_done);
+        if (rr == 0 && !run->opt->no_save) {
+                r = save_results(run, &id, awake_median, res, n_done, &saved);
+                if (r < 0) {
+                        fprintf(out, "%s: FAILED to save the results in %s: %s\n", sys->name, run->opt->state_dir,
+                               strerror(-r));
+                        rr = 1;
+                }
+        }
+        if (!run->opt->json) {
+                fprintf(out, "  original table %s", restored ? "put back" : "NOT put back");
+                if (saved)
+                        fprintf(out, "; results saved in %s", saved);
+                else if (rr == 0)
+                        fprintf(out, "; results not saved (--no-save)");
+                fprintf(out, "\n");
+        } else
+                json_object_array_add(run->json_ctrls, json_results(sys, &id, awake_median, res, n_done, restored,
+                                                                    saved, err));
+        return rr;
+}
+
+static int parse_argv(int argc, char *argv[], Options *o) {
+        enum {
+                ARG_MAX_TIME = _CLI_ARG_FIRST_PRIVATE,
+                ARG_FORCE,
+                ARG_JSON,
+                ARG_NO_SAVE,
+        };
+        static const struct option options[] = {
+                { "samples", required_argument, NULL, 'n' },
+                { "max-time", required_argument, NULL, ARG_MAX_TIME },
+                { "force", no_argument, NULL, ARG_FORCE },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "no-save", no_argument, NULL, ARG_NO_SAVE },
+                { "config", required_argument, NULL, 'c' },
+                CLI_COMMON_OPTIONS,
+                {},
+        };
+        uint32_t v;
+        int c;
+
+        optind = 0;
+        while ((c = cli_getopt(argc, argv, "n:c:h", options, help)) >= 0) {
+                switch (c) {
+                case 'n':
+                        if (safe_atou32(optarg, &v) < 0 || v < 1 || v > CALIB_SAMPLES_MAX) {
+                                log_error("--samples %s: expected 1..%u.", optarg, CALIB_SAMPLES_MAX);
+                                return 2;
+                        }
+                        o->samples = v;
+                        break;
+                case ARG_MAX_TIME:
+                        if (safe_atou32(optarg, &v) < 0 || v < 1 || v > 86400) {
+                                log_error("--max-time %s: expected 1..86400 seconds.", optarg);
+                                return 2;
+                        }
+                        o->max_time_s = v;
+                        break;
+                case ARG_FORCE:
+                        o->force = true;
+                        break;
+                case ARG_JSON:
+                        o->json = true;
+                        break;
+                case ARG_NO_SAVE:
+                        o->no_save = true;
+                        break;
+                case 'c':
+                        o->config_path = optarg;
+                        break;
+                default:
+                        return 2;
+                }
+        }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
+        return -1;
+}
+
+int verb_calibrate(int argc, char *argv[]) {
+        Options o = { .samples = CALIB_SAMPLES_DEFAULT, .max_time_s = CALIB_MAX_TIME_DEFAULT_S };
+        _cleanup_(json_object_putp) struct json_object *ctrls = json_object_new_array();
+        _cleanup_free_ char *runtime_dir = NULL;
+        _cleanup_free_ SysCtrl *list = NULL;
+        char state_dir[4096];
+        struct sigaction sa = { .sa_handler = on_signal };
+        Run run = { .opt = &o, .json_ctrls = ctrls };
+        int r, rc = 0, lock_fd = -1;
+        SysPlatform plat;
+        size_t n = 0;
+        Config cfg;
+
+        r = parse_argv(argc, argv, &o);
+        if (r >= 0)
+                return r;
+        o.state_dir = cli_state_dir(state_dir, sizeof state_dir);
+        o.progress = !o.json && isatty(STDERR_FILENO);
+
+        if (cli_load_config(o.config_path, &cfg) < 0)
+                return 1;
+        r = runtime_directory(CPUPIN_RUNTIME_DIR_DEFAULT, &runtime_dir);
+        if (r >= 0)
+                r = runlock_take(runtime_dir, true, false, &lock_fd);
+        if (r == -EWOULDBLOCK) {
+                log_error("The nvme-apstd daemon is running (it holds %s/" RUNLOCK_NAME ") and would fight over the "
+                          "APST tables; stop it first (systemctl stop nvme-apstd), calibrate, then start it again.",
+                          runtime_dir);
+                config_done(&cfg);
+                return 1;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cannot lock %s/" RUNLOCK_NAME ": %m", strempty(runtime_dir));
+                config_done(&cfg);
+                return 1;
+        }
+
+        /* from here on a signal ends the measuring, not the process: the tables go back first */
+        sigemptyset(&sa.sa_mask);
+        (void) sigaction(SIGINT, &sa, NULL);
+        (void) sigaction(SIGTERM, &sa, NULL);
+        (void) sigaction(SIGHUP, &sa, NULL);
+        run.deadline_usec = now_usec() + (uint64_t) o.max_time_s * 1000000u;
+
+        sysfs_read_platform(arg_sysfs_root, &plat);
+        r = sysfs_list_controllers(arg_sysfs_root, &list, &n);
+        if (r < 0) {
+                log_error_errno(r, "Cannot list %s/class/nvme: %m", arg_sysfs_root);
+                rc = 1;
+                goto out;
+        }
+        for (int i = optind; i < argc; i++) {
+                bool found = false;
+                for (size_t k = 0; k < n; k++)
+                        found = found || strcmp(list[k].name, argv[i]) == 0;
+                if (!found) {
+                        printf("%s: FAILED (no such controller in %s/class/nvme)\n", argv[i], arg_sysfs_root);
+                        rc = 1;
+                }
+        }
+        if (n == 0 && optind == argc && !o.json)
+                printf("No NVMe controllers found.\n");
+        for (size_t k = 0; k < n && !got_signal; k++) {
+                bool selected = optind == argc;
+                for (int i = optind; i < argc; i++)
+                        selected = selected || strcmp(argv[i], list[k].name) == 0;
+                if (!selected)
+                        continue;
+                r = calibrate_one(&run, &cfg, &plat, &list[k], runtime_dir);
+                if (r > 128 || rc <= 128)
+                        rc = MAX(rc, r);
+        }
+        if (got_signal && rc < 128)
+                rc = 128 + got_signal;
+out:
+        if (o.json) {
+                _cleanup_(json_object_putp) struct json_object *top = json_object_new_object();
+                json_object_object_add(top, "controllers", json_object_get(ctrls));
+                (void) json_out_print(stdout, top, JSON_OUT_FLAGS | JSON_C_TO_STRING_PRETTY);
+        }
+        if (lock_fd >= 0)
+                (void) close(lock_fd);
+        config_done(&cfg);
+        return rc;
+}

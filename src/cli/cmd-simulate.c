@@ -1,0 +1,644 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `nvme-apstd simulate`: what would a setting cost on this drive and this
+ * workload? Reads an Identify Controller file and an I/O trace, builds the
+ * chosen policy's table with the daemon's own apst_build() (and, in the same
+ * run, APST off, the kernel's defaults and the offline optimum), runs each
+ * through the model in sim.c and prints energy and added latency, as text or
+ * as one JSON object. The model and every assumption: doc/simulator.md.
+ *
+ * This file is the only part of the simulator that does I/O or prints.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adapt.h"
+#include "apst.h"
+#include "config-build.h"
+#include "config-file.h"
+#include "device.h"
+#include "fileio.h"
+#include "idctrl.h"
+#include "json-out.h"
+#include "macro.h"
+#include "sim.h"
+#include "trace.h"
+#include "util.h"
+#include "verbs.h"
+
+/* Identify data is 4 KiB binary or ~3 KiB of JSON; 1 MiB is ample and bounded. */
+#define IDCTRL_FILE_MAX (1024u * 1024u)
+/* A trace file: 1 GiB holds ~10^7 blkparse events (each line < 100 bytes), hours of a busy disk. */
+#define TRACE_FILE_MAX (UINT64_C(1) << 30)
+
+enum {
+        POLICY_NONE = _APST_POLICY_MAX,  /* besides ApstPolicyKind: APST off */
+};
+
+typedef struct Options {
+        const char *id_ctrl, *trace, *config, *policy, *device;
+        char event;
+        uint32_t p0_uw;
+        ApstPlatform platform;       /* PCI ids from --pci; DMI unknown */
+        uint64_t service_ns;
+        double exlat_scale;          /* real exit latency / advertised; 1 = honest drive */
+        AdaptSource source;          /* what the adaptive policy watches the drive with */
+        bool closed_loop, json;
+} Options;
+
+static const char *prog = "nvme-apstd simulate";
+
+static void help(void) {
+        printf("Usage: nvme-apstd simulate --id-ctrl FILE --trace FILE [OPTIONS]\n"
+               "\n"
+               "Score an APST policy on an I/O trace: energy and added latency against APST off,\n"
+               "the kernel's defaults and the offline optimum. See doc/simulator.md.\n"
+               "\n"
+               "  -i --id-ctrl FILE     Identify Controller data (`nvme id-ctrl -b` or `-o json`)\n"
+               "  -t --trace FILE       I/O trace: \"TIME_S [R|W|F|D] [BYTES]\" lines or blkparse\n"
+               "                        text output; - reads standard input\n"
+               "  -c --config FILE      nvme-apstd.conf to take the policy and its knobs from\n"
+               "                        (the drive is matched as controller \"sim0\")\n"
+               "  -p --policy NAME      budget (default), kernel, adaptive or none; overrides the config\n"
+               "  -w --idle-power-w W   PS0 idle power when the drive reports none (default %.1f)\n"
+               "  -s --service-us US    time to serve one I/O (default %u)\n"
+               "  -x --exlat-scale X    the drive really wakes X times slower than it advertises\n"
+               "                        (policies still plan from the advertised latencies)\n"
+               "  -W --watch-source S  what the adaptive policy observes: bpf (default: every idle\n"
+               "                        gap and each wake-up's cost, as the eBPF source) or stat\n"
+               "                        (/sys/block/X/stat sampled every 50 ms to 5 s)\n"
+               "  -l --closed-loop      each I/O waits for the previous one (one synchronous job):\n"
+               "                        lateness shifts every later I/O\n"
+               "  -P --pci VVVV:DDDD    the drive's PCI vendor:device, for the kernel's quirks and\n"
+               "                        match_pci (default: unknown, no PCI quirk applies)\n"
+               "  -d --device MAJ,MIN   blkparse: the device to keep (default: the only one)\n"
+               "  -e --event D|Q        blkparse: issue or queue events (default: D if present)\n"
+               "  -j --json             print one JSON object\n"
+               "  -h --help             show this help\n"
+               "     --version          show the version\n",
+               SIM_P0_DEFAULT_UW / 1e6, (unsigned) (SIM_SERVICE_DEFAULT_NS / 1000));
+}
+
+/* --idle-power-w: 100 W is beyond any NVMe drive's PS0 (the spec's MP tops out at 655 W, real
+ * ones at ~25 W); 1 µW is the model's unit. */
+static int parse_watts(const char *arg, uint32_t *ret_uw) {
+        char *end;
+        double w;
+
+        errno = 0;
+        w = strtod(arg, &end);
+        if (errno != 0 || end == arg || *end != 0 || !isfinite(w) || w < 1e-6 || w > 100) {
+                fprintf(stderr, "%s: --idle-power-w: expected watts in 0.000001..100, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret_uw = (uint32_t) lround(w * 1e6);
+        return 0;
+}
+
+/* --service-us: one second per I/O is far past any drive; the model needs > 0. */
+static int parse_service_us(const char *arg, uint64_t *ret_ns) {
+        uint32_t us;
+
+        if (safe_atou32(arg, &us) < 0 || us == 0 || us > 1000000) {
+                fprintf(stderr, "%s: --service-us: expected microseconds in 1..1000000, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret_ns = (uint64_t) us * 1000;
+        return 0;
+}
+
+/* --policy: one the daemon knows, or none (the kernel's table). */
+static int parse_policy(const char *arg, const char **ret) {
+        if (strcmp(arg, "none") != 0 && apst_policy_from_string(arg) < 0) {
+                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret = arg;
+        return 0;
+}
+
+/* --exlat-scale: a factor on the drive's exit latencies, > 0 and at most SIM_EXLAT_SCALE_MAX. */
+static int parse_exlat_scale(const char *arg, double *ret) {
+        char *end;
+        double x;
+
+        errno = 0;
+        x = strtod(arg, &end);
+        if (errno != 0 || end == arg || *end != 0 || !isfinite(x) || x <= 0 || x > SIM_EXLAT_SCALE_MAX) {
+                fprintf(stderr, "%s: --exlat-scale: expected a factor in (0, %g], got \"%s\"\n", prog,
+                        SIM_EXLAT_SCALE_MAX, arg);
+                return -EINVAL;
+        }
+        *ret = x;
+        return 0;
+}
+
+/* --watch-source: bpf or stat. */
+static int parse_source(const char *arg, AdaptSource *ret) {
+        AdaptSource s = adapt_source_from_string(arg);
+
+        if (s < 0) {
+                fprintf(stderr, "%s: --watch-source: expected bpf or stat, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret = s;
+        return 0;
+}
+
+/* --event: which blkparse events are the I/Os, D (issued) or Q (queued). */
+static int parse_event(const char *arg, char *ret) {
+        if ((arg[0] != 'D' && arg[0] != 'Q') || arg[1] != 0) {
+                fprintf(stderr, "%s: --event: expected D or Q, got \"%s\"\n", prog, arg);
+                return -EINVAL;
+        }
+        *ret = arg[0];
+        return 0;
+}
+
+/* After the options: no arguments, and both inputs given. Return: 1 or -EINVAL. */
+static int options_complete(const Options *o, int argc, char *argv[]) {
+        if (optind < argc) {
+                fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, argv[optind]);
+                return -EINVAL;
+        }
+        if (!o->id_ctrl || !o->trace) {
+                fprintf(stderr, "%s: --id-ctrl and --trace are required (see --help)\n", prog);
+                return -EINVAL;
+        }
+        return 1;
+}
+
+static int parse_options(int argc, char *argv[], Options *o) {
+        static const struct option options[] = {
+                { "id-ctrl", required_argument, NULL, 'i' },
+                { "trace", required_argument, NULL, 't' },
+                { "config", required_argument, NULL, 'c' },
+                { "policy", required_argument, NULL, 'p' },
+                { "idle-power-w", required_argument, NULL, 'w' },
+                { "service-us", required_argument, NULL, 's' },
+                { "closed-loop", no_argument, NULL, 'l' },
+                { "exlat-scale", required_argument, NULL, 'x' },
+                { "watch-source", required_argument, NULL, 'W' },
+                { "device", required_argument, NULL, 'd' },
+                { "pci", required_argument, NULL, 'P' },
+                { "event", required_argument, NULL, 'e' },
+                { "json", no_argument, NULL, 'j' },
+                CLI_COMMON_OPTIONS,
+                {}
+        };
+        int c;
+
+        optind = 0;   /* a full reset: main.c may have run getopt already */
+        while ((c = cli_getopt(argc, argv, "i:t:c:p:w:s:lx:W:d:P:e:jh", options, help)) >= 0) {
+                switch (c) {
+                case 'i':
+                        o->id_ctrl = optarg;
+                        break;
+                case 't':
+                        o->trace = optarg;
+                        break;
+                case 'c':
+                        o->config = optarg;
+                        break;
+                case 'p':
+                        if (parse_policy(optarg, &o->policy) < 0)
+                                return -EINVAL;
+                        break;
+                case 'w':
+                        if (parse_watts(optarg, &o->p0_uw) < 0)
+                                return -EINVAL;
+                        break;
+                case 's':
+                        if (parse_service_us(optarg, &o->service_ns) < 0)
+                                return -EINVAL;
+                        break;
+                case 'l':
+                        o->closed_loop = true;
+                        break;
+                case 'x':
+                        if (parse_exlat_scale(optarg, &o->exlat_scale) < 0)
+                                return -EINVAL;
+                        break;
+                case 'W':
+                        if (parse_source(optarg, &o->source) < 0)
+                                return -EINVAL;
+                        break;
+                case 'd':
+                        o->device = optarg;
+                        break;
+                case 'P':
+                        if (cli_parse_pci_id(optarg, &o->platform.pci_vendor, &o->platform.pci_device) < 0) {
+                                fprintf(stderr, "%s: --pci: expected VVVV:DDDD in hex, got \"%s\"\n", prog, optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case 'e':
+                        if (parse_event(optarg, &o->event) < 0)
+                                return -EINVAL;
+                        break;
+                case 'j':
+                        o->json = true;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        abort();
+                }
+        }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
+        return options_complete(o, argc, argv);
+}
+
+/* Which policy and knobs: the daemon's own decision (device_plan(), as `run`, `apply` and `plan`
+ * make it) for the drive as controller "sim0" under the config (or the built-in defaults), then
+ * --policy. enable = no: the daemon leaves the drive alone, so the kernel's table, built with
+ * nvme_core's own defaults, is what runs. */
+static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_params, int *ret_kind,
+                          char *section, size_t section_size) {
+        _cleanup_(config_done) Config c;
+        _cleanup_free_ char *error = NULL;
+        SysCtrl sys = { .name = "sim0", .transport = "pcie",
+                        .pci_vendor = o->platform.pci_vendor, .pci_device = o->platform.pci_device };
+        ApstParams params;
+        DevicePlan dp;
+        int kind, r;
+
+        config_init(&c);
+        if (o->config) {
+                r = config_load(o->config, &c, &error);
+                if (r < 0) {
+                        if (error)
+                                fprintf(stderr, "%s: %s\n", prog, error);
+                        else
+                                fprintf(stderr, "%s: %s: %s\n", prog, o->config, strerror(-r));
+                        return r;
+                }
+        }
+        r = device_plan(&c, NULL, sys.name, &sys, id, &dp);
+        if (r < 0) {
+                fprintf(stderr, "%s: cannot plan the APST table: %s\n", prog, strerror(-r));
+                return r;
+        }
+        (void) snprintf(section, section_size, "%s", strempty(dp.section));
+        params = dp.verdict == DEVICE_DISABLED ? APST_PARAMS_DEFAULT : dp.params;
+        kind = dp.verdict == DEVICE_DISABLED ? APST_POLICY_KERNEL : (int) params.policy;
+        if (o->policy) {
+                if (strcmp(o->policy, "none") == 0)
+                        kind = POLICY_NONE;
+                else {
+                        ApstPolicyKind k = apst_policy_from_string(o->policy);
+                        if (k < 0) {
+                                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n",
+                                        prog, o->policy);
+                                return -EINVAL;
+                        }
+                        kind = k;
+                }
+        }
+        if (kind != POLICY_NONE)
+                params.policy = (ApstPolicyKind) kind;
+        *ret_params = params;
+        *ret_kind = kind;
+        return 0;
+}
+
+static const char *kind_name(int kind) {
+        return kind == POLICY_NONE ? "none" : apst_policy_to_string((ApstPolicyKind) kind);
+}
+
+/* The table the daemon would program; APST off for apsta = 0 (nothing is sent then). */
+static int build_table(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, int kind,
+                       ApstTable *ret) {
+        ApstPlan plan;
+        int r;
+
+        if (kind == POLICY_NONE) {
+                *ret = (ApstTable) {};
+                return 0;
+        }
+        r = apst_build(id, plat, params, &plan);
+        if (r < 0)
+                return r;
+        *ret = plan.outcome == APST_OUTCOME_PROGRAM ? plan.table : (ApstTable) {};
+        return 0;
+}
+
+typedef struct Row {
+        const char *name;
+        SimResult res;
+} Row;
+
+static struct json_object *json_reprograms(const SimResult *r) {
+        struct json_object *a = json_object_new_array();
+
+        for (size_t i = 0; i < r->n_reprograms; i++) {
+                struct json_object *o = json_object_new_object();
+
+                (void) json_object_object_add(o, "t", json_out_fixed((double) r->reprograms[i].t_ns * 1e-9, 9));
+                (void) json_object_object_add(o, "apste", json_object_new_boolean(r->reprograms[i].table.apste));
+                (void) json_object_object_add(o, "table", json_out_apst_entries(r->reprograms[i].table.entry,
+                                                                                 APST_ENTRIES));
+                if (r->reprograms[i].reason[0])
+                        (void) json_object_object_add(o, "reason", json_object_new_string(r->reprograms[i].reason));
+                (void) json_object_array_add(a, o);
+        }
+        return a;
+}
+
+static double ratio(double a, double b) {
+        return b > 0 ? a / b : (a > 0 ? INFINITY : 1.0);
+}
+
+static struct json_object *json_drive(const Options *o, const IdCtrl *id, const SimDrive *d) {
+        struct json_object *drive = json_object_new_object(), *states = json_object_new_array();
+        char pci[16];
+
+        (void) json_object_object_add(drive, "model", json_object_new_string(id->model));
+        (void) json_object_object_add(drive, "firmware", json_object_new_string(id->firmware));
+        if (o->platform.pci_vendor || o->platform.pci_device) {
+                (void) snprintf(pci, sizeof pci, "%04x:%04x", o->platform.pci_vendor, o->platform.pci_device);
+                (void) json_object_object_add(drive, "pci", json_object_new_string(pci));
+        }
+        (void) json_object_object_add(drive, "npss", json_object_new_uint64(d->npss));
+        (void) json_object_object_add(drive, "apsta", json_object_new_boolean(id->apst_supported));
+        (void) json_object_object_add(drive, "p0_idle_w", json_out_fixed(d->ps[0].power_uw / 1e6, 6));
+        (void) json_object_object_add(drive, "p0_reported", json_object_new_boolean(d->p0_reported));
+        for (unsigned i = 0; i <= d->npss; i++) {
+                struct json_object *st = json_object_new_object();
+
+                (void) json_object_object_add(st, "ps", json_object_new_uint64(i));
+                (void) json_object_object_add(st, "power_w", json_out_fixed(d->ps[i].power_uw / 1e6, 6));
+                (void) json_object_object_add(st, "enlat_us", json_object_new_uint64(d->ps[i].enlat_us));
+                (void) json_object_object_add(st, "exlat_us", json_object_new_uint64(d->ps[i].exlat_us));
+                (void) json_object_object_add(st, "non_operational", json_object_new_boolean(d->ps[i].non_operational));
+                (void) json_object_array_add(states, st);
+        }
+        (void) json_object_object_add(drive, "states", states);
+        return drive;
+}
+
+static struct json_object *json_trace(const Options *o, const Trace *t) {
+        struct json_object *trace = json_object_new_object();
+        char event[2] = { t->action, 0 };
+
+        (void) json_object_object_add(trace, "file", json_object_new_string(o->trace));
+        (void) json_object_object_add(trace, "format", json_object_new_string(trace_format_to_string(t->format)));
+        (void) json_object_object_add(trace, "ios", json_object_new_uint64(t->n));
+        if (t->format == TRACE_FORMAT_BLKPARSE) {
+                (void) json_object_object_add(trace, "device", json_object_new_string(t->device));
+                (void) json_object_object_add(trace, "event", json_object_new_string(event));
+        }
+        return trace;
+}
+
+static struct json_object *json_row(const SimDrive *d, const Row *row, const Row *opt) {
+        struct json_object *o = json_object_new_object(), *wk = json_object_new_object(),
+                           *added = json_object_new_object();
+        const SimResult *r = &row->res;
+        char name[8];
+
+        (void) json_object_object_add(o, "name", json_object_new_string(row->name));
+        (void) json_object_object_add(o, "energy_j", json_out_general(r->energy_j, 9));
+        (void) json_object_object_add(o, "mean_power_w", json_out_general(r->mean_power_w, 9));
+        (void) json_object_object_add(o, "duration_s", json_out_fixed((double) r->duration_ns * 1e-9, 9));
+        (void) json_object_object_add(o, "ios", json_object_new_uint64(r->ios));
+        (void) json_object_object_add(o, "energy_vs_optimum", json_out_fixed(ratio(r->energy_j, opt->res.energy_j), 6));
+        for (unsigned s = 1; s <= d->npss; s++)
+                if (d->ps[s].non_operational) {
+                        (void) snprintf(name, sizeof name, "ps%u", s);
+                        (void) json_object_object_add(wk, name, json_object_new_uint64(r->wakeups[s]));
+                }
+        (void) json_object_object_add(o, "wakeups", wk);
+        (void) json_object_object_add(o, "wakeups_total", json_object_new_uint64(r->wakeups_total));
+        (void) json_object_object_add(o, "stall_s", json_out_fixed((double) r->stall_ns * 1e-9, 9));
+        (void) json_object_object_add(added, "mean", json_out_fixed(r->added_mean_ns * 1e-9, 9));
+        (void) json_object_object_add(added, "p99", json_out_fixed((double) r->added_p99_ns * 1e-9, 9));
+        (void) json_object_object_add(added, "p999", json_out_fixed((double) r->added_p999_ns * 1e-9, 9));
+        (void) json_object_object_add(added, "max", json_out_fixed((double) r->added_max_ns * 1e-9, 9));
+        (void) json_object_object_add(o, "added_latency_s", added);
+        (void) json_object_object_add(o, "added_wall_s", json_out_fixed((double) r->added_wall_ns * 1e-9, 9));
+        (void) json_object_object_add(o, "reprograms", json_reprograms(r));
+        return o;
+}
+
+/* One member a line and one policy a line: bench/run.sh reads it line by line. */
+static int print_json(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const char *chosen,
+                      const char *section, const Row *rows, size_t n_rows, const Row *opt) {
+        static const char *const split[] = { "policies", NULL };
+        _cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
+        struct json_object *model = json_object_new_object(), *policies = json_object_new_array();
+
+        (void) json_object_object_add(doc, "drive", json_drive(o, id, d));
+        (void) json_object_object_add(doc, "trace", json_trace(o, t));
+        (void) json_object_object_add(model, "service_us", json_out_fixed((double) o->service_ns / 1e3, 3));
+        (void) json_object_object_add(model, "closed_loop", json_object_new_boolean(o->closed_loop));
+        (void) json_object_object_add(model, "exlat_scale", json_out_general(o->exlat_scale, 6));
+        (void) json_object_object_add(model, "watch_source", json_object_new_string(adapt_source_to_string(o->source)));
+        (void) json_object_object_add(doc, "model", model);
+        (void) json_object_object_add(doc, "policy", json_object_new_string(chosen));
+        (void) json_object_object_add(doc, "config_section", json_out_string_or_null(section[0] ? section : NULL));
+        for (size_t i = 0; i <= n_rows; i++)
+                (void) json_object_array_add(policies, json_row(d, i < n_rows ? &rows[i] : opt, opt));
+        (void) json_object_object_add(doc, "policies", policies);
+        (void) json_object_object_add(doc, "reprograms", json_reprograms(&rows[0].res));
+        return json_out_print_lines(stdout, doc, split);
+}
+
+static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t,
+                        const char *chosen, const char *section, const Row *rows, size_t n_rows, const Row *opt,
+                        const ApstTable *chosen_table) {
+        char desc[512];
+        uint64_t span = t->n ? t->io[t->n - 1].t_ns : 0;
+
+        printf("Drive:  %s (fw %s), %u power states, APST %s\n", id->model, id->firmware, d->npss + 1,
+               id->apst_supported ? "supported" : "NOT supported");
+        printf("        PS0 idle %.3f W (%s)\n", d->ps[0].power_uw / 1e6,
+               d->p0_reported ? "reported by the drive" : "assumed: the drive does not report it; --idle-power-w");
+        printf("Trace:  %s: %s, %zu I/Os over %.3f s", o->trace, trace_format_to_string(t->format), t->n,
+               (double) span * 1e-9);
+        if (t->format == TRACE_FORMAT_BLKPARSE)
+                printf(" (device %s, %c events)", t->device, t->action);
+        printf("\nModel:  %.0f µs per I/O, %s loop", (double) o->service_ns / 1e3, o->closed_loop ? "closed" : "open");
+        if (o->exlat_scale != 1.0)
+                printf(", exit latencies %g x the advertised ones", o->exlat_scale);
+        printf("\n");
+        apst_describe(chosen_table, id, desc, sizeof desc);
+        printf("Policy: %s%s%s%s: %s\n\n", chosen, section[0] ? " (config section " : "", section,
+               section[0] ? ")" : "", desc);
+
+        printf("%-8s %11s %9s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n", "policy", "energy J", "mean W", "vs opt",
+               "I/Os", "stall s", "add mean", "add p99", "add p99.9", "add max", "wall +s", "wake-ups");
+        for (size_t i = 0; i <= n_rows; i++) {
+                const Row *row = i < n_rows ? &rows[i] : opt;
+                const SimResult *r = &row->res;
+                char wk[256] = "";
+                size_t off = 0;
+                for (unsigned s = 1; s <= d->npss && off < sizeof wk; s++)
+                        if (r->wakeups[s])
+                                off += (size_t) snprintf(wk + off, sizeof wk - off, "%sps%u:%" PRIu64, off ? " " : "",
+                                                         s, r->wakeups[s]);
+                printf("%-8s %11.6f %9.6f %8.3f %8" PRIu64 " %9.6f %8.3fms %7.3fms %7.3fms %7.3fms %9.6f  %s\n",
+                       row->name, r->energy_j, r->mean_power_w, ratio(r->energy_j, opt->res.energy_j), r->ios,
+                       (double) r->stall_ns * 1e-9, r->added_mean_ns * 1e-6, (double) r->added_p99_ns * 1e-6,
+                       (double) r->added_p999_ns * 1e-6, (double) r->added_max_ns * 1e-6,
+                       (double) r->added_wall_ns * 1e-9, wk[0] ? wk : "-");
+        }
+}
+
+/* The drive: Identify data from a file, as the model sees it. */
+static int load_drive(const Options *o, IdCtrl *id, SimDrive *d) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;   /* set by read_full_file() on success; see cmd-plan.c */
+        int r;
+
+        r = read_full_file(o->id_ctrl, IDCTRL_FILE_MAX, READ_FULL_ALLOW_STDIN, &buf, &len);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
+                return r;
+        }
+        r = idctrl_parse_any(buf, len, id);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s: not Identify Controller data (binary or nvme-cli JSON): %s\n", prog,
+                        o->id_ctrl, strerror(-r));
+                return r;
+        }
+        r = sim_drive_from_idctrl(id, o->p0_uw, d);
+        if (r >= 0)
+                r = sim_drive_scale_exlat(d, o->exlat_scale);
+        if (r < 0)
+                fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
+        return r;
+}
+
+/* The workload: a trace file (or standard input). */
+static int load_trace(const Options *o, Trace *t) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        TraceError te = {};
+        TraceOptions topts = { .device = o->device, .action = o->event };
+        int r;
+
+        r = read_full_file(o->trace, TRACE_FILE_MAX, READ_FULL_ALLOW_STDIN, &buf, &len);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
+                return r;
+        }
+        r = trace_parse(buf, len, &topts, t, &te);
+        if (r == -EBADMSG) {
+                fprintf(stderr, "%s: %s:%zu: %s\n", prog, strcmp(o->trace, "-") == 0 ? "<stdin>" : o->trace,
+                        te.line, te.reason);
+                return r;
+        }
+        if (r < 0) {
+                fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
+                return r;
+        }
+        if (t->n == 0)
+                fprintf(stderr, "%s: %s: warning: no I/O in the trace\n", prog, o->trace);
+        return 0;
+}
+
+static int run(const Options *o) {
+        IdCtrl id;
+        SimDrive d;
+        Trace t = {};
+        ApstParams params;
+        ApstTable tables[3];
+        char section[128];
+        int kind, r;
+
+        r = load_drive(o, &id, &d);
+        if (r < 0)
+                return r;
+        r = load_trace(o, &t);
+        if (r < 0)
+                return r;
+
+        r = resolve_policy(o, &id, &params, &kind, section, sizeof section);
+        if (r < 0)
+                goto finish;
+
+        /* Rows: the chosen policy, then the baselines every run reports. */
+        ApstParams kernel_params = APST_PARAMS_DEFAULT;
+        kernel_params.policy = APST_POLICY_KERNEL;
+        const char *names[3] = { kind_name(kind), "none", "kernel" };
+        r = build_table(&id, &o->platform, &params, kind, &tables[0]);
+        if (r >= 0)
+                r = build_table(&id, &o->platform, NULL, POLICY_NONE, &tables[1]);
+        if (r >= 0)
+                r = build_table(&id, &o->platform, &kernel_params, APST_POLICY_KERNEL, &tables[2]);
+        if (r < 0) {
+                fprintf(stderr, "%s: cannot build the APST table: %s\n", prog, strerror(-r));
+                goto finish;
+        }
+
+        SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop };
+        Row rows[3] = {}, opt = { .name = "optimum" };
+        size_t done = 0;
+        for (; done < 3; done++) {
+                SimPolicy pol;
+                Adapt adapt;
+                rows[done].name = names[done];
+                sim_policy_static(&pol, names[done], &tables[done]);
+                if (done == 0 && kind == APST_POLICY_ADAPTIVE) {
+                        /* The daemon's own decision code, fed the counters it would read. */
+                        r = adapt_init(&adapt, &id, &o->platform, &params, 0, &tables[0]);
+                        if (r < 0) {
+                                fprintf(stderr, "%s: adaptive policy: %s\n", prog, strerror(-r));
+                                goto free_rows;
+                        }
+                        if (o->source == ADAPT_SOURCE_BPF)
+                                adapt_sim_policy_gaps(&pol, &adapt);
+                        else
+                                adapt_sim_policy(&pol, &adapt);
+                }
+                r = sim_run(&d, t.io, t.n, &sp, &pol, &rows[done].res);
+                if (r < 0) {
+                        fprintf(stderr, "%s: simulating %s: %s\n", prog, names[done], strerror(-r));
+                        goto free_rows;
+                }
+        }
+        r = sim_optimum(&d, t.io, t.n, &sp, &opt.res);
+        if (r < 0) {
+                fprintf(stderr, "%s: computing the optimum: %s\n", prog, strerror(-r));
+                goto free_rows;
+        }
+
+        if (o->json)
+                r = print_json(o, &id, &d, &t, names[0], section, rows, 3, &opt);
+        else
+                print_human(o, &id, &d, &t, names[0], section, rows, 3, &opt, &tables[0]);
+        if (r < 0 || fflush(stdout) != 0 || ferror(stdout)) {
+                r = -EIO;
+                fprintf(stderr, "%s: writing the output failed\n", prog);
+        }
+        sim_result_done(&opt.res);
+free_rows:
+        for (size_t i = 0; i < done; i++)
+                sim_result_done(&rows[i].res);
+finish:
+        trace_done(&t);
+        return r;
+}
+
+int verb_simulate(int argc, char *argv[]) {
+        Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS, .exlat_scale = 1.0,
+                      .source = ADAPT_SOURCE_BPF };
+        int r;
+
+        r = parse_options(argc, argv, &o);
+        if (r <= 0)
+                return r < 0 ? 2 : 0;
+        return run(&o) < 0 ? 1 : 0;
+}

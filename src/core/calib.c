@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Measured wake costs and their file; see calib.h and doc/calibrate.md. */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "calib.h"
+#include "macro.h"
+
+
+/* ------------------------------------------------------------------ text */
+
+int calib_format(const Calibration *c, char **ret_text) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "# nvme-apstd calibration: measured wake costs (nvme-apstd calibrate)\n");
+        fprintf(f, "version=%d\n", CALIB_FORMAT_VERSION);
+        fprintf(f, "model=%s\n", c->model);
+        fprintf(f, "firmware=%s\n", c->firmware);
+        fprintf(f, "measured_realtime_usec=%" PRIu64 "\n", c->measured_realtime_usec);
+        fprintf(f, "awake_median_us=%" PRIu32 "\n", c->awake_median_us);
+        for (size_t i = 0; i < c->n_states; i++) {
+                const CalibState *s = &c->states[i];
+                fprintf(f,
+                        "state=%u advertised_enlat_us=%" PRIu32 " advertised_exlat_us=%" PRIu32
+                        " samples=%" PRIu32 " wake_median_us=%" PRIu32 " wake_p99_us=%" PRIu32 "\n",
+                        s->ps, s->advertised_enlat_us, s->advertised_exlat_us, s->samples, s->wake_median_us,
+                        s->wake_p99_us);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret_text = buf;
+        return 0;
+}
+
+static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (n == 0 || n > 20)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (s[i] - '0');
+        }
+        if (v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+static int parse_u32(const char *s, size_t n, uint32_t *ret) {
+        uint64_t v;
+        int r = parse_u64(s, n, UINT32_MAX, &v);
+
+        if (r < 0)
+                return r;
+        *ret = (uint32_t) v;
+        return 0;
+}
+
+static int copy_string(char *dst, size_t size, const char *s, size_t n) {
+        if (n >= size)
+                return -ERANGE;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) s[i] < 0x20 || (unsigned char) s[i] > 0x7e)
+                        return -EINVAL;
+        memcpy(dst, s, n);
+        dst[n] = 0;
+        return 0;
+}
+
+/* "state=4 advertised_enlat_us=2000 ..." : every key exactly once. */
+static int parse_state(const char *s, size_t n, CalibState *ret, const char **ret_why) {
+        static const char *const keys[] = { "state", "advertised_enlat_us", "advertised_exlat_us",
+                                            "samples", "wake_median_us", "wake_p99_us" };
+        uint32_t v[ELEMENTSOF(keys)];
+        unsigned seen = 0;
+        size_t i = 0;
+
+        while (i < n) {
+                size_t w = i, eq, k;
+                while (i < n && s[i] != ' ')
+                        i++;
+                for (eq = w; eq < i && s[eq] != '='; eq++)
+                        ;
+                if (eq == i) {
+                        *ret_why = "expected KEY=VALUE";
+                        return -EINVAL;
+                }
+                for (k = 0; k < ELEMENTSOF(keys); k++)
+                        if (strlen(keys[k]) == eq - w && !memcmp(keys[k], s + w, eq - w))
+                                break;
+                if (k == ELEMENTSOF(keys)) {
+                        *ret_why = "unknown key in a state line";
+                        return -EINVAL;
+                }
+                if (seen & (1u << k)) {
+                        *ret_why = "key repeated in a state line";
+                        return -EINVAL;
+                }
+                if (parse_u32(s + eq + 1, i - eq - 1, &v[k]) < 0) {
+                        *ret_why = "not a number (0..4294967295)";
+                        return -EINVAL;
+                }
+                seen |= 1u << k;
+                while (i < n && s[i] == ' ')
+                        i++;
+        }
+        if (seen != (1u << ELEMENTSOF(keys)) - 1) {
+                *ret_why = "a state line needs state, advertised_enlat_us, advertised_exlat_us, samples, "
+                           "wake_median_us and wake_p99_us";
+                return -EINVAL;
+        }
+        if (v[0] >= IDCTRL_MAX_PS) {
+                *ret_why = "power state above 31";
+                return -EINVAL;
+        }
+        if (v[3] == 0 || v[5] < v[4]) {
+                *ret_why = "samples must be at least 1 and wake_p99_us at least wake_median_us";
+                return -EINVAL;
+        }
+        *ret = (CalibState) {
+                .ps = (uint8_t) v[0],
+                .advertised_enlat_us = v[1],
+                .advertised_exlat_us = v[2],
+                .samples = v[3],
+                .wake_median_us = v[4],
+                .wake_p99_us = v[5],
+        };
+        return 0;
+}
+
+static int parse_fail(char **ret_error, unsigned line, const char *why) {
+        if (ret_error) {
+                char *m = NULL;
+                if (asprintf(&m, "line %u: %s", line, why) < 0)
+                        return -ENOMEM;
+                free(*ret_error);
+                *ret_error = m;
+        }
+        return -EINVAL;
+}
+
+enum {
+        HAVE_VERSION = 1 << 0,
+        HAVE_MODEL = 1 << 1,
+        HAVE_FIRMWARE = 1 << 2,
+        HAVE_WHEN = 1 << 3,
+        HAVE_AWAKE = 1 << 4,
+};
+
+int calib_parse(const char *text, size_t len, Calibration *ret, char **ret_error) {
+        Calibration c = {};
+        unsigned line = 0, have = 0;
+        size_t p = 0;
+
+        while (p < len) {
+                const char *s = text + p, *eol = memchr(s, '\n', len - p);
+                size_t n = eol ? (size_t) (eol - s) : len - p, kl;
+                const char *why = NULL, *val;
+                unsigned bit = 0;
+                int r = 0;
+
+                p += n + (eol ? 1 : 0);
+                line++;
+                if (eol == s || s[0] == '#')
+                        continue;
+                if (memchr(s, 0, n))
+                        return parse_fail(ret_error, line, "NUL byte");
+                val = memchr(s, '=', n);
+                if (!val)
+                        return parse_fail(ret_error, line, "expected KEY=VALUE");
+                kl = (size_t) (val - s);
+                val++;
+#define KEY(k) (kl == strlen(k) && !memcmp(s, k, kl))
+                if (KEY("version")) {
+                        uint32_t v;
+                        bit = HAVE_VERSION;
+                        if (parse_u32(val, n - kl - 1, &v) < 0 || v != CALIB_FORMAT_VERSION)
+                                why = "unsupported version (this nvme-apstd reads version 1)";
+                } else if (!(have & HAVE_VERSION))
+                        why = "the first key must be version=";
+                else if (KEY("model")) {
+                        bit = HAVE_MODEL;
+                        r = copy_string(c.model, sizeof c.model, val, n - kl - 1);
+                        why = r < 0 ? "model: at most 40 printable characters" : NULL;
+                } else if (KEY("firmware")) {
+                        bit = HAVE_FIRMWARE;
+                        r = copy_string(c.firmware, sizeof c.firmware, val, n - kl - 1);
+                        why = r < 0 ? "firmware: at most 8 printable characters" : NULL;
+                } else if (KEY("measured_realtime_usec")) {
+                        bit = HAVE_WHEN;
+                        if (parse_u64(val, n - kl - 1, UINT64_MAX, &c.measured_realtime_usec) < 0)
+                                why = "not a number";
+                } else if (KEY("awake_median_us")) {
+                        bit = HAVE_AWAKE;
+                        if (parse_u32(val, n - kl - 1, &c.awake_median_us) < 0)
+                                why = "not a number (0..4294967295)";
+                } else if (KEY("state")) {
+                        CalibState st;
+                        if (c.n_states >= IDCTRL_MAX_PS)
+                                why = "more than 32 states";
+                        else if (parse_state(s, n, &st, &why) >= 0) {
+                                if (calib_find(&c, st.ps))
+                                        why = "power state measured twice";
+                                else
+                                        c.states[c.n_states++] = st;
+                        }
+                } else
+                        why = "unknown key";
+#undef KEY
+                if (!why && bit && (have & bit))
+                        why = "key given twice";
+                if (why)
+                        return parse_fail(ret_error, line, why);
+                have |= bit;
+        }
+        if (have != (HAVE_VERSION | HAVE_MODEL | HAVE_FIRMWARE | HAVE_WHEN | HAVE_AWAKE))
+                return parse_fail(ret_error, line,
+                                  "incomplete: version, model, firmware, measured_realtime_usec and "
+                                  "awake_median_us are required");
+        *ret = c;
+        return 0;
+}
+
+/* ------------------------------------------------------------------ use */
+
+bool calib_equal(const Calibration *a, const Calibration *b) {
+        if (strcmp(a->model, b->model) != 0 || strcmp(a->firmware, b->firmware) != 0 ||
+            a->measured_realtime_usec != b->measured_realtime_usec || a->awake_median_us != b->awake_median_us ||
+            a->n_states != b->n_states)
+                return false;
+        for (size_t i = 0; i < a->n_states; i++) {
+                const CalibState *x = &a->states[i], *y = &b->states[i];
+                if (x->ps != y->ps || x->advertised_enlat_us != y->advertised_enlat_us ||
+                    x->advertised_exlat_us != y->advertised_exlat_us || x->samples != y->samples ||
+                    x->wake_median_us != y->wake_median_us || x->wake_p99_us != y->wake_p99_us)
+                        return false;
+        }
+        return true;
+}
+
+const CalibState *calib_find(const Calibration *c, uint8_t ps) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < c->n_states; i++)
+                if (c->states[i].ps == ps)
+                        return &c->states[i];
+        return NULL;
+}
+
+uint32_t calib_exlat_us(const Calibration *c, uint8_t ps, uint32_t advertised_exlat_us) {
+        const CalibState *s = calib_find(c, ps);
+
+        return s && s->wake_median_us > advertised_exlat_us ? s->wake_median_us : advertised_exlat_us;
+}
+
+uint32_t calib_apply(const Calibration *c, const IdCtrl *id, IdCtrl *ret) {
+        IdCtrl out = *id;
+        uint32_t mask = 0;
+
+        for (unsigned ps = 0; ps <= id->npss && ps < IDCTRL_MAX_PS; ps++) {
+                uint32_t x = calib_exlat_us(c, (uint8_t) ps, id->psd[ps].exlat_us);
+                if (x != id->psd[ps].exlat_us) {
+                        out.psd[ps].exlat_us = x;
+                        mask |= 1u << ps;
+                }
+        }
+        *ret = out;
+        return mask;
+}
+
+/* ------------------------------------------------------------------ files */
+
+static void escape(FILE *f, const char *s) {
+        for (; *s; s++) {
+                unsigned char ch = (unsigned char) *s;
+                if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                    ch == '-')
+                        fputc(ch, f);
+                else
+                        fprintf(f, "%%%02X", ch);
+        }
+}
+
+int calib_path(const char *state_dir, const char *model, const char *firmware, char **ret_path) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        if (!state_dir || !*state_dir || !model || !*model || !firmware)
+                return -EINVAL;
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "%s/calibration/", state_dir);
+        escape(f, model);
+        fputc('@', f);
+        escape(f, firmware);
+        fputs(".calib", f);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret_path = buf;
+        return 0;
+}

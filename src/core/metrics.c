@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Prometheus text format of the daemon's state; see metrics.h. The format:
+ * https://prometheus.io/docs/instrumenting/exposition_formats/ (text format
+ * 0.0.4): "# HELP name text", "# TYPE name gauge|counter", then samples
+ * `name{label="value",...} number`, label values escaped as \\, \" and \n.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "metrics.h"
+
+
+/* Length of the UTF-8 sequence starting at @p, or 0 when it is not a valid one. */
+static size_t utf8_len(const unsigned char *p) {
+        size_t n;
+
+        if (p[0] < 0x80)
+                return 1;
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                n = 2;
+        else if (p[0] >= 0xe0 && p[0] <= 0xef)
+                n = 3;
+        else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+                n = 4;
+        else
+                return 0;
+        for (size_t i = 1; i < n; i++)
+                if ((p[i] & 0xc0) != 0x80)
+                        return 0;
+        return n;
+}
+
+static void label_value(FILE *f, const char *v) {
+        const unsigned char *p = (const unsigned char *) strempty(v);
+
+        while (*p) {
+                size_t n = utf8_len(p);
+
+                if (*p == '\\' || *p == '"')
+                        fprintf(f, "\\%c", *p);
+                else if (*p == '\n')
+                        fputs("\\n", f);
+                else if (n == 0 || *p < 0x20 || *p == 0x7f)
+                        fputc('?', f);
+                else
+                        fwrite(p, 1, n, f);
+                p += n ? n : 1;
+        }
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* µs as seconds, exactly (no floating point: equal states give equal text). */
+static void print_us_as_seconds(FILE *f, uint64_t us) {
+        fprintf(f, "%" PRIu64 ".%06" PRIu64 "\n", us / 1000000, us % 1000000);
+}
+
+static void print_double(FILE *f, double v) {
+        if (isnan(v))
+                fputs("NaN\n", f);
+        else if (isinf(v))
+                fputs(v > 0 ? "+Inf\n" : "-Inf\n", f);
+        else
+                fprintf(f, "%.3f\n", v);
+}
+
+static void ctrl_label(FILE *f, const char *name, const MetricsController *c) {
+        fprintf(f, "%s{controller=\"", name);
+        label_value(f, c->name);
+        fputs("\"} ", f);
+}
+
+typedef enum CtrlCounter {
+        CTRL_TABLE_WRITES,
+        CTRL_KERNEL_OVERWRITES,
+        CTRL_ERRORS,
+        CTRL_OBSERVED_IOS,
+        _CTRL_COUNTER_MAX,
+} CtrlCounter;
+
+static const struct {
+        const char *name, *help;
+} ctrl_counters[_CTRL_COUNTER_MAX] = {
+        [CTRL_TABLE_WRITES] = { "nvme_apstd_table_writes_total",
+                                "APST tables written (Set Features 0x0C that succeeded)." },
+        [CTRL_KERNEL_OVERWRITES] = { "nvme_apstd_kernel_overwrites_total",
+                                     "Times the table written was found replaced by the kernel (reset, resume)." },
+        [CTRL_ERRORS] = { "nvme_apstd_errors_total",
+                          "Failed admin commands and table verifications." },
+        [CTRL_OBSERVED_IOS] = { "nvme_apstd_observed_ios_total",
+                                "I/Os completed on the controller's namespaces, as the I/O watcher saw them." },
+};
+
+static uint64_t ctrl_counter(const MetricsController *c, CtrlCounter k) {
+        switch (k) {
+        case CTRL_TABLE_WRITES:
+                return c->table_writes;
+        case CTRL_KERNEL_OVERWRITES:
+                return c->kernel_overwrites;
+        case CTRL_ERRORS:
+                return c->errors;
+        case CTRL_OBSERVED_IOS:
+                return c->observed_ios;
+        case _CTRL_COUNTER_MAX:
+                break;
+        }
+        return 0;
+}
+
+int metrics_format(const MetricsState *s, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        for (size_t i = 0; i < s->n_controllers; i++)
+                if (!s->controllers[i].name || !*s->controllers[i].name)
+                        return -EINVAL;
+
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+
+        family(f, "nvme_apstd_start_time_seconds", "gauge", "Start time of the daemon, seconds since the Unix epoch.");
+        fputs("nvme_apstd_start_time_seconds ", f);
+        print_double(f, s->start_time_seconds);
+        family(f, "nvme_apstd_config_reloads_total", "counter", "Configuration reloads that took effect.");
+        fprintf(f, "nvme_apstd_config_reloads_total %" PRIu64 "\n", s->config_reloads);
+        family(f, "nvme_apstd_config_reload_failures_total", "counter",
+               "Configuration reloads rejected (the running configuration was kept).");
+        fprintf(f, "nvme_apstd_config_reload_failures_total %" PRIu64 "\n", s->config_reload_failures);
+
+        family(f, "nvme_apstd_controller_info", "gauge",
+               "NVMe controller seen by the daemon: model, firmware, APST policy and the table in force (value 1).");
+        for (size_t i = 0; i < s->n_controllers; i++) {
+                const MetricsController *c = &s->controllers[i];
+                fputs("nvme_apstd_controller_info{controller=\"", f);
+                label_value(f, c->name);
+                fputs("\",model=\"", f);
+                label_value(f, c->model);
+                fputs("\",firmware=\"", f);
+                label_value(f, c->firmware);
+                fputs("\",policy=\"", f);
+                label_value(f, c->policy);
+                fputs("\",table=\"", f);
+                label_value(f, c->table);
+                fputs("\"} 1\n", f);
+        }
+        family(f, "nvme_apstd_max_latency_seconds", "gauge",
+               "Latency budget that applies to the controller (max_latency_us).");
+        for (size_t i = 0; i < s->n_controllers; i++) {
+                ctrl_label(f, "nvme_apstd_max_latency_seconds", &s->controllers[i]);
+                print_us_as_seconds(f, s->controllers[i].max_latency_us);
+        }
+        family(f, "nvme_apstd_worst_wake_seconds", "gauge",
+               "Longest wait a command can see under the table in force (entry + exit latency, 0 = APST off).");
+        for (size_t i = 0; i < s->n_controllers; i++) {
+                ctrl_label(f, "nvme_apstd_worst_wake_seconds", &s->controllers[i]);
+                print_us_as_seconds(f, s->controllers[i].worst_wake_us);
+        }
+        for (CtrlCounter k = 0; k < _CTRL_COUNTER_MAX; k++) {
+                family(f, ctrl_counters[k].name, "counter", ctrl_counters[k].help);
+                for (size_t i = 0; i < s->n_controllers; i++) {
+                        const MetricsController *c = &s->controllers[i];
+                        if (k == CTRL_OBSERVED_IOS && !c->have_watcher)
+                                continue;
+                        ctrl_label(f, ctrl_counters[k].name, c);
+                        fprintf(f, "%" PRIu64 "\n", ctrl_counter(c, k));
+                }
+        }
+        family(f, "nvme_apstd_observed_stall_seconds_total", "counter",
+               "Time the I/O watcher attributes to commands waiting for the drive to wake.");
+        for (size_t i = 0; i < s->n_controllers; i++) {
+                if (!s->controllers[i].have_watcher)
+                        continue;
+                ctrl_label(f, "nvme_apstd_observed_stall_seconds_total", &s->controllers[i]);
+                print_us_as_seconds(f, s->controllers[i].observed_stall_us);
+        }
+        family(f, "nvme_apstd_estimated_energy_joules_total", "counter",
+               "Estimated energy of the drive since start: table=\"in-force\" with the table in force, "
+               "table=\"kernel\" had the kernel's table stayed.");
+        for (size_t i = 0; i < s->n_controllers; i++) {
+                const MetricsController *c = &s->controllers[i];
+                if (!c->have_energy)
+                        continue;
+                for (unsigned t = 0; t < 2; t++) {
+                        fputs("nvme_apstd_estimated_energy_joules_total{controller=\"", f);
+                        label_value(f, c->name);
+                        fprintf(f, "\",table=\"%s\"} ", t ? "kernel" : "in-force");
+                        print_double(f, t ? c->kernel_energy_joules : c->energy_joules);
+                }
+        }
+
+        family(f, "nvme_apstd_cpufreq_policy_pinned", "gauge",
+               "1 while the [cpu] settings are in force on the cpufreq policy, else 0.");
+        for (size_t i = 0; i < s->n_cpu_policies; i++) {
+                const MetricsCpuPolicy *p = &s->cpu_policies[i];
+                fprintf(f, "nvme_apstd_cpufreq_policy_pinned{policy=\"policy%u\",cpus=\"", p->policy);
+                label_value(f, p->cpus);
+                fprintf(f, "\"} %d\n", p->pinned ? 1 : 0);
+        }
+
+        if (fclose(f) != 0 || !buf)
+                return -ENOMEM;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The controller engine; see controller.h.
+ *
+ * The table found before the daemon first wrote is kept in the Controller and
+ * in ctx->record_dir/ctrl-NAME.orig, so that a daemon restarted after a crash
+ * still restores what the kernel had, not what its predecessor wrote.
+ */
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apstd-ids.h"
+#include "apst-record.h"
+#include "calib-store.h"
+#include "controller.h"
+#include "nvme-admin.h"
+#include "log.h"
+#include "record-file.h"
+
+void controller_init(Controller *c, const char *name) {
+        *c = (Controller) {};
+        (void) snprintf(c->name, sizeof c->name, "%s", name);
+}
+
+const char *controller_model(const Controller *c) {
+        return c->identified && c->id.model[0] ? c->id.model : c->sys.model;
+}
+
+const char *controller_firmware(const Controller *c) {
+        return c->identified && c->id.model[0] ? c->id.firmware : c->sys.firmware;
+}
+
+static ApplyTarget controller_target(const Controller *c, const char *reason) {
+        return (ApplyTarget) {
+                .name = c->name,
+                .model = controller_model(c),
+                .firmware = controller_firmware(c),
+                .policy = apst_policy_to_string(c->plan.params.policy),
+                .reason = reason,
+        };
+}
+
+static int outcome_fail(ControllerOutcome *o, ControllerStep step, int error, uint16_t nvme_status) {
+        o->result = CONTROLLER_FAILED;
+        o->failed_step = step;
+        o->error = error;
+        o->nvme_status = nvme_status;
+        return error;
+}
+
+/* ---- the record of the original table ---- */
+
+static int record_path(const ControllerContext *ctx, const Controller *c, char *buf, size_t n) {
+        if (!ctx->record_dir)
+                return -ENOENT;
+        if ((size_t) snprintf(buf, n, "%s/ctrl-%s.orig", ctx->record_dir, c->name) >= n)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+static void original_forget(const ControllerContext *ctx, const Controller *c) {
+        char path[PATH_MAX];
+
+        if (record_path(ctx, c, path, sizeof path) >= 0)
+                (void) record_remove(path);
+}
+
+typedef struct RecordHook {
+        Controller *c;
+        const ControllerContext *ctx;
+} RecordHook;
+
+/* apply_table() hook: the first time we see a controller's table, remember it (or the one a
+ * crashed predecessor recorded) and write the record before anything is changed. */
+static void record_original(const ApstTable *found, void *userdata) {
+        RecordHook *h = userdata;
+        Controller *c = h->c;
+        char path[PATH_MAX];
+        ApstTable rec;
+        int r;
+
+        if (c->have_original)
+                return;
+        r = record_path(h->ctx, c, path, sizeof path);
+        if (r >= 0 && apst_record_load(path, &c->id, &rec) >= 0) {
+                c->original = rec;
+                log_info("%s: using the table recorded before a previous run (%s).", c->name, path);
+        } else
+                c->original = *found;
+        c->have_original = true;
+        if (r >= 0)
+                r = apst_record_save(path, &c->id, &c->original);
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot record the original APST table in %s: %m; a restart after a "
+                                     "crash would not know it.", c->name, strempty(h->ctx->record_dir));
+}
+
+/* ---- the steps ---- */
+
+static int step_open(Controller *c, const ControllerContext *ctx, Ctrl **ctrl, ControllerOutcome *o) {
+        int r;
+
+        if (*ctrl)
+                return 0;
+        r = ctrl_open(ctx->dev_dir, c->name, ctrl);
+        if (r < 0) {
+                log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
+                          LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", controller_model(c) },
+                                     { "NVME_FIRMWARE", controller_firmware(c) }),
+                          "%s: cannot open %s/%s: %m", c->name, ctx->dev_dir, c->name);
+                return outcome_fail(o, CONTROLLER_STEP_OPEN, r, 0);
+        }
+        return 0;
+}
+
+static void log_states(const Controller *c) {
+        char states[1024] = "", npss[8];
+        size_t off = 0;
+
+        for (unsigned i = 0; i <= c->id.npss && i < IDCTRL_MAX_PS; i++) {
+                const IdPsd *p = &c->id.psd[i];
+                int k = snprintf(states + off, sizeof states - off, "%sps%u %s %u.%02uW %u/%uus", i ? ", " : "", i,
+                                 p->non_operational ? "non-op" : "op", p->max_power_uw / 1000000,
+                                 (p->max_power_uw % 1000000) / 10000, p->enlat_us, p->exlat_us);
+                if (k < 0)
+                        break;
+                off = MIN(sizeof states - 1, off + (size_t) k);
+        }
+        (void) snprintf(npss, sizeof npss, "%u", c->id.npss);
+        log_event(LOG_INFO, 0, MSGID_CTRL_ADDED,
+                  LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
+                             { "NVME_FIRMWARE", c->id.firmware }, { "NVME_NPSS", npss },
+                             { "NVME_APSTA", c->id.apst_supported ? "1" : "0" }, { "NVME_POWER_STATES", states }),
+                  "%s: found %s (firmware %s) with %u power state%s: %s.", c->name, c->id.model,
+                  c->id.firmware[0] ? c->id.firmware : "not reported",
+                  c->id.npss + 1, c->id.npss ? "s" : "", states);
+}
+
+/* Identify (once per Controller) and plan from ctx->config. */
+static int step_identify(Controller *c, const ControllerContext *ctx, Ctrl **ctrl, ControllerOutcome *o) {
+        uint16_t status = 0;
+        char why[160], st[16];
+        int r;
+
+        r = step_open(c, ctx, ctrl, o);
+        if (r < 0)
+                return r;
+        r = ctrl_identify(*ctrl, &c->id, NULL, &status);
+        if (r < 0) {
+                (void) snprintf(st, sizeof st, "0x%04x", status);
+                log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
+                          LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->sys.model },
+                                     { "NVME_FIRMWARE", c->sys.firmware },
+                                     { "NVME_STATUS", r == -EREMOTEIO ? st : NULL }),
+                          "%s: Identify Controller failed: %s.", c->name,
+                          apply_error_to_string(r, status, why, sizeof why));
+                return outcome_fail(o, CONTROLLER_STEP_IDENTIFY, r, status);
+        }
+        c->identified = true;
+        if (ctx->mode == CONTROLLER_MODE_DAEMON)
+                log_states(c);
+        r = controller_replan(c, ctx, NULL);
+        if (r < 0) {
+                c->identified = false;   /* no plan: identify and plan again next time */
+                return outcome_fail(o, CONTROLLER_STEP_PLAN, r, 0);
+        }
+        return 0;
+}
+
+/* The gate: is it there, is it ours, is it live? 1 to go on, 0 when the outcome is settled. */
+static int step_gate(Controller *c, const ControllerContext *ctx, bool first, ControllerOutcome *o) {
+        int r;
+
+        r = sysfs_read_controller(ctx->sysfs_root, c->name, &c->sys);
+        if (r < 0) {
+                o->result = CONTROLLER_GONE;
+                o->error = r;
+                return log_debug_errno(r, "%s: gone from sysfs: %m", c->name);
+        }
+        if (strcmp(c->sys.transport, "pcie") != 0) {
+                if (first)
+                        log_event(LOG_INFO, 0, MSGID_CTRL_SKIPPED,
+                                  LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->sys.model },
+                                             { "NVME_FIRMWARE", c->sys.firmware },
+                                             { "NVME_TRANSPORT", c->sys.transport }),
+                                  "%s: skipped: transport %s is not PCIe.", c->name, c->sys.transport);
+                c->plan.verdict = DEVICE_NOT_PCIE;
+                c->identified = true;
+                o->result = CONTROLLER_LEFT_ALONE;
+                return 0;
+        }
+        if (strcmp(c->sys.state, "live") != 0) {
+                /* a resetting or dead controller gets no admin command */
+                if (ctx->mode != CONTROLLER_MODE_DAEMON)
+                        log_error("%s: controller is %s, not live; not %s.", c->name, c->sys.state,
+                                  ctx->mode == CONTROLLER_MODE_PLAN ? "identified" : "programmed");
+                else
+                        /* once, not every time the retry timer looks again */
+                        log_full_errno(c->not_live_logged ? LOG_DEBUG : LOG_INFO, 0,
+                                       "%s: controller is %s, not live; will look again when it is.", c->name,
+                                       c->sys.state);
+                c->not_live_logged = true;
+                o->result = CONTROLLER_NOT_LIVE;
+                o->error = -EAGAIN;
+                return ctx->mode == CONTROLLER_MODE_DAEMON ? 0 : -EAGAIN;
+        }
+        c->not_live_logged = false;
+        return 1;
+}
+
+/* Say once why a controller is left alone; in the daemon, a re-check of an unsupported one too. */
+static void log_left_alone(const Controller *c, const ControllerContext *ctx, bool first, const char *reason) {
+        if (ctx->mode == CONTROLLER_MODE_PLAN)
+                return;   /* the verdict is what `plan` prints */
+        if (c->plan.verdict == DEVICE_UNSUPPORTED) {
+                if (first)
+                        log_event(LOG_INFO, 0, MSGID_APST_UNSUPPORTED,
+                                  LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
+                                             { "NVME_FIRMWARE", c->id.firmware }),
+                                  "%s: %s does not support APST (apsta = 0); nothing to program.", c->name,
+                                  c->id.model);
+                else
+                        log_event(LOG_INFO, 0, MSGID_APST_UNSUPPORTED,
+                                  LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
+                                             { "NVME_FIRMWARE", c->id.firmware }, { "APST_REASON", reason }),
+                                  "%s: re-checked after %s: the controller still does not support APST.", c->name,
+                                  reason);
+        } else if (first)
+                log_event(LOG_INFO, 0, MSGID_CTRL_SKIPPED,
+                          LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
+                                     { "NVME_FIRMWARE", c->id.firmware }),
+                          "%s: left alone: %s.", c->name, device_verdict_reason(c->plan.verdict));
+}
+
+const ApstTable *controller_table(const Controller *c) {
+        return c->have_learned ? &c->learned : &c->plan.plan.table;
+}
+
+static int step_write(Controller *c, const ControllerContext *ctx, Ctrl *ctrl, bool first, const char *reason,
+                      ControllerOutcome *o) {
+        bool daemon = ctx->mode == CONTROLLER_MODE_DAEMON;
+        ApplyTarget t = controller_target(c, reason);
+        RecordHook hook = { .c = c, .ctx = ctx };
+        const ApstTable *want = controller_table(c);
+        uint32_t worst = c->have_learned ? apst_worst_wake_us(want, &c->id) : c->plan.plan.worst_wake_us;
+        int r;
+
+        if (daemon) {
+                t.last_written = c->have_written ? &c->written : NULL;
+                t.before_write = record_original;
+                t.userdata = &hook;
+        }
+        r = apply_table(ctrl, &t, want, worst, daemon, &o->apply);
+        if (daemon && o->apply.have_before && !first && apst_table_equal(&o->apply.before, want))
+                log_debug("%s: re-checked after %s: table in place.", c->name, reason);
+        if (r < 0) {
+                (void) outcome_fail(o, CONTROLLER_STEP_WRITE, o->apply.error, o->apply.nvme_status);
+                return r;
+        }
+        c->have_written = true;
+        c->written = *want;
+        o->result = CONTROLLER_PROGRAMMED;
+        return 0;
+}
+
+int controller_sync(Controller *c, const ControllerContext *ctx, const char *reason, ControllerOutcome *ret) {
+        _cleanup_(ctrl_freep) Ctrl *ctrl = NULL;
+        bool first = !c->identified;
+        int r;
+
+        *ret = (ControllerOutcome) { .failed_step = CONTROLLER_STEP_NONE };
+        r = step_gate(c, ctx, first, ret);
+        if (r <= 0)
+                return r;
+        if (!c->identified) {
+                r = step_identify(c, ctx, &ctrl, ret);
+                if (r < 0)
+                        return r;
+        }
+        switch (c->plan.verdict) {
+        case DEVICE_UNSUPPORTED:
+        case DEVICE_DISABLED:
+        case DEVICE_NOT_PCIE:
+                log_left_alone(c, ctx, first, reason);
+                ret->result = CONTROLLER_LEFT_ALONE;
+                return 0;
+        case DEVICE_MANAGE:
+                break;
+        case _DEVICE_VERDICT_MAX:
+        case _DEVICE_VERDICT_INVALID:
+                return outcome_fail(ret, CONTROLLER_STEP_PLAN, -EINVAL, 0);
+        }
+        if (ctx->mode == CONTROLLER_MODE_PLAN) {
+                ret->result = CONTROLLER_PLANNED;
+                return 0;
+        }
+        r = step_open(c, ctx, &ctrl, ret);
+        if (r < 0)
+                return r;
+        return step_write(c, ctx, ctrl, first, reason, ret);
+}
+
+int controller_program(Controller *c, const ControllerContext *ctx, const ApstTable *table, const char *reason,
+                       ControllerOutcome *ret) {
+        uint32_t worst;
+
+        *ret = (ControllerOutcome) { .failed_step = CONTROLLER_STEP_NONE };
+        if (ctx->mode != CONTROLLER_MODE_DAEMON || !c->identified || c->plan.verdict != DEVICE_MANAGE)
+                return outcome_fail(ret, CONTROLLER_STEP_PLAN, -EINVAL, 0);
+        if (apst_table_check(table, &c->id) < 0)
+                return outcome_fail(ret, CONTROLLER_STEP_PLAN,
+                                    log_error_errno(-EINVAL, "%s: refusing an invalid table (%s).", c->name, reason), 0);
+        worst = apst_worst_wake_us(table, &c->id);
+        if (worst > c->plan.params.max_latency_us)
+                return outcome_fail(ret, CONTROLLER_STEP_PLAN,
+                                    log_error_errno(-ERANGE, "%s: refusing a table (%s) whose worst wake (%u us) "
+                                                             "exceeds max_latency_us = %u.",
+                                                    c->name, reason, worst, c->plan.params.max_latency_us),
+                                    0);
+        c->learned = *table;
+        c->have_learned = true;
+        return controller_sync(c, ctx, reason, ret);
+}
+
+/* The measurement for this drive's model and firmware, if there is a readable one. A malformed
+ * file is said once (until it reads again) and the drive planned from its descriptors. */
+static bool load_calibration(Controller *c, const ControllerContext *ctx, Calibration *ret) {
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (!ctx->state_dir || !c->id.model[0])
+                return false;
+        r = calib_load(ctx->state_dir, c->id.model, c->id.firmware, ret, &err);
+        if (r >= 0 || r == -ENOENT) {
+                c->calib_error_logged = false;
+                return r >= 0;
+        }
+        if (!c->calib_error_logged)
+                log_event(LOG_WARNING, r, MSGID_CALIBRATION_BAD,
+                          LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
+                                     { "NVME_FIRMWARE", c->id.firmware }),
+                          "%s: ignoring the calibration: %s; planning from the power-state descriptors.",
+                          c->name, err ? err : strerror(-r));
+        c->calib_error_logged = true;
+        return false;
+}
+
+/* The measured exit latencies gave another table than the descriptors: say which, and both tables. */
+static void log_calibration_used(const Controller *c, const Calibration *calib) {
+        char states[64] = "", adv[128] = "", meas[128] = "", with[512], without[512], hex[32 * 19 + 1];
+        size_t ls = 0, la = 0, lm = 0;
+
+        for (unsigned ps = 0; ps < IDCTRL_MAX_PS; ps++) {
+                if (!(c->plan.calib_raised & (1u << ps)))
+                        continue;
+                ls += (size_t) snprintf(states + ls, sizeof states - MIN(ls, sizeof states), "%sps%u",
+                                        ls ? "," : "", ps);
+                la += (size_t) snprintf(adv + la, sizeof adv - MIN(la, sizeof adv), "%s%" PRIu32, la ? "," : "",
+                                        c->id.psd[ps].exlat_us);
+                lm += (size_t) snprintf(meas + lm, sizeof meas - MIN(lm, sizeof meas), "%s%" PRIu32,
+                                        lm ? "," : "", calib_exlat_us(calib, (uint8_t) ps, c->id.psd[ps].exlat_us));
+        }
+        apst_describe(&c->plan.plan.table, &c->plan.plan_id, with, sizeof with);
+        apst_describe(&c->plan.uncalibrated_table, &c->id, without, sizeof without);
+        apst_table_to_hex(&c->plan.plan.table, hex, sizeof hex);
+        log_event(LOG_NOTICE, 0, MSGID_CALIBRATION_USED,
+                  LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->id.model },
+                             { "NVME_FIRMWARE", c->id.firmware }, { "APST_POWER_STATE", states },
+                             { "APST_ADVERTISED_EXLAT_US", adv }, { "APST_MEASURED_EXLAT_US", meas },
+                             { "APST_TABLE", hex }, { "APST_TABLE_UNCALIBRATED", without }),
+                  "%s: measured wake-ups changed the table: %s wakes in %s µs, not the advertised %s µs; "
+                  "table %s (the descriptors alone: %s).",
+                  c->name, states, meas, adv, with, without);
+}
+
+int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_changed) {
+        DevicePlan old = c->plan;
+        ApstTable old_table = *controller_table(c);
+        int r;
+
+        Calibration calib;
+        bool have_calib = load_calibration(c, ctx, &calib);
+
+        r = device_plan_calibrated(ctx->config, ctx->platform, c->name, &c->sys, &c->id,
+                                   have_calib ? &calib : NULL, &c->plan);
+        if (r < 0)
+                return log_error_errno(r, "%s: cannot plan the APST table: %m", c->name);
+        if (ctx->mode == CONTROLLER_MODE_DAEMON && c->plan.calib_changed_table &&
+            (!old.calib_changed_table || !apst_table_equal(&old.plan.table, &c->plan.plan.table)))
+                log_calibration_used(c, &calib);
+        /* What a policy learned at run time holds for the configuration it learned under. */
+        if (old.verdict != c->plan.verdict || !apst_params_equal(&old.params, &c->plan.params) ||
+            !apst_table_equal(&old.plan.table, &c->plan.plan.table))
+                c->have_learned = false;
+        if (ret_changed)
+                *ret_changed = old.verdict != c->plan.verdict || !apst_table_equal(&old_table, controller_table(c));
+        return 0;
+}
+
+int controller_restore(Controller *c, const ControllerContext *ctx, const char *reason, ControllerOutcome *ret) {
+        _cleanup_(ctrl_freep) Ctrl *ctrl = NULL;
+        ApplyTarget t;
+        int r;
+
+        *ret = (ControllerOutcome) { .result = CONTROLLER_LEFT_ALONE, .failed_step = CONTROLLER_STEP_NONE };
+        if (!c->have_original)
+                return 0;
+        /* The same gate as a write: a resetting or dead controller gets no admin command, not even
+         * the original back. The record stays, so whoever next finds it live (we after a reload,
+         * the next start) restores from it; the kernel's reset writes its own table meanwhile. */
+        r = sysfs_read_controller(ctx->sysfs_root, c->name, &c->sys);
+        if (r < 0) {
+                ret->result = CONTROLLER_GONE;
+                ret->error = r;
+                return log_debug_errno(r, "%s: gone from sysfs: %m", c->name);
+        }
+        if (strcmp(c->sys.state, "live") != 0) {
+                log_warning("%s: controller is %s, not live; its original APST table is not put back now "
+                            "(kept in %s for the next start).", c->name, c->sys.state,
+                            ctx->record_dir ? ctx->record_dir : "the runtime directory");
+                ret->result = CONTROLLER_NOT_LIVE;
+                ret->error = -EAGAIN;
+                return 0;
+        }
+        r = step_open(c, ctx, &ctrl, ret);
+        if (r < 0)
+                return r;
+        if (!c->have_written) {
+                /* Never written and verified by us, yet recorded: a write failed half-way, or a
+                 * predecessor's table is still there. Put back the original unless it is in
+                 * place; either way the record goes only once the drive holds it. */
+                ApstTable now;
+                if (ctrl_get_apst(ctrl, &now, NULL) >= 0 && apst_table_equal(&now, &c->original)) {
+                        c->have_original = false;
+                        original_forget(ctx, c);
+                        return 0;
+                }
+        }
+        t = controller_target(c, reason);
+        r = apply_restore(ctrl, &t, &c->original);
+        if (r < 0)
+                return outcome_fail(ret, CONTROLLER_STEP_WRITE, r, 0);
+        c->have_written = false;
+        c->have_original = false;
+        original_forget(ctx, c);
+        ret->result = CONTROLLER_RESTORED;
+        return 0;
+}
+
+void controller_forget(Controller *c, const ControllerContext *ctx) {
+        original_forget(ctx, c);
+}
+
+void controller_status(const Controller *c, bool failed, char *buf, size_t n) {
+        char s[256];
+
+        if (failed)
+                (void) snprintf(buf, n, "failed");
+        else if (!c->identified)
+                (void) snprintf(buf, n, "not ready (%s)", c->sys.state);
+        else if (c->plan.verdict == DEVICE_MANAGE) {
+                apst_summary(controller_table(c), s, sizeof s);
+                (void) snprintf(buf, n, "%s, %s", apst_policy_to_string(c->plan.params.policy), s);
+        } else
+                (void) snprintf(buf, n, "%s",
+                                c->plan.verdict == DEVICE_UNSUPPORTED ? "APST unsupported"
+                                : c->plan.verdict == DEVICE_DISABLED   ? "left alone (enable = no)"
+                                                                       : "not PCIe");
+}
