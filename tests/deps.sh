@@ -1,11 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Install what nvme-apstd needs to build and test on Debian 12 (as root).
-# Usage: tests/deps.sh [build|test|e2e|package]...   (default: build test)
+# Usage: tests/deps.sh [build|test|e2e|package|bench]...   (default: build test)
 set -euo pipefail
 
+# libbpf-dev, clang, bpftool: the eBPF I/O gap program (-Dbpf=auto builds without them)
 build=(gcc pkg-config meson ninja-build libnvme-dev libjson-c-dev libssl-dev libsystemd-dev
-       libcpupower-dev libinih-dev systemd)
+       libcpupower-dev libinih-dev systemd libbpf-dev clang bpftool)
 # umockdev: the fake controller; nvme-cli: independent cross-check; valgrind:
 # memcheck of the integration tests (ASan misses buffers umockdev fills);
 # clang: libFuzzer and the second compiler; cppcheck/clang-tidy: static analysis;
@@ -20,6 +21,8 @@ e2e=(qemu-system-x86 busybox-static cpio kmod mmdebstrap e2fsprogs xz-utils zstd
      libglib2.0-dev libpixman-1-dev libfdt-dev flex bison qemu-system-data seabios)
 # the Debian package (debian/, suite 'package'; the QEMU test installs it)
 package=(debhelper dpkg-dev lintian)
+# bench/: fio drives the eBPF program's overhead benchmark (bench/bpf-overhead.sh)
+bench=(fio util-linux)
 
 want=()
 [ $# -eq 0 ] && set -- build test
@@ -29,7 +32,8 @@ for what in "$@"; do
         test) want+=("${build[@]}" "${test[@]}") ;;
         e2e) want+=("${e2e[@]}" "${package[@]}") ;;
         package) want+=("${build[@]}" "${package[@]}") ;;
-        *) echo "usage: $0 [build|test|e2e|package]..." >&2; exit 2 ;;
+        bench) want+=("${build[@]}" "${bench[@]}") ;;
+        *) echo "usage: $0 [build|test|e2e|package|bench]..." >&2; exit 2 ;;
         esac
 done
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gaphist.h"
+#include "gaphist-kern.h"
 
 static void test_buckets(void) {
         assert(GAP_BUCKETS == 98);
@@ -75,8 +76,34 @@ static void test_counters(void) {
         assert(m.gaps[k] == 2 && m.requests == 6);
 }
 
+/* The eBPF program's bucket function (gaphist-kern.h) is the same function: at every bound, on
+ * both sides of it, and at a spread of values in between; its layout is GapHist's. */
+static void test_kernel_side(void) {
+        uint64_t x = 1;
+
+        assert(GAPK_BUCKETS == GAP_BUCKETS && GAPK_BASE_SHIFT == GAP_BASE_SHIFT && GAPK_TOP_SHIFT == GAP_TOP_SHIFT);
+        assert(sizeof(struct gapk_hist) == sizeof(GapHist));
+        assert(offsetof(struct gapk_hist, wake_max_ns) == offsetof(GapHist, wake_max_ns));
+        assert(offsetof(struct gapk_hist, requests) == offsetof(GapHist, requests));
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                uint64_t lo = gaphist_bucket_lower_ns(b);
+
+                assert(gapk_bucket(lo) == b);
+                if (lo > 0)
+                        assert(gapk_bucket(lo - 1) == gaphist_bucket(lo - 1));
+                assert(gapk_bucket(lo + 1) == gaphist_bucket(lo + 1));
+        }
+        for (unsigned i = 0; i < 100000; i++) {
+                x = x * 6364136223846793005u + 1442695040888963407u;   /* every magnitude */
+                uint64_t v = x >> (x % 64);
+                assert(gapk_bucket(v) == gaphist_bucket(v));
+        }
+        assert(gapk_bucket(0) == 0 && gapk_bucket(UINT64_MAX) == GAP_BUCKETS - 1);
+}
+
 int main(void) {
         test_buckets();
+        test_kernel_side();
         test_counters();
         return 0;
 }

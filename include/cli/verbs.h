@@ -23,3 +23,6 @@ int verb_status(int argc, char *argv[]);
 
 /* `nvme-apstd calibrate`: measure each power state's real wake-up time (src/cli/cmd-calibrate.c, doc/calibrate.md). */
 int verb_calibrate(int argc, char *argv[]);
+
+/* `nvme-apstd observe`: the block layer's exact idle gaps, seen with eBPF (src/cli/cmd-observe.c, doc/watch.md). */
+int verb_observe(int argc, char *argv[]);

@@ -52,6 +52,24 @@ int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret);
  */
 int sysfs_ctrl_block_stat(const char *sysroot, const char *name, WatchStat *ret);
 
+/**
+ * sysfs_ctrl_diskseqs() - the `diskseq` of each of the controller's namespace disks (the same
+ * disks as sysfs_ctrl_block_stat(): in the multipath layout the hidden per-path ones, which have
+ * a diskseq but no `dev`), what the eBPF program tells disks apart by (bpfwatch.h).
+ * Return: 0 with *@ret_n set (at most @max), -ENOENT when none is readable, or -errno.
+ */
+int sysfs_ctrl_diskseqs(const char *sysroot, const char *name, uint64_t *ret, size_t max, size_t *ret_n);
+
+/* The `diskseq` of /sys/class/block/@disk (a whole disk). -ENOENT, -EINVAL (a partition, or no
+ * diskseq: kernel < 5.15), or -errno. */
+int sysfs_block_diskseq(const char *sysroot, const char *disk, uint64_t *ret);
+
+/**
+ * sysfs_list_disks() - the whole disks of /sys/class/block (hidden ones included), sorted by name
+ * @ret: malloc'd array of @ret_n names of at most 32 bytes each (free() it)
+ */
+int sysfs_list_disks(const char *sysroot, char (**ret)[32], size_t *ret_n);
+
 /* Read a small attribute file into @buf, trimmed; -errno on failure. */
 int sysfs_read_attr(const char *path, char *buf, size_t n);
 

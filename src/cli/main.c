@@ -22,7 +22,8 @@ static void help(void) {
                "  status     what the running daemon does to each controller (over D-Bus)\n"
                "  simulate   score a policy on an I/O trace: energy and added latency\n"
                "  doctor     look for APST, request size and CPU frequency problems; change nothing\n"
-               "  calibrate  measure how long each power state really takes to wake\n\n"
+               "  calibrate  measure how long each power state really takes to wake\n"
+               "  observe    watch the block layer's idle gaps with eBPF; change nothing\n\n"
                "Run `nvme-apstd COMMAND --help` for the options of each command.\n"
                "  -h --help      show this help\n"
                "     --version  show the version\n");
@@ -40,6 +41,7 @@ int main(int argc, char *argv[]) {
                 { "simulate", verb_simulate },
                 { "doctor", verb_doctor },
                 { "calibrate", verb_calibrate },
+                { "observe", verb_observe },
         };
 
         log_open();

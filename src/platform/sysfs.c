@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "idctrl.h"
 #include "macro.h"
@@ -226,6 +228,112 @@ int sysfs_ctrl_io_count(const char *sysroot, const char *name, uint64_t *ret) {
         if (r < 0)
                 return r;
         *ret = st.ios;
+        return 0;
+}
+
+static int read_u64_attr(const char *path, uint64_t *ret) {
+        char buf[32], *end;
+        unsigned long long v;
+        int r;
+
+        r = sysfs_read_attr(path, buf, sizeof buf);
+        if (r < 0)
+                return r;
+        if (buf[0] < '0' || buf[0] > '9')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(buf, &end, 10);
+        if (errno != 0 || *end != 0)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int sysfs_ctrl_diskseqs(const char *sysroot, const char *name, uint64_t *ret, size_t max, size_t *ret_n) {
+        char dir[256], path[600];
+        struct dirent *de;
+        size_t n = 0;
+        DIR *d;
+
+        if (!sysfs_is_ctrl_name(name))
+                return -EINVAL;
+        (void) snprintf(dir, sizeof dir, "%s/class/nvme/%s", sysroot, name);
+        d = opendir(dir);
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d)) && n < max) {
+                uint64_t seq;
+
+                if (!is_namespace_of(name, de->d_name))
+                        continue;
+                (void) snprintf(path, sizeof path, "%s/%s/diskseq", dir, de->d_name);
+                if (read_u64_attr(path, &seq) < 0 || seq == 0)
+                        continue;
+                ret[n++] = seq;
+        }
+        closedir(d);
+        if (n == 0)
+                return -ENOENT;
+        *ret_n = n;
+        return 0;
+}
+
+int sysfs_block_diskseq(const char *sysroot, const char *disk, uint64_t *ret) {
+        char path[600];
+        int r;
+
+        if (!disk[0] || strchr(disk, '/') || strcmp(disk, ".") == 0 || strcmp(disk, "..") == 0)
+                return -EINVAL;
+        (void) snprintf(path, sizeof path, "%s/class/block/%s", sysroot, disk);
+        if (access(path, F_OK) < 0)
+                return negative_errno();
+        (void) snprintf(path, sizeof path, "%s/class/block/%s/partition", sysroot, disk);
+        if (access(path, F_OK) == 0)
+                return -EINVAL;
+        (void) snprintf(path, sizeof path, "%s/class/block/%s/diskseq", sysroot, disk);
+        r = read_u64_attr(path, ret);
+        if (r == -ENOENT)
+                return -EINVAL;
+        return r;
+}
+
+static int cmp_name(const void *a, const void *b) {
+        return strverscmp(a, b);
+}
+
+int sysfs_list_disks(const char *sysroot, char (**ret)[32], size_t *ret_n) {
+        char (*names)[32] = NULL, path[600];
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        DIR *d;
+
+        (void) snprintf(path, sizeof path, "%s/class/block", sysroot);
+        d = opendir(path);
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d))) {
+                uint64_t seq;
+
+                if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof names[0] ||
+                    sysfs_block_diskseq(sysroot, de->d_name, &seq) < 0)
+                        continue;
+                if (n == cap) {
+                        char (*nn)[32] = reallocarray(names, cap ? cap * 2 : 16, sizeof *names);
+                        if (!nn) {
+                                free(names);
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        names = nn;
+                        cap = cap ? cap * 2 : 16;
+                }
+                (void) snprintf(names[n++], sizeof names[0], "%s", de->d_name);
+        }
+        closedir(d);
+        if (n > 0)
+                qsort(names, n, sizeof *names, cmp_name);
+        *ret = names;
+        *ret_n = n;
         return 0;
 }
 

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * What the eBPF program (src/platform/bpf/iogap.bpf.c) and user space share:
+ * the bucket of a gap, computed the same way on both sides, and the layout of
+ * the kernel's maps. Plain C types only: this header is compiled for the BPF
+ * target as well as for the host. gaphist.h is the reference; test-gaphist
+ * checks that gapk_bucket() agrees with gaphist_bucket() at every bucket bound.
+ */
+
+/* Must equal gaphist.h's GAP_BASE_SHIFT, GAP_TOP_SHIFT and GAP_BUCKETS (the loader checks). */
+#define GAPK_BASE_SHIFT 16
+#define GAPK_TOP_SHIFT 40
+#define GAPK_BUCKETS 98
+/* Disks the program tells apart (one slot each; several disks may share a slot: a controller's
+ * namespaces are idle only when all of them are). */
+#define GAPK_SLOTS 64
+
+/* Per slot and per CPU: the same fields, in the same order, as GapHist. */
+struct gapk_hist {
+        unsigned long long gaps[GAPK_BUCKETS];
+        unsigned long long wake_count[GAPK_BUCKETS];
+        unsigned long long wake_sum_ns[GAPK_BUCKETS];
+        unsigned long long wake_max_ns[GAPK_BUCKETS];
+        unsigned long long gap_sum_ns;
+        unsigned long long requests;
+};
+
+/* Per slot, shared by all CPUs. */
+struct gapk_state {
+        unsigned long long inflight;        /* requests issued and not completed */
+        unsigned long long idle_since_ns;   /* bpf_ktime_get_ns() of the last completion; 0 = none yet */
+        unsigned long long first_rq;        /* the request that ended the last gap, until it completes */
+        unsigned long long first_issue_ns;
+        unsigned long long first_bucket;
+        unsigned long long issued;          /* requests issued (a cheap activity count for user space) */
+};
+
+/* floor(log2(v)) for v > 0, without a count-leading-zeros instruction (BPF has none). */
+static inline unsigned gapk_log2(unsigned long long v) {
+        unsigned r = 0;
+
+        if (v >> 32) { v >>= 32; r += 32; }
+        if (v >> 16) { v >>= 16; r += 16; }
+        if (v >> 8) { v >>= 8; r += 8; }
+        if (v >> 4) { v >>= 4; r += 4; }
+        if (v >> 2) { v >>= 2; r += 2; }
+        if (v >> 1) { r += 1; }
+        return r;
+}
+
+static inline unsigned gapk_bucket(unsigned long long gap_ns) {
+        unsigned o;
+
+        if (gap_ns < (1ULL << GAPK_BASE_SHIFT))
+                return 0;
+        o = gapk_log2(gap_ns);
+        if (o >= GAPK_TOP_SHIFT)
+                return GAPK_BUCKETS - 1;
+        return 1 + (o - GAPK_BASE_SHIFT) * 4 + (unsigned) ((gap_ns >> (o - 2)) & 3);
+}

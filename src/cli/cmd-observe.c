@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `nvme-apstd observe`: load the eBPF I/O gap program (bpfwatch.h) for any
+ * block disks, NVMe or not, wait, and print what the block layer saw: the exact
+ * idle-gap histogram, the service time of the first request after each gap
+ * bucket, and the request count. Changes nothing: the program only counts.
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bpfwatch.h"
+#include "cli.h"
+#include "gaphist.h"
+#include "json-out.h"
+#include "log.h"
+#include "macro.h"
+#include "sysfs.h"
+#include "util.h"
+#include "verbs.h"
+
+#define OBSERVE_DEFAULT_SECONDS 10u
+#define OBSERVE_MAX_SECONDS 86400u
+#define OBSERVE_MAX_DISKS 64u     /* GAPK_SLOTS: one slot each */
+
+typedef struct ObservedDisk {
+        char name[32];
+        uint64_t diskseq;
+        int slot;
+        GapHist h;
+} ObservedDisk;
+
+static void help(void) {
+        printf("Usage: nvme-apstd observe [OPTIONS] [DISK...]\n\n"
+               "Watch the block layer with eBPF for a while and print, for each disk (every whole\n"
+               "disk when none is named, NVMe or not): the exact idle-gap histogram, the service\n"
+               "time of the first request after each gap, and the request count. Changes nothing.\n"
+               "Needs root (CAP_BPF and CAP_PERFMON) and a kernel with BTF; without them it says\n"
+               "why and exits 1.\n\n"
+               "  -s --seconds N   watch for N seconds (default %u); Ctrl-C stops early\n"
+               "  -j --json        print one JSON object (schema in nvme-apstd(8))\n"
+               "  -h --help        show this help\n"
+               "     --version     show the version\n",
+               OBSERVE_DEFAULT_SECONDS);
+}
+
+/* Wait @seconds or until SIGINT/SIGTERM; the signals are blocked so the wait can end early. */
+static void wait_seconds(unsigned seconds) {
+        struct timespec ts = { .tv_sec = seconds };
+        sigset_t ss;
+
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGTERM);
+        (void) sigprocmask(SIG_BLOCK, &ss, NULL);
+        while (sigtimedwait(&ss, NULL, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+static void fmt_ns(char *buf, size_t n, uint64_t ns) {
+        if (ns == UINT64_MAX)
+                (void) snprintf(buf, n, "inf");
+        else if (ns >= UINT64_C(10000000000))
+                (void) snprintf(buf, n, "%.0f s", (double) ns / 1e9);
+        else if (ns >= UINT64_C(1000000000))
+                (void) snprintf(buf, n, "%.2f s", (double) ns / 1e9);
+        else if (ns >= UINT64_C(1000000))
+                (void) snprintf(buf, n, "%.2f ms", (double) ns / 1e6);
+        else
+                (void) snprintf(buf, n, "%.1f us", (double) ns / 1e3);
+}
+
+static void print_text(const ObservedDisk *d, size_t n, unsigned seconds) {
+        for (size_t i = 0; i < n; i++) {
+                const GapHist *h = &d[i].h;
+
+                printf("%s%s: %" PRIu64 " requests, %" PRIu64 " idle gaps in %u s\n", i ? "\n" : "", d[i].name,
+                       h->requests, gaphist_total_gaps(h), seconds);
+                if (gaphist_total_gaps(h) == 0)
+                        continue;
+                printf("  %-22s %8s   %s\n", "idle gap", "gaps", "first request after it: mean, max (count)");
+                for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                        char lo[24], hi[24], range[52], mean[24], max[24];
+
+                        if (h->gaps[b] == 0 && h->wake_count[b] == 0)
+                                continue;
+                        fmt_ns(lo, sizeof lo, gaphist_bucket_lower_ns(b));
+                        fmt_ns(hi, sizeof hi, gaphist_bucket_upper_ns(b));
+                        (void) snprintf(range, sizeof range, "%s - %s", lo, hi);
+                        if (h->wake_count[b] > 0) {
+                                fmt_ns(mean, sizeof mean, h->wake_sum_ns[b] / h->wake_count[b]);
+                                fmt_ns(max, sizeof max, h->wake_max_ns[b]);
+                                printf("  %-22s %8" PRIu64 "   %s, %s (%" PRIu64 ")\n", range, h->gaps[b], mean, max,
+                                       h->wake_count[b]);
+                        } else
+                                printf("  %-22s %8" PRIu64 "   -\n", range, h->gaps[b]);
+                }
+        }
+}
+
+static int print_json(const ObservedDisk *d, size_t n, unsigned seconds) {
+        _cleanup_(json_object_putp) struct json_object *root = json_object_new_object();
+        struct json_object *disks = json_object_new_array();
+
+        if (!root || !disks)
+                return -ENOMEM;
+        json_object_object_add(root, "source", json_object_new_string("bpf"));
+        json_object_object_add(root, "seconds", json_object_new_int64(seconds));
+        json_object_object_add(root, "disks", disks);
+        for (size_t i = 0; i < n; i++) {
+                const GapHist *h = &d[i].h;
+                struct json_object *o = json_object_new_object(), *bs = json_object_new_array();
+
+                if (!o || !bs)
+                        return -ENOMEM;
+                json_object_array_add(disks, o);
+                json_object_object_add(o, "disk", json_object_new_string(d[i].name));
+                json_object_object_add(o, "diskseq", json_object_new_uint64(d[i].diskseq));
+                json_object_object_add(o, "requests", json_object_new_uint64(h->requests));
+                json_object_object_add(o, "gaps", json_object_new_uint64(gaphist_total_gaps(h)));
+                json_object_object_add(o, "gap_sum_ns", json_object_new_uint64(h->gap_sum_ns));
+                json_object_object_add(o, "buckets", bs);
+                for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                        struct json_object *x;
+                        uint64_t hi = gaphist_bucket_upper_ns(b);
+
+                        if (h->gaps[b] == 0 && h->wake_count[b] == 0)
+                                continue;
+                        x = json_object_new_object();
+                        if (!x)
+                                return -ENOMEM;
+                        json_object_array_add(bs, x);
+                        json_object_object_add(x, "bucket", json_object_new_int(b));
+                        json_object_object_add(x, "lower_ns", json_object_new_uint64(gaphist_bucket_lower_ns(b)));
+                        json_object_object_add(x, "upper_ns", hi == UINT64_MAX ? NULL : json_object_new_uint64(hi));
+                        json_object_object_add(x, "gaps", json_object_new_uint64(h->gaps[b]));
+                        json_object_object_add(x, "first_count", json_object_new_uint64(h->wake_count[b]));
+                        json_object_object_add(x, "first_sum_ns", json_object_new_uint64(h->wake_sum_ns[b]));
+                        json_object_object_add(x, "first_max_ns", json_object_new_uint64(h->wake_max_ns[b]));
+                }
+        }
+        return json_out_print(stdout, root, JSON_OUT_FLAGS);
+}
+
+int verb_observe(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "seconds", required_argument, NULL, 's' },
+                { "json", no_argument, NULL, 'j' },
+                CLI_COMMON_OPTIONS,
+                {},
+        };
+        _cleanup_(bpfwatch_freep) BpfWatch *bw = NULL;
+        _cleanup_free_ ObservedDisk *disks = NULL;
+        char (*all)[32] = NULL, reason[256];
+        unsigned seconds = OBSERVE_DEFAULT_SECONDS;
+        size_t n = 0, n_all = 0;
+        bool json = false;
+        uint32_t v;
+        int c, r;
+
+        optind = 0;
+        while ((c = cli_getopt(argc, argv, "s:jh", options, help)) >= 0) {
+                switch (c) {
+                case 's':
+                        if (safe_atou32(optarg, &v) < 0 || v == 0 || v > OBSERVE_MAX_SECONDS) {
+                                log_error("--seconds takes 1..%u, not '%s'.", OBSERVE_MAX_SECONDS, optarg);
+                                return 2;
+                        }
+                        seconds = v;
+                        break;
+                case 'j':
+                        json = true;
+                        break;
+                default:
+                        return 2;
+                }
+        }
+        if (c == CLI_GETOPT_EXIT)
+                return 0;
+
+        if (optind == argc) {
+                r = sysfs_list_disks(arg_sysfs_root, &all, &n_all);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot list the block disks: %m");
+                        return 1;
+                }
+        }
+        size_t want = optind < argc ? (size_t) (argc - optind) : n_all;
+        if (want > OBSERVE_MAX_DISKS) {
+                log_error("observe watches at most %u disks at once; name the ones to watch.", OBSERVE_MAX_DISKS);
+                free(all);
+                return 2;
+        }
+        disks = calloc(MAX(want, (size_t) 1), sizeof *disks);
+        if (!disks) {
+                free(all);
+                log_error("Out of memory.");
+                return 1;
+        }
+        for (size_t i = 0; i < want; i++) {
+                const char *name = optind < argc ? argv[optind + i] : all[i];
+                ObservedDisk *d = &disks[n];
+
+                if (strncmp(name, "/dev/", 5) == 0)
+                        name += 5;
+                r = sysfs_block_diskseq(arg_sysfs_root, name, &d->diskseq);
+                if (r < 0) {
+                        if (r == -EINVAL)
+                                log_error("%s: not a whole disk with a diskseq (a partition, or a kernel before 5.15).",
+                                          name);
+                        else
+                                log_error_errno(r, "%s: no such block disk: %m", name);
+                        free(all);
+                        return 1;
+                }
+                (void) snprintf(d->name, sizeof d->name, "%s", name);
+                n++;
+        }
+        free(all);
+        if (n == 0) {
+                log_error("No block disks to observe.");
+                return 1;
+        }
+
+        r = bpfwatch_open(&bw, reason, sizeof reason);
+        if (r < 0) {
+                log_error("Cannot observe with eBPF: %s.", reason);
+                return 1;
+        }
+        for (size_t i = 0; i < n; i++) {
+                disks[i].slot = bpfwatch_slot_new(bw);
+                if (disks[i].slot < 0)
+                        {
+                        (void) log_error_errno(disks[i].slot, "No slot for %s: %m", disks[i].name);
+                        return 1;
+                }
+                r = bpfwatch_slot_set_disks(bw, (unsigned) disks[i].slot, &disks[i].diskseq, 1);
+                if (r < 0)
+                        {
+                        (void) log_error_errno(r, "Cannot watch %s: %m", disks[i].name);
+                        return 1;
+                }
+        }
+        if (!json)
+                fprintf(stderr, "Observing %zu disk%s for %u s...\n", n, n == 1 ? "" : "s", seconds);
+        wait_seconds(seconds);
+        for (size_t i = 0; i < n; i++) {
+                r = bpfwatch_read(bw, (unsigned) disks[i].slot, &disks[i].h, NULL);
+                if (r < 0)
+                        {
+                        (void) log_error_errno(r, "Cannot read the counters of %s: %m", disks[i].name);
+                        return 1;
+                }
+        }
+        if (json) {
+                r = print_json(disks, n, seconds);
+                if (r < 0)
+                        {
+                        (void) log_error_errno(r, "Cannot print: %m");
+                        return 1;
+                }
+        } else
+                print_text(disks, n, seconds);
+        return 0;
+}

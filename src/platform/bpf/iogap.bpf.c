@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The block layer's view of idle gaps, aggregated in the kernel.
+ *
+ * Attached (BTF-typed tracepoints, no tracefs needed) to block_rq_issue
+ * (blk_mq_start_request(): the driver takes the request), block_rq_complete
+ * (blk_update_request() / blk_complete_request(): the request is done) and
+ * block_rq_requeue (a started request goes back to the queue and will be
+ * issued again), all defined in include/trace/events/block.h.
+ *
+ * User space puts the diskseq of each disk it wants to watch in `disks`, with
+ * a slot number. Per slot the program keeps the requests in flight and the
+ * time the slot last went idle; the issue that takes it from 0 to 1 request in
+ * flight ends an idle gap, which is counted in its bucket (gaphist-kern.h),
+ * and that request's service time (issue to completion) is added to the
+ * bucket's wake figures when it completes. Counters are per CPU, so a request
+ * costs a hash lookup, two atomic operations on the slot and a few adds; no
+ * event ever goes to user space. doc/watch.md explains the choices.
+ */
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+
+#include "vmlinux-min.h"
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+#include "gaphist-kern.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* diskseq -> slot */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 256);
+        __type(key, __u64);
+        __type(value, __u32);
+} disks SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, GAPK_SLOTS);
+        __type(key, __u32);
+        __type(value, struct gapk_state);
+} state SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, GAPK_SLOTS);
+        __type(key, __u32);
+        __type(value, struct gapk_hist);
+} hist SEC(".maps");
+
+static __always_inline __u32 *slot_of(struct request *rq) {
+        __u64 seq;
+
+        /* Passthrough requests on a queue without a disk (the NVMe admin queue) have no disk. */
+        seq = BPF_CORE_READ(rq, q, disk, diskseq);
+        if (!seq)
+                return 0;
+        return bpf_map_lookup_elem(&disks, &seq);
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(iogap_issue, struct request *rq) {
+        struct gapk_state *s;
+        struct gapk_hist *h;
+        __u64 now, old, since, gap;
+        __u32 *slot, k;
+        unsigned b;
+
+        slot = slot_of(rq);
+        if (!slot)
+                return 0;
+        k = *slot;
+        s = bpf_map_lookup_elem(&state, &k);
+        h = bpf_map_lookup_elem(&hist, &k);
+        if (!s || !h)
+                return 0;
+        old = __sync_fetch_and_add(&s->inflight, 1);
+        __sync_fetch_and_add(&s->issued, 1);
+        if (old != 0)
+                return 0;
+        /* This request ends an idle gap (unless nothing completed since the program was loaded). */
+        now = bpf_ktime_get_ns();
+        since = s->idle_since_ns;
+        if (!since)
+                return 0;
+        gap = now > since ? now - since : 0;
+        b = gapk_bucket(gap);
+        if (b >= GAPK_BUCKETS)
+                return 0;
+        h->gaps[b]++;
+        h->gap_sum_ns += gap;
+        s->first_issue_ns = now;
+        s->first_bucket = b;
+        s->first_rq = (__u64) rq;
+        return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(iogap_complete, struct request *rq) {
+        struct gapk_state *s;
+        struct gapk_hist *h;
+        __u64 now, svc, b;
+        __u32 *slot, k;
+
+        slot = slot_of(rq);
+        if (!slot)
+                return 0;
+        k = *slot;
+        s = bpf_map_lookup_elem(&state, &k);
+        h = bpf_map_lookup_elem(&hist, &k);
+        if (!s || !h)
+                return 0;
+        now = bpf_ktime_get_ns();
+        if (s->first_rq == (__u64) rq) {
+                s->first_rq = 0;
+                b = s->first_bucket;
+                svc = now > s->first_issue_ns ? now - s->first_issue_ns : 0;
+                if (b < GAPK_BUCKETS) {
+                        h->wake_count[b]++;
+                        h->wake_sum_ns[b] += svc;
+                        if (svc > h->wake_max_ns[b])
+                                h->wake_max_ns[b] = svc;
+                }
+        }
+        h->requests++;
+        /* Written before the decrement: the issue that sees 0 in flight reads the time of the
+         * completion that made it 0 (or of one concurrent with it). */
+        s->idle_since_ns = now;
+        if (__sync_fetch_and_add(&s->inflight, -1) == 0)
+                /* issued before the program was attached: not ours to count */
+                __sync_fetch_and_add(&s->inflight, 1);
+        return 0;
+}
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(iogap_requeue, struct request *rq) {
+        struct gapk_state *s;
+        __u32 *slot, k;
+
+        /* Only a started request was counted at issue; it will be issued again. */
+        if (BPF_CORE_READ(rq, state) != MQ_RQ_IN_FLIGHT)
+                return 0;
+        slot = slot_of(rq);
+        if (!slot)
+                return 0;
+        k = *slot;
+        s = bpf_map_lookup_elem(&state, &k);
+        if (!s)
+                return 0;
+        if (s->first_rq == (__u64) rq)
+                s->first_rq = 0;
+        if (__sync_fetch_and_add(&s->inflight, -1) == 0)
+                __sync_fetch_and_add(&s->inflight, 1);
+        return 0;
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The eBPF program on a real block device: O_DIRECT reads to a loop device
+ * (backed by a file on tmpfs, so nothing else does I/O to it) at scheduled
+ * times, with idle gaps of known lengths from 1 ms to 0.7 s. Every gap must be
+ * counted in its bucket, each bucket as often as it was scheduled, with one
+ * first-request service time per gap, and every read counted as a request.
+ *
+ * Each gap is scheduled a quarter of the way into its bucket, measured from the
+ * moment the previous read returned to user space: the block layer's gap is
+ * that plus the return and submission paths (tens of µs), which the bucket's
+ * remaining three quarters (>= 190 µs here) absorb.
+ *
+ * Needs root, a kernel with BTF and eBPF, and losetup: else exit 77.
+ */
+#undef NDEBUG
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpfwatch.h"
+#include "gaphist.h"
+#include "sysfs.h"
+
+#define BACKING "/dev/shm/nvme-apstd-test-bpf-gaps.img"
+#define BLOCK 4096
+
+static char loopdev[64];
+
+static void cleanup(void) {
+        char cmd[128];
+
+        if (loopdev[0]) {
+                (void) snprintf(cmd, sizeof cmd, "losetup -d %s", loopdev);
+                if (system(cmd) != 0)
+                        fprintf(stderr, "losetup -d %s failed\n", loopdev);
+                loopdev[0] = 0;
+        }
+        (void) unlink(BACKING);
+}
+
+/* A failed assertion aborts: the loop device goes in any case. */
+static void on_abort(int sig) {
+        cleanup();
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+static int skip(const char *why) {
+        printf("SKIP: %s\n", why);
+        cleanup();
+        return 77;
+}
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t t) {
+        struct timespec ts = { .tv_sec = (time_t) (t / 1000000000u), .tv_nsec = (long) (t % 1000000000u) };
+
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                ;
+}
+
+int main(void) {
+        /* buckets (by their lower bound, ms) and how many gaps of each: all different */
+        static const struct {
+                double ms;
+                unsigned count;
+        } plan[] = { { 1.05, 4 }, { 4.19, 5 }, { 12.6, 2 }, { 29.4, 3 }, { 41.9, 6 }, { 134, 1 }, { 268, 2 },
+                     { 671, 1 } };
+        unsigned order[64], n = 0, bucket_of[8];
+        uint64_t expect[GAP_BUCKETS] = {};
+        char reason[256], *disk;
+        BpfWatch *bw = NULL;
+        void *buf = NULL;
+        uint64_t seq;
+        GapHist h;
+        FILE *p;
+        int fd, slot, r;
+
+        signal(SIGABRT, on_abort);
+        if (geteuid() != 0)
+                return skip("needs root (loop devices, eBPF)");
+        r = bpfwatch_open(&bw, reason, sizeof reason);
+        if (r < 0)
+                return skip(reason);
+
+        fd = open(BACKING, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+        if (fd < 0 || ftruncate(fd, 16 << 20) < 0)
+                return skip("cannot create a file on /dev/shm");
+        close(fd);
+        p = popen("losetup -f --show " BACKING " 2>/dev/null", "r");
+        if (!p || !fgets(loopdev, sizeof loopdev, p)) {
+                if (p)
+                        (void) pclose(p);
+                loopdev[0] = 0;
+                return skip("losetup cannot set up a loop device here");
+        }
+        (void) pclose(p);
+        loopdev[strcspn(loopdev, "\n")] = 0;
+        disk = strrchr(loopdev, '/') + 1;
+        r = sysfs_block_diskseq("/sys", disk, &seq);
+        if (r < 0)
+                return skip("the loop device has no diskseq (kernel < 5.15)");
+        fd = open(loopdev, O_RDONLY | O_DIRECT);
+        if (fd < 0 || posix_memalign(&buf, BLOCK, BLOCK) != 0)
+                return skip("cannot open the loop device with O_DIRECT");
+
+        /* the buckets, and an interleaved order in which their gaps come */
+        for (unsigned i = 0; i < 8; i++) {
+                bucket_of[i] = gaphist_bucket((uint64_t) (plan[i].ms * 1e6) + 1000);
+                expect[bucket_of[i]] = plan[i].count;
+        }
+        for (unsigned round = 0; round < 6; round++)
+                for (unsigned i = 0; i < 8; i++)
+                        if (round < plan[i].count)
+                                order[n++] = i;
+        assert(n == 24);
+
+        /* keep the schedule from being preempted by other work on the machine, where allowed */
+        struct sched_param sp = { .sched_priority = 10 };
+        (void) sched_setscheduler(0, SCHED_FIFO, &sp);
+
+        sleep(1);    /* whatever set-up I/O the new disk got is over */
+        slot = bpfwatch_slot_new(bw);
+        assert(slot >= 0);
+        assert(bpfwatch_slot_set_disks(bw, (unsigned) slot, &seq, 1) == 0);
+
+        /* n gaps need n + 1 reads; the first read's gap started before the program counted */
+        assert(pread(fd, buf, BLOCK, 0) == BLOCK);
+        for (unsigned i = 0; i < n; i++) {
+                unsigned b = bucket_of[order[i]];
+                uint64_t lo = gaphist_bucket_lower_ns(b), hi = gaphist_bucket_upper_ns(b);
+                uint64_t done = now_ns();
+
+                sleep_until(done + lo + (hi - lo) / 4);
+                assert(pread(fd, buf, BLOCK, (off_t) (i + 1) * BLOCK * 16) == BLOCK);
+        }
+        usleep(1000);
+        assert(bpfwatch_read(bw, (unsigned) slot, &h, NULL) == 0);
+
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                if (h.gaps[b] != expect[b] || h.wake_count[b] != expect[b])
+                        printf("bucket %u [%" PRIu64 ", %" PRIu64 ") ns: %" PRIu64 " gaps, %" PRIu64
+                               " first requests; scheduled %" PRIu64 "\n",
+                               b, gaphist_bucket_lower_ns(b), gaphist_bucket_upper_ns(b), h.gaps[b], h.wake_count[b],
+                               expect[b]);
+                assert(h.gaps[b] == expect[b]);
+                assert(h.wake_count[b] == expect[b]);
+                if (expect[b] > 0) {
+                        /* a read from tmpfs through the loop worker: between 1 µs and a scheduling slice */
+                        assert(h.wake_sum_ns[b] >= expect[b] * 1000u);
+                        assert(h.wake_max_ns[b] > 0 && h.wake_max_ns[b] <= h.wake_sum_ns[b]);
+                }
+        }
+        assert(h.requests == n + 1);
+        printf("%s: %u gaps in %zu buckets, %" PRIu64 " requests, every gap in its bucket\n", loopdev, n,
+               sizeof plan / sizeof plan[0], h.requests);
+
+        free(buf);
+        close(fd);
+        bpfwatch_free(bw);
+        cleanup();
+        return 0;
+}
