@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "sysinfo.h"
 
 /* Default configuration file: $CONFIGURATION_DIRECTORY/nvme-apstd.conf, else SYSCONFDIR/nvme-apstd.conf. */
 const char *cli_default_config_path(char *buf, size_t n);
@@ -33,6 +34,25 @@ extern const char *arg_proc_root;
 extern const char *arg_state_dir;
 /* arg_state_dir, or the default ($STATE_DIRECTORY, else /var/lib/nvme-apstd) in @buf. */
 const char *cli_state_dir(char *buf, size_t n);
+
+/* The controllers a verb works on: every one in SYSFS/class/nvme, or those named on its command line. */
+typedef struct CliSelection {
+        SysCtrl *ctrls;            /* selected, in discovery order */
+        size_t n;
+        size_t n_present;          /* controllers in sysfs, selected or not */
+        char **unknown;            /* names given that name no controller (pointers into argv) */
+        size_t n_unknown;
+} CliSelection;
+
+/**
+ * cli_select_controllers() - list SYSFS/class/nvme and keep the controllers in @names
+ * @names, @n_names: controller names from the command line; none selects every controller
+ * @ret: the selection; each unknown name is logged ("nvme9: no such NVMe controller in
+ *       /sys/class/nvme.") and kept in @ret->unknown for the verb's own report
+ * Return: 0, or negative errno when sysfs cannot be listed (logged).
+ */
+int cli_select_controllers(char **names, size_t n_names, CliSelection *ret);
+void cli_selection_done(CliSelection *s);
 
 /* Options every subcommand shares: --help, --version, and the hidden roots tests point
  * at fake trees. Put CLI_COMMON_OPTIONS in the option table and read the options
@@ -64,7 +84,3 @@ enum {
  * (through @help) or --version is printed. Set optind = 0 before the first call.
  */
 int cli_getopt(int argc, char *argv[], const char *shortopts, const struct option *options, void (*help)(void));
-
-int verb_plan(int argc, char *argv[]);
-int verb_apply(int argc, char *argv[]);
-int verb_run(int argc, char *argv[]);

@@ -1,16 +1,23 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Subcommands; each parses its own options (getopt_long) and returns an exit status. */
-
 #include "cli.h"
 
 /*
- * Verbs of the nvme-apstd command line besides running the daemon. main.c
+ * Every verb of the nvme-apstd command line. main.c
  * dispatches `nvme-apstd VERB ARGS...` to verb_VERB(argc, argv) with argv[0]
  * set to VERB; each returns the process exit status (0, 1 = failure,
  * 2 = bad usage) and prints its own output and errors.
  */
+
+/* `nvme-apstd run` (and plain `nvme-apstd`): the daemon (src/cli/cmd-run.c, src/daemon/). */
+int verb_run(int argc, char *argv[]);
+
+/* `nvme-apstd plan`: what would be written, nothing sent but Identify (src/cli/cmd-plan.c). */
+int verb_plan(int argc, char *argv[]);
+
+/* `nvme-apstd apply`: program every controller once, verify, exit (src/cli/cmd-apply.c). */
+int verb_apply(int argc, char *argv[]);
 
 /* `nvme-apstd simulate`: score APST policies on a trace (src/cli/cmd-simulate.c, doc/simulator.md). */
 int verb_simulate(int argc, char *argv[]);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Shared subcommand helpers; see cli.h. */
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "config-build.h"
 #include "log.h"
 #include "power.h"
+#include "sysfs.h"
 
 const char *arg_sysfs_root = "/sys";
 const char *arg_dev_dir = "/dev";
@@ -116,4 +118,51 @@ int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device) 
         *ret_vendor = v;
         *ret_device = d;
         return 0;
+}
+
+static bool name_given(char **names, size_t n_names, const char *name) {
+        for (size_t i = 0; i < n_names; i++)
+                if (strcmp(names[i], name) == 0)
+                        return true;
+        return false;
+}
+
+int cli_select_controllers(char **names, size_t n_names, CliSelection *ret) {
+        _cleanup_free_ SysCtrl *list = NULL;
+        _cleanup_free_ char **unknown = NULL;
+        size_t n = 0, k = 0, u = 0;
+        int r;
+
+        r = sysfs_list_controllers(arg_sysfs_root, &list, &n);
+        if (r < 0)
+                return log_error_errno(r, "Cannot list %s/class/nvme: %m", arg_sysfs_root);
+        unknown = calloc(n_names + 1, sizeof *unknown);
+        if (!unknown)
+                return log_error_errno(-ENOMEM, "Out of memory.");
+        for (size_t i = 0; i < n_names; i++) {
+                bool found = false;
+                for (size_t j = 0; j < n; j++)
+                        found = found || strcmp(list[j].name, names[i]) == 0;
+                if (!found) {
+                        log_error("%s: no such NVMe controller in %s/class/nvme.", names[i], arg_sysfs_root);
+                        unknown[u++] = names[i];
+                }
+        }
+        for (size_t j = 0; j < n; j++)
+                if (n_names == 0 || name_given(names, n_names, list[j].name))
+                        list[k++] = list[j];
+        *ret = (CliSelection) {
+                .ctrls = TAKE_PTR(list),
+                .n = k,
+                .n_present = n,
+                .unknown = TAKE_PTR(unknown),
+                .n_unknown = u,
+        };
+        return 0;
+}
+
+void cli_selection_done(CliSelection *s) {
+        free(s->ctrls);
+        free(s->unknown);
+        *s = (CliSelection) {};
 }

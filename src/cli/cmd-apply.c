@@ -13,6 +13,7 @@
 #include "apply.h"
 #include "apstd-ids.h"
 #include "cli.h"
+#include "verbs.h"
 #include "config-build.h"
 #include "controller.h"
 #include "log.h"
@@ -92,17 +93,33 @@ static int apply_one(const ControllerContext *ctx, const SysCtrl *sys) {
         return r;
 }
 
-int verb_apply(int argc, char *argv[]) {
+/* Return: 1 to go on, 0 after --help or --version, -EINVAL on bad usage. */
+static int parse_argv(int argc, char *argv[], const char **ret_config_path) {
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
                 CLI_COMMON_OPTIONS,
                 {},
         };
-        _cleanup_free_ SysCtrl *list = NULL;
+        int c;
+
+        optind = 0;
+        while ((c = cli_getopt(argc, argv, "c:h", options, help)) >= 0) {
+                switch (c) {
+                case 'c':
+                        *ret_config_path = optarg;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+        }
+        return c == CLI_GETOPT_EXIT ? 0 : 1;
+}
+
+int verb_apply(int argc, char *argv[]) {
+        CliSelection sel = {};
         const char *config_path = NULL;
         SysPlatform plat;
-        size_t n = 0;
-        int c, r, failed = 0;
+        int r, failed = 0;
         Config cfg;
         char state_dir[4096];
         ControllerContext ctx = {
@@ -114,50 +131,28 @@ int verb_apply(int argc, char *argv[]) {
                 .platform = &plat,
         };
 
-        optind = 0;
-        while ((c = cli_getopt(argc, argv, "c:h", options, help)) >= 0) {
-                switch (c) {
-                case 'c':
-                        config_path = optarg;
-                        break;
-                default:
-                        return 2;
-                }
-        }
-        if (c == CLI_GETOPT_EXIT)
-                return 0;
+        r = parse_argv(argc, argv, &config_path);
+        if (r <= 0)
+                return r < 0 ? 2 : 0;
 
         r = cli_load_config(config_path, &cfg);
         if (r < 0)
                 return 1;
         sysfs_read_platform(arg_sysfs_root, &plat);
-        r = sysfs_list_controllers(arg_sysfs_root, &list, &n);
+        r = cli_select_controllers(argv + optind, (size_t) (argc - optind), &sel);
         if (r < 0) {
-                log_error_errno(r, "Cannot list %s/class/nvme: %m", arg_sysfs_root);
                 config_done(&cfg);
                 return 1;
         }
-        for (int i = optind; i < argc; i++) {
-                bool found = false;
-                for (size_t k = 0; k < n; k++)
-                        found = found || strcmp(list[k].name, argv[i]) == 0;
-                if (!found) {
-                        log_error("%s: no such NVMe controller in %s/class/nvme.", argv[i], arg_sysfs_root);
-                        printf("%s: FAILED (no such controller)\n", argv[i]);
-                        failed++;
-                }
-        }
-        if (n == 0 && optind == argc)
+        for (size_t i = 0; i < sel.n_unknown; i++)
+                printf("%s: FAILED (no such controller)\n", sel.unknown[i]);
+        failed = (int) sel.n_unknown;
+        if (sel.n_present == 0 && optind == argc)
                 printf("No NVMe controllers found.\n");
-        for (size_t k = 0; k < n; k++) {
-                bool selected = optind == argc;
-                for (int i = optind; i < argc; i++)
-                        selected = selected || strcmp(argv[i], list[k].name) == 0;
-                if (!selected)
-                        continue;
-                if (apply_one(&ctx, &list[k]) < 0)
+        for (size_t k = 0; k < sel.n; k++)
+                if (apply_one(&ctx, &sel.ctrls[k]) < 0)
                         failed++;
-        }
+        cli_selection_done(&sel);
         config_done(&cfg);
         return failed ? 1 : 0;
 }

@@ -550,13 +550,12 @@ int verb_calibrate(int argc, char *argv[]) {
         Options o = { .samples = CALIB_SAMPLES_DEFAULT, .max_time_s = CALIB_MAX_TIME_DEFAULT_S };
         _cleanup_(json_object_putp) struct json_object *ctrls = json_object_new_array();
         _cleanup_free_ char *runtime_dir = NULL;
-        _cleanup_free_ SysCtrl *list = NULL;
+        _cleanup_(cli_selection_done) CliSelection sel = {};
         char state_dir[4096];
         struct sigaction sa = { .sa_handler = on_signal };
         Run run = { .opt = &o, .json_ctrls = ctrls };
         int r, rc = 0, lock_fd = -1;
         SysPlatform plat;
-        size_t n = 0;
         Config cfg;
 
         r = parse_argv(argc, argv, &o);
@@ -591,30 +590,19 @@ int verb_calibrate(int argc, char *argv[]) {
         run.deadline_usec = now_usec() + (uint64_t) o.max_time_s * 1000000u;
 
         sysfs_read_platform(arg_sysfs_root, &plat);
-        r = sysfs_list_controllers(arg_sysfs_root, &list, &n);
+        r = cli_select_controllers(argv + optind, (size_t) (argc - optind), &sel);
         if (r < 0) {
-                log_error_errno(r, "Cannot list %s/class/nvme: %m", arg_sysfs_root);
                 rc = 1;
                 goto out;
         }
-        for (int i = optind; i < argc; i++) {
-                bool found = false;
-                for (size_t k = 0; k < n; k++)
-                        found = found || strcmp(list[k].name, argv[i]) == 0;
-                if (!found) {
-                        printf("%s: FAILED (no such controller in %s/class/nvme)\n", argv[i], arg_sysfs_root);
-                        rc = 1;
-                }
+        for (size_t i = 0; i < sel.n_unknown; i++) {
+                printf("%s: FAILED (no such controller in %s/class/nvme)\n", sel.unknown[i], arg_sysfs_root);
+                rc = 1;
         }
-        if (n == 0 && optind == argc && !o.json)
+        if (sel.n_present == 0 && optind == argc && !o.json)
                 printf("No NVMe controllers found.\n");
-        for (size_t k = 0; k < n && !got_signal; k++) {
-                bool selected = optind == argc;
-                for (int i = optind; i < argc; i++)
-                        selected = selected || strcmp(argv[i], list[k].name) == 0;
-                if (!selected)
-                        continue;
-                r = calibrate_one(&run, &cfg, &plat, &list[k], runtime_dir);
+        for (size_t k = 0; k < sel.n && !got_signal; k++) {
+                r = calibrate_one(&run, &cfg, &plat, &sel.ctrls[k], runtime_dir);
                 if (r > 128 || rc <= 128)
                         rc = MAX(rc, r);
         }

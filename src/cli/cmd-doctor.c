@@ -328,45 +328,19 @@ static int parse_doctor_options(int argc, char *argv[], DoctorOptions *o) {
         return c == CLI_GETOPT_EXIT ? 0 : 1;
 }
 
-/* Is @sc among the controllers named after the options (all are when none is)? */
-static bool ctrl_selected(const SysCtrl *sc, int argc, char *argv[]) {
-        bool selected = optind >= argc;
-
-        for (int i = optind; i < argc; i++)
-                selected = selected || strcmp(argv[i], sc->name) == 0;
-        return selected;
-}
-
-/* Every controller named after the options must exist. */
-static int check_named_ctrls(const SysCtrl *list, size_t nl, int argc, char *argv[]) {
-        for (int i = optind; i < argc; i++) {
-                bool found = false;
-                for (size_t k = 0; k < nl; k++)
-                        found = found || strcmp(list[k].name, argv[i]) == 0;
-                if (!found) {
-                        log_error("%s: no such NVMe controller in %s/class/nvme.", argv[i], arg_sysfs_root);
-                        return -ENOENT;
-                }
-        }
-        return 0;
-}
-
 /* Read the selected controllers into @ctrls and the names of the PCIe ones into @names.
  * Return: how many were read. */
-static size_t read_selected_ctrls(const SysCtrl *list, size_t nl, int argc, char *argv[], DoctorCtrl *ctrls,
-                                  const char **names, size_t *ret_n_pcie) {
-        size_t n = 0, n_pcie = 0;
+static size_t read_selected_ctrls(const CliSelection *sel, DoctorCtrl *ctrls, const char **names,
+                                  size_t *ret_n_pcie) {
+        size_t n_pcie = 0;
 
-        for (size_t k = 0; k < nl; k++) {
-                if (!ctrl_selected(&list[k], argc, argv))
-                        continue;
-                read_ctrl(&list[k], &ctrls[n]);
-                if (strcmp(list[k].transport, "pcie") == 0)
-                        names[n_pcie++] = ctrls[n].sys.name;
-                n++;
+        for (size_t k = 0; k < sel->n; k++) {
+                read_ctrl(&sel->ctrls[k], &ctrls[k]);
+                if (strcmp(sel->ctrls[k].transport, "pcie") == 0)
+                        names[n_pcie++] = ctrls[k].sys.name;
         }
         *ret_n_pcie = n_pcie;
-        return n;
+        return sel->n;
 }
 
 /* The kernel command line, when readable; @ret_cmdline owns it. */
@@ -393,7 +367,7 @@ static int attach_kernel_log(DoctorSnapshot *s, const char *file, char ***lines,
 }
 
 int verb_doctor(int argc, char *argv[]) {
-        _cleanup_free_ SysCtrl *list = NULL;
+        _cleanup_(cli_selection_done) CliSelection sel = {};
         _cleanup_free_ DoctorCtrl *ctrls = NULL;
         _cleanup_free_ DoctorCpuPolicy *policies = NULL;
         _cleanup_free_ char *cmdline = NULL, *out = NULL;
@@ -402,7 +376,7 @@ int verb_doctor(int argc, char *argv[]) {
         DoctorSnapshot s = {};
         DoctorReport report = {};
         Config cfg;
-        size_t nl = 0, n = 0, n_log = 0;
+        size_t n = 0, n_log = 0;
         int r, status = 2;
 
         r = parse_doctor_options(argc, argv, &o);
@@ -412,23 +386,19 @@ int verb_doctor(int argc, char *argv[]) {
         if (cli_load_config(o.config_path, &cfg) < 0)
                 return 2;
 
-        r = sysfs_list_controllers(arg_sysfs_root, &list, &nl);
-        if (r < 0) {
-                log_error_errno(r, "Cannot list %s/class/nvme: %m", arg_sysfs_root);
+        r = cli_select_controllers(argv + optind, (size_t) (argc - optind), &sel);
+        if (r < 0 || sel.n_unknown > 0)
                 goto finish;
-        }
-        if (check_named_ctrls(list, nl, argc, argv) < 0)
-                goto finish;
-        ctrls = calloc(nl + 1, sizeof *ctrls);
+        ctrls = calloc(sel.n + 1, sizeof *ctrls);
         if (!ctrls) {
                 log_error_errno(-ENOMEM, "Out of memory.");
                 goto finish;
         }
         {
-                const char *names[nl + 1];
+                const char *names[sel.n + 1];
                 size_t n_pcie;
 
-                n = read_selected_ctrls(list, nl, argc, argv, ctrls, names, &n_pcie);
+                n = read_selected_ctrls(&sel, ctrls, names, &n_pcie);
                 s = (DoctorSnapshot) {
                         .sysfs_root = arg_sysfs_root,
                         .proc_root = arg_proc_root,

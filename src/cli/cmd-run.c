@@ -12,6 +12,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "cli.h"
+#include "verbs.h"
 #include "config-build.h"
 #include "cpupin.h"
 #include "log.h"
