@@ -16,6 +16,8 @@
 #include "cpufreq-sysfs.h"
 #include "apply.h"
 #include "cli.h"
+#include "plan.h"
+#include "verbs.h"
 #include "config-build.h"
 #include "controller.h"
 #include "cpupin.h"
@@ -25,14 +27,6 @@
 #include "log.h"
 
 #define ID_FILE_MAX (1024u * 1024u) /* an nvme-cli JSON dump is ~10 KiB; refuse anything absurd */
-
-typedef struct PlanEntry {
-        char name[PATH_MAX];
-        bool have_sys;
-        SysCtrl sys;
-        IdCtrl id;
-        DevicePlan plan;
-} PlanEntry;
 
 static const char *parse_error_reason(int r) {
         switch (r) {
@@ -209,15 +203,6 @@ static void help(void) {
                SYSCONFDIR);
 }
 
-static bool name_selected(char **names, int n, const char *name) {
-        if (n == 0)
-                return true;
-        for (int i = 0; i < n; i++)
-                if (strcmp(names[i], name) == 0)
-                        return true;
-        return false;
-}
-
 typedef struct PlanArgs {
         const char *config_path;
         bool json;
@@ -306,35 +291,25 @@ static int plan_files(const ControllerContext *ctx, PlanEntry *entries, size_t n
 
 /* The live controllers (all, or those named): gate, Identify, plan through the engine.
  * Return: the number that could not be planned, or -errno. */
-static int plan_live(const ControllerContext *ctx, const PlanArgs *a, PlanEntry **ret, size_t *ret_n) {
-        _cleanup_free_ SysCtrl *list = NULL;
+static int plan_live(const ControllerContext *ctx, char **names, size_t n_names, PlanEntry **ret, size_t *ret_n) {
+        _cleanup_(cli_selection_done) CliSelection sel = {};
         _cleanup_free_ PlanEntry *entries = NULL;
-        size_t nl = 0, n = 0;
-        int r, failed = 0;
+        size_t n = 0;
+        int r, failed;
 
-        r = sysfs_list_controllers(ctx->sysfs_root, &list, &nl);
+        r = cli_select_controllers(names, n_names, &sel);
         if (r < 0)
-                return log_error_errno(r, "Cannot list %s/class/nvme: %m", ctx->sysfs_root);
-        for (int i = 0; i < a->n_names; i++) {
-                bool found = false;
-                for (size_t k = 0; k < nl; k++)
-                        found = found || strcmp(list[k].name, a->names[i]) == 0;
-                if (!found) {
-                        log_error("%s: no such NVMe controller in %s/class/nvme.", a->names[i], ctx->sysfs_root);
-                        failed++;
-                }
-        }
-        entries = calloc(nl + 1, sizeof *entries);
+                return r;
+        failed = (int) sel.n_unknown;
+        entries = calloc(sel.n + 1, sizeof *entries);
         if (!entries)
                 return log_error_errno(-ENOMEM, "Out of memory.");
-        for (size_t k = 0; k < nl; k++) {
+        for (size_t k = 0; k < sel.n; k++) {
                 PlanEntry *e = &entries[n];
                 ControllerOutcome o;
                 Controller c;
 
-                if (!name_selected(a->names, a->n_names, list[k].name))
-                        continue;
-                controller_init(&c, list[k].name);
+                controller_init(&c, sel.ctrls[k].name);
                 (void) controller_sync(&c, ctx, "plan", &o);
                 if (o.result == CONTROLLER_LEFT_ALONE && c.plan.verdict == DEVICE_NOT_PCIE && !c.id.model[0])
                         continue;   /* not PCIe: not shown (the engine said so) */
@@ -367,27 +342,29 @@ static struct json_object *json_cpu_lines(const char *cpu_text) {
         return a;
 }
 
-static int print_json(const Config *cfg, const PlanEntry *entries, size_t n, const char *cpu_text) {
-        _cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
+struct json_object *plan_to_json(const Config *cfg, const PlanResult *p) {
+        struct json_object *doc = json_object_new_object();
         struct json_object *ctrls = json_object_new_array(), *cpu = json_object_new_object();
 
-        for (size_t i = 0; i < n; i++)
-                (void) json_object_array_add(ctrls, json_entry(&entries[i]));
+        for (size_t i = 0; i < p->n; i++)
+                (void) json_object_array_add(ctrls, json_entry(&p->entries[i]));
         (void) json_object_object_add(doc, "controllers", ctrls);
         (void) json_object_object_add(cpu, "pin",
                                       json_object_new_string(strempty(cpu_pin_mode_to_string(cfg->cpu.pin))));
-        (void) json_object_object_add(cpu, "plan", json_cpu_lines(cpu_text));
+        (void) json_object_object_add(cpu, "plan", json_cpu_lines(p->cpu_text));
         (void) json_object_object_add(doc, "cpu", cpu);
-        return json_out_print(stdout, doc, JSON_OUT_FLAGS | JSON_C_TO_STRING_SPACED);
+        return doc;
 }
 
-static void print_text(const Config *cfg, const PlanEntry *entries, size_t n, const char *cpu_text) {
-        if (n == 0)
+void plan_print_text(const Config *cfg, const PlanResult *p) {
+        const char *cpu_text = p->cpu_text;
+
+        if (p->n == 0)
                 printf("No NVMe controllers found.\n");
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < p->n; i++) {
                 if (i)
                         printf("\n");
-                print_human(&entries[i]);
+                print_human(&p->entries[i]);
         }
         printf("\nCPU frequency policy (pin = %s):\n", strempty(cpu_pin_mode_to_string(cfg->cpu.pin)));
         for (const char *line = cpu_text, *nl; line && *line; line = nl + 1) {
@@ -400,9 +377,11 @@ static void print_text(const Config *cfg, const PlanEntry *entries, size_t n, co
                 printf("  (could not be described)\n");
 }
 
-static int plan_run(const PlanArgs *a, Config *cfg) {
+/* The plan of the files in @files, or else of the live controllers named in @names (all when none).
+ * Return: 0 or negative errno (logged); @ret->failed counts the controllers that could not be planned. */
+static int plan_collect_from(const Config *cfg, PlanEntry *files, size_t n_files, char **names, size_t n_names,
+                             PlanResult *ret) {
         _cleanup_free_ PlanEntry *live = NULL;
-        _cleanup_free_ char *cpu_text = NULL;
         SysPlatform plat = {};
         char state_dir[4096];
         ControllerContext ctx = {
@@ -412,30 +391,53 @@ static int plan_run(const PlanArgs *a, Config *cfg) {
                 .state_dir = cli_state_dir(state_dir, sizeof state_dir),
                 .config = cfg,
         };
-        const PlanEntry *entries = a->files;
-        size_t n = a->n_files;
-        int r, failed = 0;
+        PlanResult p = { .entries = files, .n = n_files };
+        int r;
 
-        if (a->n_files > 0) {
-                r = plan_files(&ctx, a->files, a->n_files);
+        if (n_files > 0) {
+                r = plan_files(&ctx, files, n_files);
                 if (r < 0)
                         return r;
         } else {
                 sysfs_read_platform(arg_sysfs_root, &plat);
                 ctx.platform = &plat;
-                failed = plan_live(&ctx, a, &live, &n);
-                if (failed < 0)
-                        return failed;
-                entries = live;
+                r = plan_live(&ctx, names, n_names, &live, &p.n);
+                if (r < 0)
+                        return r;
+                p.failed = r;
+                p.entries = live;
+                p.owned = TAKE_PTR(live);
         }
-        cpu_text = describe_cpu(cfg, entries, n, a->n_files == 0);
+        p.cpu_text = describe_cpu(cfg, p.entries, p.n, n_files == 0);
+        *ret = p;
+        return 0;
+}
+
+int plan_collect(const Config *cfg, char **names, size_t n_names, PlanResult *ret) {
+        return plan_collect_from(cfg, NULL, 0, names, n_names, ret);
+}
+
+void plan_result_done(PlanResult *p) {
+        free(p->owned);
+        free(p->cpu_text);
+        *p = (PlanResult) {};
+}
+
+static int plan_run(const PlanArgs *a, Config *cfg) {
+        _cleanup_(plan_result_done) PlanResult p = {};
+        int r;
+
+        r = plan_collect_from(cfg, a->files, a->n_files, a->names, (size_t) a->n_names, &p);
+        if (r < 0)
+                return r;
         if (a->json) {
-                r = print_json(cfg, entries, n, cpu_text);
+                _cleanup_(json_object_putp) struct json_object *doc = plan_to_json(cfg, &p);
+                r = json_out_print(stdout, doc, JSON_OUT_FLAGS | JSON_C_TO_STRING_SPACED);
                 if (r < 0)
                         return log_error_errno(r, "Cannot write the JSON output: %m");
         } else
-                print_text(cfg, entries, n, cpu_text);
-        return failed;
+                plan_print_text(cfg, &p);
+        return p.failed;
 }
 
 int verb_plan(int argc, char *argv[]) {

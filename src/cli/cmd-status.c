@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,12 +23,12 @@
 #include "bus-api.h"
 #include "cli.h"
 #include "config-build.h"
-#include "fileio.h"
+#include "json-out.h"
+#include "plan.h"
 #include "log.h"
 #include "verbs.h"
 
 #define STATUS_MAX_PROPS 48
-#define STATUS_PLAN_MAX (4u * 1024u * 1024u)
 
 typedef struct Prop {
         char name[48];
@@ -315,48 +314,33 @@ static void print_ctrl(const Props *c) {
 
 /* ---- no daemon: the plan ---- */
 
-/* verb_plan() prints to stdout; with --json its object is captured and nested into ours. */
+/* What the daemon would program: `plan`'s data, in its words or nested in our JSON object.
+ * Return: 0, or 1 when the configuration or a controller could not be read (logged). */
 static int show_plan(const char *config_path, bool json, const char *why) {
-        char *argv[5] = { (char *) "plan" };
-        int argc = 1, r;
+        _cleanup_(plan_result_done) PlanResult p = {};
+        _cleanup_(config_done) Config cfg;
+        int r;
 
-        if (json)
-                argv[argc++] = (char *) "--json";
-        if (config_path) {
-                argv[argc++] = (char *) "--config";
-                argv[argc++] = (char *) config_path;
-        }
-        argv[argc] = NULL;
-
+        config_init(&cfg);
+        r = cli_load_config(config_path, &cfg);
+        if (r >= 0)
+                r = plan_collect(&cfg, NULL, 0, &p);
         if (!json) {
                 printf("nvme-apstd is not running (%s).\nWhat it would program (nvme-apstd plan):\n\n", why);
-                fflush(stdout);
-                return verb_plan(argc, argv);
+                if (r >= 0)
+                        plan_print_text(&cfg, &p);
+                return r < 0 || p.failed ? 1 : 0;
         }
 
-        _cleanup_close_ int mfd = memfd_create("plan", MFD_CLOEXEC);
-        _cleanup_close_ int saved = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0;
-
-        fflush(stdout);
-        if (mfd < 0 || (saved = dup(STDOUT_FILENO)) < 0 || dup2(mfd, STDOUT_FILENO) < 0)
-                return log_error_errno(-errno, "Cannot capture the plan: %m");
-        r = verb_plan(argc, argv);
-        fflush(stdout);
-        (void) dup2(saved, STDOUT_FILENO);
-        if (lseek(mfd, 0, SEEK_SET) < 0 || read_full_fd(mfd, STATUS_PLAN_MAX, &buf, &len) < 0)
-                len = 0;
-        printf("{\"running\": false, \"reason\": ");
-        json_string(stdout, why);
-        printf(", \"plan\": ");
-        if (len > 0 && buf[0] == '{') {
-                while (len > 0 && buf[len - 1] == '\n')
-                        len--;
-                printf("%.*s}\n", (int) len, buf);
-        } else
-                printf("null}\n");
-        return r;
+        _cleanup_(json_object_putp) struct json_object *top = json_object_new_object();
+        (void) json_object_object_add(top, "running", json_object_new_boolean(false));
+        (void) json_object_object_add(top, "reason", json_object_new_string(why));
+        (void) json_object_object_add(top, "plan", r >= 0 ? plan_to_json(&cfg, &p) : NULL);
+        if (json_out_print(stdout, top, JSON_OUT_FLAGS | JSON_C_TO_STRING_SPACED) < 0) {
+                log_error("Cannot write the JSON output.");
+                return 1;
+        }
+        return r < 0 || p.failed ? 1 : 0;
 }
 
 /* ---- the verb ---- */
