@@ -76,3 +76,7 @@ int apply_restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig);
 
 /* "NVMe status 0x4002 (Invalid Field in Command)" or strerror; @buf >= 128 bytes. */
 const char *apply_error_to_string(int error, uint16_t nvme_status, char *buf, size_t n);
+
+/* Set Features, Get Features and compare, nothing logged (calibrate's temporary tables).
+ * Return: 0, -EBADMSG (the read-back differs), or negative errno (-EREMOTEIO: *ret_status). */
+int apply_set_verified(Ctrl *c, const ApstTable *t, uint16_t *ret_status);

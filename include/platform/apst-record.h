@@ -20,6 +20,8 @@
  * the original table rather than its predecessor's.
  */
 
+#include <stdbool.h>
+
 #include "apst.h"
 #include "idctrl.h"
 
@@ -42,3 +44,15 @@ int apst_record_save(const char *path, const IdCtrl *id, const ApstTable *t);
 
 /* Read and parse. Return: as apst_record_parse(), or -ENOENT (no record) and other -errno. */
 int apst_record_load(const char *path, const IdCtrl *id, ApstTable *ret);
+
+/**
+ * apst_record_take_original() - the table to put back later, recorded before anything is written
+ * @found: what the controller holds now
+ * @ret_orig: @found, or the table in an existing record for this drive (a previous run that
+ *      did not put its table back)
+ * @ret_from_record: whether @ret_orig came from the record
+ * @ret_load_error: may be NULL; 0, or the error of a record that exists but was not usable
+ * Return: 0, or negative errno when the record could not be written (@ret_orig is set).
+ */
+int apst_record_take_original(const char *path, const IdCtrl *id, const ApstTable *found, ApstTable *ret_orig,
+                              bool *ret_from_record, int *ret_load_error);

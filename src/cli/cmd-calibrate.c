@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apply.h"
 #include "apst-record.h"
 #include "calib-plan.h"
 #include "calib-store.h"
@@ -126,20 +127,6 @@ typedef struct StateResult {
         bool complete;             /* all samples taken */
 } StateResult;
 
-/* Write @t and read it back. Return: 0, -EBADMSG (read-back differs), negative errno. */
-static int set_and_verify(Ctrl *c, const ApstTable *t, uint16_t *status) {
-        ApstTable back;
-        int r;
-
-        r = ctrl_set_apst(c, t, status);
-        if (r < 0)
-                return r;
-        r = ctrl_get_apst(c, &back, status);
-        if (r < 0)
-                return r;
-        return apst_table_equal(t, &back) ? 0 : -EBADMSG;
-}
-
 static void progress(const Run *run, const char *name, unsigned ps, unsigned k) {
         if (!run->opt->progress)
                 return;
@@ -167,7 +154,7 @@ static int measure_state(const Run *run, Ctrl *admin, Ctrl *ns, const IdCtrl *id
         if (!asleep || !costs || !here)
                 return -ENOMEM;
         calib_temp_table(id, ps, CALIB_ITPT_MS, &t);
-        r = set_and_verify(admin, &t, status);
+        r = apply_set_verified(admin, &t, status);
         if (r < 0)
                 return r;
         /* the idle timer runs from the last I/O: start it with a read of its own */
@@ -300,7 +287,7 @@ static int save_results(const Run *run, const IdCtrl *id, uint32_t awake_median,
 static int restore(Ctrl *admin, const ApstTable *orig, const char *record, uint16_t *status) {
         int r;
 
-        r = set_and_verify(admin, orig, status);
+        r = apply_set_verified(admin, orig, status);
         if (r < 0)
                 return r;
         r = record_remove(record);
@@ -319,27 +306,33 @@ static const char *error_words(int r, uint16_t status, char *buf, size_t n) {
         return buf;
 }
 
-/* Return: 0, 1 (failed or refused: reported), or 128+signal. */
-static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, const SysCtrl *sys,
-                         const char *runtime_dir) {
-        _cleanup_(ctrl_freep) Ctrl *admin = NULL, *ns = NULL;
-        StateResult res[IDCTRL_MAX_PS] = {};
-        _cleanup_free_ uint32_t *awake = NULL;
-        uint8_t ps[IDCTRL_MAX_PS];
-        char record[PATH_MAX], dev[64], why[256];
-        _cleanup_free_ char *saved = NULL;
-        uint32_t nsid = 0, lba = 0, awake_median = 0;
-        size_t n, n_done = 0, n_awake = 0;
-        uint16_t status = 0;
-        uint8_t failed_ps = 0;
-        ApstTable orig, rec;
-        uint64_t ios = 0, estimate;
-        bool restored = false;
-        DevicePlan plan;
+/* One controller on its way through calibrate. */
+typedef struct CalibCtrl {
+        const SysCtrl *sys;
+        FILE *out;                 /* where the words go: stdout, or stderr with --json */
+        Ctrl *admin, *ns;
         IdCtrl id;
-        int r, rr = 0;
-        const char *err = NULL;
-        FILE *out = run->opt->json ? stderr : stdout;   /* with --json, stdout is the JSON only */
+        uint8_t ps[IDCTRL_MAX_PS]; /* the states to measure */
+        size_t n;
+        char dev[64];              /* the namespace read from */
+        char record[PATH_MAX];     /* the original table's record */
+        ApstTable orig;
+} CalibCtrl;
+
+/* calibrate_prepare() and calibrate_take_original(): go on to the next step. */
+#define CALIB_GO (-1)
+
+/* Gate, open, Identify, plan, the states to measure, the namespace, the busy check.
+ * Return: CALIB_GO, or this controller's result (0 left alone, 1 failed or refused: reported, 128+signal). */
+static int calibrate_prepare(Run *run, const Config *cfg, const SysPlatform *plat, CalibCtrl *cc) {
+        const SysCtrl *sys = cc->sys;
+        FILE *out = cc->out;
+        uint32_t nsid = 0, lba = 0;
+        uint64_t ios = 0, estimate;
+        uint16_t status = 0;
+        DevicePlan plan;
+        char why[256];
+        int r;
 
         if (strcmp(sys->transport, "pcie") != 0) {
                 fprintf(out, "%s: skipped (transport %s is not PCIe)\n", sys->name, sys->transport);
@@ -349,17 +342,17 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
                 fprintf(out, "%s: FAILED (controller is %s, not live)\n", sys->name, sys->state);
                 return 1;
         }
-        r = ctrl_open(arg_dev_dir, sys->name, &admin);
+        r = ctrl_open(arg_dev_dir, sys->name, &cc->admin);
         if (r < 0) {
                 fprintf(out, "%s: FAILED (cannot open %s/%s: %s)\n", sys->name, arg_dev_dir, sys->name, strerror(-r));
                 return 1;
         }
-        r = ctrl_identify(admin, &id, NULL, &status);
+        r = ctrl_identify(cc->admin, &cc->id, NULL, &status);
         if (r < 0) {
                 fprintf(out, "%s: FAILED (Identify Controller: %s)\n", sys->name, error_words(r, status, why, sizeof why));
                 return 1;
         }
-        r = device_plan(cfg, plat, sys->name, sys, &id, &plan);
+        r = device_plan(cfg, plat, sys->name, sys, &cc->id, &plan);
         if (r < 0) {
                 fprintf(out, "%s: FAILED (cannot plan: %s)\n", sys->name, strerror(-r));
                 return 1;
@@ -373,14 +366,14 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
                        sys->name);
                 return 0;
         }
-        n = calib_targets(&id, plan.plan.quirks, plan.params.force, ps);
-        if (n == 0) {
+        cc->n = calib_targets(&cc->id, plan.plan.quirks, plan.params.force, cc->ps);
+        if (cc->n == 0) {
                 fprintf(out, "%s: nothing to measure (no non-operational power state a policy may use)\n", sys->name);
                 return 0;
         }
-        r = sysfs_ctrl_namespace(arg_sysfs_root, sys->name, dev, sizeof dev, &nsid, &lba);
+        r = sysfs_ctrl_namespace(arg_sysfs_root, sys->name, cc->dev, sizeof cc->dev, &nsid, &lba);
         if (r >= 0)
-                r = ctrl_open_namespace(arg_dev_dir, dev, nsid, lba, &ns);
+                r = ctrl_open_namespace(arg_dev_dir, cc->dev, nsid, lba, &cc->ns);
         if (r < 0) {
                 fprintf(out, "%s: FAILED (no namespace to read from: %s)\n", sys->name,
                        r == -ENOENT ? "none in sysfs" : strerror(-r));
@@ -395,50 +388,80 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
                        sys->name, ios, BUSY_CHECK_MS);
                 return 1;
         }
-        estimate = calib_estimate_us(&id, ps, n, run->opt->samples, CALIB_ITPT_MS);
+        estimate = calib_estimate_us(&cc->id, cc->ps, cc->n, run->opt->samples, CALIB_ITPT_MS);
         if (now_usec() + estimate > run->deadline_usec)
                 log_warning("%s: measuring %zu state%s with %u samples may take %" PRIu64
                             " s, more than --max-time leaves; the last states may be incomplete.",
-                            sys->name, n, n == 1 ? "" : "s", run->opt->samples, estimate / 1000000 + 1);
+                            sys->name, cc->n, cc->n == 1 ? "" : "s", run->opt->samples, estimate / 1000000 + 1);
+        return CALIB_GO;
+}
 
-        /* a Read before any table changes: a drive or kernel that refuses it costs nothing */
-        r = ctrl_read_block(ns, 0, &status);
-        if (r < 0) {
-                fprintf(out, "%s: FAILED (Read of one block of %s: %s); table unchanged\n", sys->name, dev,
-                       error_words(r, status, why, sizeof why));
-                return 1;
-        }
-        r = ctrl_get_apst(admin, &orig, &status);
-        if (r < 0) {
-                fprintf(out, "%s: FAILED (Get Features 0x0C: %s); table unchanged\n", sys->name,
-                       error_words(r, status, why, sizeof why));
-                return 1;
-        }
-        (void) snprintf(record, sizeof record, "%s/ctrl-%s.orig", runtime_dir, sys->name);
-        r = apst_record_load(record, &id, &rec);
-        if (r >= 0) {
-                fprintf(out, "%s: a previous run did not put its table back; using the original it recorded in %s\n",
-                       sys->name, record);
-                orig = rec;
-        } else if (r != -ENOENT)
-                log_warning_errno(r, "%s: ignoring %s: %m", sys->name, record);
-        r = apst_record_save(record, &id, &orig);
-        if (r < 0) {
-                fprintf(out, "%s: FAILED (cannot record the original table in %s: %s); table unchanged\n", sys->name,
-                       record, strerror(-r));
-                return 1;
-        }
+/* One Read before any table changes (a drive or kernel that refuses it costs nothing), then the original
+ * table, recorded before anything is written. Return: CALIB_GO, or 1 (reported; table unchanged). */
+static int calibrate_take_original(CalibCtrl *cc, const char *runtime_dir) {
+        const char *name = cc->sys->name;
+        uint16_t status = 0;
+        bool from_record;
+        ApstTable found;
+        char why[256];
+        int r, load_error;
 
-        awake = calloc(n * run->opt->samples, sizeof *awake);
+        r = ctrl_read_block(cc->ns, 0, &status);
+        if (r < 0) {
+                fprintf(cc->out, "%s: FAILED (Read of one block of %s: %s); table unchanged\n", name, cc->dev,
+                        error_words(r, status, why, sizeof why));
+                return 1;
+        }
+        r = ctrl_get_apst(cc->admin, &found, &status);
+        if (r < 0) {
+                fprintf(cc->out, "%s: FAILED (Get Features 0x0C: %s); table unchanged\n", name,
+                        error_words(r, status, why, sizeof why));
+                return 1;
+        }
+        (void) snprintf(cc->record, sizeof cc->record, "%s/ctrl-%s.orig", runtime_dir, name);
+        r = apst_record_take_original(cc->record, &cc->id, &found, &cc->orig, &from_record, &load_error);
+        if (from_record)
+                fprintf(cc->out, "%s: a previous run did not put its table back; using the original it recorded in %s\n",
+                        name, cc->record);
+        else if (load_error < 0)
+                log_warning_errno(load_error, "%s: ignoring %s: %m", name, cc->record);
+        if (r < 0) {
+                fprintf(cc->out, "%s: FAILED (cannot record the original table in %s: %s); table unchanged\n", name,
+                        cc->record, strerror(-r));
+                return 1;
+        }
+        return CALIB_GO;
+}
+
+/* What measuring found, for the report. */
+typedef struct CalibOutcome {
+        StateResult res[IDCTRL_MAX_PS];
+        size_t n_done;             /* states with results */
+        uint32_t awake_median;
+        size_t n_awake;
+        bool restored;
+        char *saved;               /* where the results were saved */
+        const char *err;
+        char why[256];
+} CalibOutcome;
+
+/* Measure each state in turn, then put the original table back. Return: 0, 1 or 128+signal. */
+static int calibrate_measure(Run *run, CalibCtrl *cc, CalibOutcome *o) {
+        _cleanup_free_ uint32_t *awake = calloc(cc->n * run->opt->samples, sizeof *awake);
+        const char *name = cc->sys->name;
+        uint16_t status = 0;
+        uint8_t failed_ps = 0;
+        int r = 0, rr = 0;
+
         if (!awake) {
-                fprintf(out, "%s: FAILED (out of memory)\n", sys->name);
+                fprintf(cc->out, "%s: FAILED (out of memory)\n", name);
                 return 1;
         }
-        for (size_t i = 0; i < n; i++) {
-                failed_ps = ps[i];
-                r = measure_state(run, admin, ns, &id, ps[i], awake, &n_awake, &res[i], &status);
-                if (res[i].st.samples > 0 || r >= 0)
-                        n_done = i + 1;
+        for (size_t i = 0; i < cc->n; i++) {
+                failed_ps = cc->ps[i];
+                r = measure_state(run, cc->admin, cc->ns, &cc->id, cc->ps[i], awake, &o->n_awake, &o->res[i], &status);
+                if (o->res[i].st.samples > 0 || r >= 0)
+                        o->n_done = i + 1;
                 if (r < 0)
                         break;
         }
@@ -447,45 +470,76 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
         if (r == -EINTR)
                 rr = 128 + got_signal;
         else if (r == -ETIME) {
-                log_warning("%s: --max-time reached; the results are incomplete.", sys->name);
+                log_warning("%s: --max-time reached; the results are incomplete.", name);
                 rr = 1;
         } else if (r < 0) {
-                err = error_words(r, status, why, sizeof why);
-                fprintf(out, "%s: FAILED while measuring ps%u: %s\n", sys->name, failed_ps, err);
+                o->err = error_words(r, status, o->why, sizeof o->why);
+                fprintf(cc->out, "%s: FAILED while measuring ps%u: %s\n", name, failed_ps, o->err);
                 rr = 1;
         }
 
-        r = restore(admin, &orig, record, &status);
+        r = restore(cc->admin, &cc->orig, cc->record, &status);
         if (r < 0) {
                 char w2[256];
-                fprintf(out, "%s: FAILED to put the original table back: %s; it stays recorded in %s for the next "
-                       "`calibrate` or daemon start\n", sys->name, error_words(r, status, w2, sizeof w2), record);
+                fprintf(cc->out, "%s: FAILED to put the original table back: %s; it stays recorded in %s for the next "
+                        "`calibrate` or daemon start\n", name, error_words(r, status, w2, sizeof w2), cc->record);
                 rr = rr ?: 1;
         } else
-                restored = true;
+                o->restored = true;
+        o->awake_median = calib_median(awake, o->n_awake);
+        return rr;
+}
 
-        awake_median = calib_median(awake, n_awake);
+/* Print, save (unless --no-save or it failed) and say what became of the table. Return: @rr, or 1 when the
+ * results could not be saved. */
+static int calibrate_report(Run *run, CalibCtrl *cc, CalibOutcome *o, int rr) {
+        const SysCtrl *sys = cc->sys;
+        int r;
+
         if (!run->opt->json)
-                print_results(sys, &id, awake_median, n_awake, res, n_done);
+                print_results(sys, &cc->id, o->awake_median, o->n_awake, o->res, o->n_done);
         if (rr == 0 && !run->opt->no_save) {
-                r = save_results(run, &id, awake_median, res, n_done, &saved);
+                r = save_results(run, &cc->id, o->awake_median, o->res, o->n_done, &o->saved);
                 if (r < 0) {
-                        fprintf(out, "%s: FAILED to save the results in %s: %s\n", sys->name, run->opt->state_dir,
-                               strerror(-r));
+                        fprintf(cc->out, "%s: FAILED to save the results in %s: %s\n", sys->name, run->opt->state_dir,
+                                strerror(-r));
                         rr = 1;
                 }
         }
         if (!run->opt->json) {
-                fprintf(out, "  original table %s", restored ? "put back" : "NOT put back");
-                if (saved)
-                        fprintf(out, "; results saved in %s", saved);
+                fprintf(cc->out, "  original table %s", o->restored ? "put back" : "NOT put back");
+                if (o->saved)
+                        fprintf(cc->out, "; results saved in %s", o->saved);
                 else if (rr == 0)
-                        fprintf(out, "; results not saved (--no-save)");
-                fprintf(out, "\n");
+                        fprintf(cc->out, "; results not saved (--no-save)");
+                fprintf(cc->out, "\n");
         } else
-                json_object_array_add(run->json_ctrls, json_results(sys, &id, awake_median, res, n_done, restored,
-                                                                    saved, err));
+                json_object_array_add(run->json_ctrls, json_results(sys, &cc->id, o->awake_median, o->res, o->n_done,
+                                                                    o->restored, o->saved, o->err));
         return rr;
+}
+
+/* Return: 0, 1 (failed or refused: reported), or 128+signal. */
+static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, const SysCtrl *sys,
+                         const char *runtime_dir) {
+        CalibCtrl cc = {
+                .sys = sys,
+                .out = run->opt->json ? stderr : stdout,   /* with --json, stdout is the JSON only */
+        };
+        CalibOutcome o = {};
+        int r;
+
+        r = calibrate_prepare(run, cfg, plat, &cc);
+        if (r == CALIB_GO)
+                r = calibrate_take_original(&cc, runtime_dir);
+        if (r == CALIB_GO) {
+                r = calibrate_measure(run, &cc, &o);
+                r = calibrate_report(run, &cc, &o, r);
+        }
+        free(o.saved);
+        ctrl_free(cc.ns);
+        ctrl_free(cc.admin);
+        return r;
 }
 
 static int parse_argv(int argc, char *argv[], Options *o) {

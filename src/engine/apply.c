@@ -226,3 +226,10 @@ int apply_restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig) {
 
         return restore(c, t, orig, &step);
 }
+
+int apply_set_verified(Ctrl *c, const ApstTable *t, uint16_t *ret_status) {
+        ApplyStep step;
+        ApstTable back;
+
+        return write_and_verify(c, t, APPLY_STEP_SET, APPLY_STEP_VERIFY, &step, ret_status, &back);
+}

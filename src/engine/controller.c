@@ -80,20 +80,18 @@ static void record_original(const ApstTable *found, void *userdata) {
         RecordHook *h = userdata;
         Controller *c = h->c;
         char path[PATH_MAX];
-        ApstTable rec;
+        bool from_record = false;
         int r;
 
         if (c->have_original)
                 return;
+        c->original = *found;
         r = record_path(h->ctx, c, path, sizeof path);
-        if (r >= 0 && apst_record_load(path, &c->id, &rec) >= 0) {
-                c->original = rec;
-                log_info("%s: using the table recorded before a previous run (%s).", c->name, path);
-        } else
-                c->original = *found;
-        c->have_original = true;
         if (r >= 0)
-                r = apst_record_save(path, &c->id, &c->original);
+                r = apst_record_take_original(path, &c->id, found, &c->original, &from_record, NULL);
+        if (from_record)
+                log_info("%s: using the table recorded before a previous run (%s).", c->name, path);
+        c->have_original = true;
         if (r < 0)
                 log_warning_errno(r, "%s: cannot record the original APST table in %s: %m; a restart after a "
                                      "crash would not know it.", c->name, strempty(h->ctx->record_dir));

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The record of the original APST table; see apst-record.h. */
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -146,4 +147,17 @@ int apst_record_load(const char *path, const IdCtrl *id, ApstTable *ret) {
         if (r < 0)
                 return r;
         return apst_record_parse(text, id, ret);
+}
+
+int apst_record_take_original(const char *path, const IdCtrl *id, const ApstTable *found, ApstTable *ret_orig,
+                              bool *ret_from_record, int *ret_load_error) {
+        ApstTable rec;
+        int r;
+
+        r = apst_record_load(path, id, &rec);
+        *ret_from_record = r >= 0;
+        if (ret_load_error)
+                *ret_load_error = r == -ENOENT ? 0 : MIN(r, 0);
+        *ret_orig = r >= 0 ? rec : *found;
+        return apst_record_save(path, id, ret_orig);
 }
