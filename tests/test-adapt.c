@@ -137,7 +137,7 @@ typedef struct Outcome {
         Adapt a;
 } Outcome;
 
-static void run(const TraceIo *io, size_t n, bool closed, double exlat_scale, Outcome *o) {
+static void run_source(const TraceIo *io, size_t n, bool closed, double exlat_scale, bool exact, Outcome *o) {
         IdCtrl id = drive();
         ApstParams p = APST_PARAMS_DEFAULT, kp = APST_PARAMS_DEFAULT;
         SimDrive d;
@@ -151,13 +151,20 @@ static void run(const TraceIo *io, size_t n, bool closed, double exlat_scale, Ou
         assert(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
         assert(sim_drive_scale_exlat(&d, exlat_scale) == 0);
         assert(adapt_init(&o->a, &id, NULL, &p, 0, &start) == 0);
-        adapt_sim_policy(&pol, &o->a);
+        if (exact)
+                adapt_sim_policy_gaps(&pol, &o->a);
+        else
+                adapt_sim_policy(&pol, &o->a);
         assert(sim_run(&d, io, n, &sp, &pol, &o->adaptive) == 0);
 
         kp.policy = APST_POLICY_KERNEL;
         assert(apst_build(&id, NULL, &kp, &kplan) == 0);
         sim_policy_static(&pol, "kernel", &kplan.table);
         assert(sim_run(&d, io, n, &sp, &pol, &o->kernel) == 0);
+}
+
+static void run(const TraceIo *io, size_t n, bool closed, double exlat_scale, Outcome *o) {
+        run_source(io, n, closed, exlat_scale, false, o);
 }
 
 static void done(Outcome *o) {
@@ -263,12 +270,173 @@ static void test_no_oscillation(void) {
         done(&o);
 }
 
+/* The exact source (adapt_observe_gaps()). */
+
+static void test_exact_seed(void) {
+        static TraceIo io[4096];
+        size_t n = seed_trace(io, 4096, 13);
+        Outcome o;
+
+        for (int lie = 0; lie <= 1; lie++) {
+                current = lie ? "exact/seed-lying-drive" : "exact/seed";
+                run_source(io, n, true, lie ? 3.0 : 1.0, true, &o);
+                double dur = (double) o.adaptive.duration_ns;
+                CHECK(o.kernel.wakeups[4] >= n - 2);
+                /* Nothing learned: it starts on the kernel's table and, within a second, keeps the
+                 * 13 s job's added time within the 1% budget, far under the kernel's. */
+                CHECK(memcmp(&o.adaptive.reprograms[0].table, &o.a.kernel_table, sizeof(ApstTable)) == 0);
+                CHECK(o.adaptive.n_reprograms >= 2 && o.adaptive.reprograms[1].t_ns <= MS(1000));
+                CHECK((double) o.adaptive.added_wall_ns < APST_STALL_BUDGET_DEFAULT_CPCT / 10000.0 * dur);
+                CHECK(o.adaptive.stall_ns * 3 <= o.kernel.stall_ns);
+                CHECK(o.a.source == ADAPT_SOURCE_BPF);
+                /* The first requests after the kernel's ps4 showed its real wake-up. */
+                if (lie)
+                        CHECK(shadow_exlat_us(&o.a.sd, 4) > 2 * 8000);
+                else
+                        CHECK(shadow_exlat_us(&o.a.sd, 4) < 8000 * 5 / 4);
+                CHECK(strstr(o.adaptive.reprograms[1].reason, "allowed") != NULL);
+                /* The shadow kernel's totals: every gap counted on both sides, and the kernel's
+                 * side is what its table really cost while it was in force. */
+                CHECK(o.a.shadow.total_applied.gaps == o.a.shadow.total_kernel.gaps);
+                CHECK(o.a.shadow.total_applied.gaps >= (double) n - 4);
+                CHECK(o.a.shadow.total_kernel.wake_ns > 3 * o.a.shadow.total_applied.wake_ns);
+                done(&o);
+        }
+}
+
+static void test_exact_stationary(void) {
+        static TraceIo io[8192];
+        size_t n = 0;
+        uint64_t t = 0, x = 7;
+        Outcome o;
+
+        current = "exact/stationary-poisson";
+        while (n < 8192 && t < MS(600000)) {
+                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_READ };
+                x = x * 6364136223846793005u + 1442695040888963407u;
+                double u = ((double) (x >> 11) + 0.5) / 9007199254740992.0;
+                t += (uint64_t) (-200e6 * log(u));
+        }
+        run_source(io, n, false, 1.0, true, &o);
+        /* No more wake delay than the kernel, and less energy; it settles in the first minutes. */
+        CHECK(o.adaptive.stall_ns <= o.kernel.stall_ns);
+        CHECK(o.adaptive.energy_j < 0.9 * o.kernel.energy_j);
+        CHECK(o.adaptive.reprograms[o.adaptive.n_reprograms - 1].t_ns <= MS(180000));
+        CHECK(o.a.shadow.fallbacks == 0);
+        /* What it reports saving is what the simulator measured, within the model's bucket
+         * resolution: both say less energy than the kernel's table. */
+        CHECK(o.a.shadow.total_applied.energy_uwns < o.a.shadow.total_kernel.energy_uwns);
+        done(&o);
+}
+
+/* A drive whose ps3 wakes 20x slower than it says (the kernel's table never uses ps3):
+ * a table that sleeps in ps3 early looks cheap on paper; the first requests after it show
+ * the real wake-up within a second, and the policy leaves ps3 (and, until they are
+ * measured, trusts no other state's word either). */
+static void test_exact_lying_state(void) {
+        static TraceIo io[8192];
+        IdCtrl id = drive();
+        ApstParams p = APST_PARAMS_DEFAULT;
+        SimParams sp = SIM_PARAMS_DEFAULT;
+        SimDrive d;
+        SimPolicy pol;
+        ApstTable start;
+        SimResult r, k;
+        ApstPlan kplan;
+        Adapt *a = calloc(1, sizeof(Adapt));
+        size_t n = 0;
+        uint64_t t = 0;
+
+        current = "exact/lying-state";
+        assert(a);
+        /* Gaps alternate 30 and 300 ms: the kernel's table wakes from ps4 (8 ms) on every other one;
+         * ps3 after a few ms (1.2 ms advertised) would wake on each, for less. */
+        while (n < 8192 && t < MS(120000)) {
+                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_READ };
+                t += n % 2 ? MS(30) : MS(300);
+        }
+        p.policy = APST_POLICY_ADAPTIVE;
+        p.stall_budget_cpct = 1000;   /* 10%, set by the user: the kernel's wake delay binds */
+        assert(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
+        d.ps[3].exlat_us *= 20;
+        assert(adapt_init(a, &id, NULL, &p, 0, &start) == 0);
+        adapt_sim_policy_gaps(&pol, a);
+        assert(sim_run(&d, io, n, &sp, &pol, &r) == 0);
+        p.policy = APST_POLICY_KERNEL;
+        assert(apst_build(&id, NULL, &p, &kplan) == 0);
+        sim_policy_static(&pol, "kernel", &kplan.table);
+        assert(sim_run(&d, io, n, &sp, &pol, &k) == 0);
+
+        /* It tried ps3 first, measured it, and left it within two seconds. */
+        CHECK(r.n_reprograms >= 3);
+        CHECK(strstr(r.reprograms[1].reason, "ps0→ps3") != NULL);
+        CHECK(r.reprograms[2].t_ns <= MS(2000) && strstr(r.reprograms[2].reason, "ps0→ps3 after 1 ms") == NULL);
+        CHECK(shadow_exlat_us(&a->sd, 3) > 10 * 1200);
+        CHECK(r.wakeups[3] < 10);
+        /* Over the two minutes: within 2% of the kernel's table's wake delay (the second on ps3
+         * paid for the lesson), for less energy. */
+        CHECK((double) r.stall_ns <= 1.02 * (double) k.stall_ns);
+        CHECK(r.energy_j < k.energy_j);
+        if (getenv("TEST_VERBOSE")) {
+                fprintf(stderr, "stall %.3f s, kernel %.3f s; energy %.3f J, kernel %.3f J\n", r.stall_ns / 1e9,
+                        k.stall_ns / 1e9, r.energy_j, k.energy_j);
+                for (size_t i = 0; i < r.n_reprograms; i++)
+                        fprintf(stderr, "%.1f %s\n", r.reprograms[i].t_ns / 1e9, r.reprograms[i].reason);
+        }
+        sim_result_done(&r);
+        sim_result_done(&k);
+        free(a);
+}
+
+/* The guard's wiring: a window in which our table cost more wake delay than the kernel's
+ * would have puts the kernel's table back with the figures, and it stays until the
+ * evidence changes (ADAPT_RETRY_NS at least). */
+static void test_exact_guard(void) {
+        static TraceIo io[8192];
+        size_t n = 0;
+        uint64_t t = 0, x = 7;
+        Outcome o;
+        ApstTable table;
+        AdaptDecision why;
+        GapHist one = {};
+
+        current = "exact/guard";
+        while (n < 8192 && t < MS(120000)) {
+                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_READ };
+                x = x * 6364136223846793005u + 1442695040888963407u;
+                double u = ((double) (x >> 11) + 0.5) / 9007199254740992.0;
+                t += (uint64_t) (-200e6 * log(u));
+        }
+        run_source(io, n, false, 1.0, true, &o);
+        CHECK(memcmp(&o.a.current_table, &o.a.kernel_table, sizeof(ApstTable)) != 0);
+        CHECK(shadow_guard(&o.a.shadow, NULL, 0) == SHADOW_OK);
+
+        /* What the drive would have reported had our table woken it far more than the model said. */
+        unsigned slot = o.a.shadow.slot;
+        o.a.shadow.slot_applied[slot].wake_ns += 1e9;
+        uint64_t now = o.a.gaps_last_ns + MS(500);
+        gaphist_add_gap(&one, MS(3), MS(0.1));
+        CHECK(adapt_observe_gaps(&o.a, &one, now, &table, &why) == 1);
+        CHECK(memcmp(&table, &o.a.kernel_table, sizeof(ApstTable)) == 0);
+        CHECK(why.guard && strstr(why.reason, "the kernel's table again: the table in force spent more wake delay") != NULL);
+        CHECK(o.a.shadow.fallbacks == 1 && o.a.fallen_back);
+        /* The same workload for another minute: it stays on the kernel's table. */
+        for (unsigned i = 1; i <= 120; i++)
+                CHECK(adapt_observe_gaps(&o.a, &one, now + i * MS(500), &table, &why) == 0);
+        CHECK(o.a.fallen_back);
+        done(&o);
+}
+
 int main(void) {
         test_parse();
         test_watch_activity();
         test_seed();
         test_stationary();
         test_no_oscillation();
+        test_exact_seed();
+        test_exact_stationary();
+        test_exact_lying_state();
+        test_exact_guard();
 
         printf("%u checks, %u failed\n", n_checks, n_failed);
         return n_failed ? 1 : 0;

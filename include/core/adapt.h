@@ -23,6 +23,7 @@
 #include "apst.h"
 #include "gaphist.h"
 #include "idctrl.h"
+#include "passive-calib.h"
 #include "shadow.h"
 #include "sim.h"
 #include "watch.h"
@@ -35,15 +36,27 @@
 #define ADAPT_WARMUP_GAPS 8.0                       /* gaps seen before the first decision */
 
 /* The exact source (eBPF: every gap, and the first request's service time after it). */
-#define ADAPT_GAPS_PERIOD_NS UINT64_C(1000000000)    /* deltas come at most every 1 s, and only with gaps */
-#define ADAPT_GAPS_DECIDE_NS UINT64_C(1000000000)    /* think at most every 1 s */
+#define ADAPT_GAPS_PERIOD_NS UINT64_C(500000000)     /* deltas come every 0.5 s while gaps end */
+#define ADAPT_GAPS_DECIDE_NS UINT64_C(500000000)     /* think at most every 0.5 s */
 #define ADAPT_GAPS_HALF_LIFE_NS UINT64_C(20000000000) /* the decision histogram forgets half in 20 s */
-#define ADAPT_GAPS_ENERGY_NS UINT64_C(5000000000)    /* reprogram for energy at most every 5 s */
+#define ADAPT_GAPS_ENERGY_NS UINT64_C(2000000000)    /* reprogram for energy at most every 2 s */
 #define ADAPT_GAPS_MIN_GAIN 0.03                     /* idle energy saved, to be worth a command */
-/* Gaps seen (since the drive was first watched, kept across restarts) before the
- * policy trusts what it learned as much as the stall budget: the allowed wake
- * delay moves from the stall budget to the kernel's table's in proportion. */
-#define ADAPT_TRUST_GAPS 400.0
+/* Evidence (gaps of at least ADAPT_TRUST_MIN_GAP_NS seen since the drive was first
+ * watched, kept across restarts) before the policy trusts what it learned: for the
+ * first ADAPT_TRUST_HOLD_GAPS the wake delay allowed is the stall budget's (and never
+ * more than the kernel's table's); over the next ADAPT_TRUST_RAMP_GAPS it moves to the
+ * kernel's table's in proportion. Gaps shorter than any table's first step tell
+ * nothing about where a table should sleep, so they do not count. */
+#define ADAPT_TRUST_MIN_GAP_NS UINT64_C(1000000)
+#define ADAPT_TRUST_HOLD_GAPS 50.0
+#define ADAPT_TRUST_RAMP_GAPS 100.0
+/* Gaps (of at least ADAPT_TRUST_MIN_GAP_NS) seen before the first decision. */
+#define ADAPT_GAPS_WARMUP 2.0
+/* The share of the stall budget a new table may plan to spend. */
+#define ADAPT_BUDGET_FILL 0.8
+/* First requests after gaps settled in a state before its wake cost is believed ahead
+ * of passive calibration's own estimate (which also needs awake requests). */
+#define ADAPT_EXLAT_EARLY_SAMPLES 2u
 /* After the guard fell back: at least this long on the kernel's table, and new evidence. */
 #define ADAPT_RETRY_NS UINT64_C(120000000000)
 /* Evidence that changed: an exit latency estimate that moved by this share, or a
@@ -105,14 +118,17 @@ typedef struct Adapt {
         ApstParams params;
         bool budget_explicit;      /* the user set stall_budget_pct: it always holds */
         ShadowDrive sd;            /* the model, with the exit latencies seen */
+        ShadowDrive sd_cand;       /* the same, unmeasured states slowed like the measured ones */
         ShadowChain kernel_sc;
         ApstTable kernel_table;
         Shadow shadow;             /* applied vs kernel, window and since start */
         ShadowHist hist;           /* decayed (ADAPT_GAPS_HALF_LIFE_NS) for decisions */
         double hist_elapsed_ns;    /* decayed time the histogram covers */
-        double exlat_weight[SHADOW_STATES];
-        double awake_svc_ns;       /* an awake request's service time, learned */
-        double gaps_seen;          /* evidence since the drive was first watched */
+        double spent_wake_ns;      /* decayed the same: wake delay the tables in force cost */
+        PassiveCalib pcal;         /* exit latencies measured from the first requests */
+        double awake_svc_ns;       /* an awake request's service time, learned; < 0 unknown */
+        double gaps_seen;          /* evidence since the drive was first watched (ADAPT_TRUST_MIN_GAP_NS) */
+        double observed_ns;        /* time covered by deltas since the drive was first watched */
         uint64_t gaps_last_ns, gaps_decide_ns;
         bool fallen_back;          /* the guard put the kernel's table back */
         uint64_t fallback_ns;
@@ -152,6 +168,15 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
  */
 int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTable *ret_table,
                        AdaptDecision *ret_why);
+
+/**
+ * adapt_start_exact() - the exact source is attached from now on: the table to program.
+ * A drive with nothing learned starts on the kernel's own table (what it ran before the
+ * daemon, and the reference the policy must not be worse than): the first deltas say
+ * within a second whether its wake-ups exceed the stall budget, and the policy moves
+ * then. Return: 0, -EINVAL.
+ */
+int adapt_start_exact(Adapt *a, ApstTable *ret_table);
 
 /* The shadow kernel's figures: since start and over the window. */
 void adapt_savings(const Adapt *a, ShadowSums *ret_total_applied, ShadowSums *ret_total_kernel,

@@ -40,6 +40,8 @@
 /* Wake delay the window must hold (the larger of the two tables') before the guard
  * judges wake delay: fewer than a couple of wake-ups is noise, not evidence. */
 #define SHADOW_GUARD_MIN_WAKE_NS UINT64_C(20000000)   /* 20 ms */
+/* Gaps the window must hold before the guard judges energy. */
+#define SHADOW_GUARD_MIN_GAPS 20.0
 /* Slots of the sliding window, each SHADOW_SLOT_NS long. */
 #define SHADOW_SLOTS 12u
 #define SHADOW_SLOT_NS UINT64_C(10000000000)          /* 10 s: the window is 2 minutes */
@@ -88,25 +90,6 @@ void shadow_hist_from_gaphist(const GapHist *h, ShadowHist *ret);
 void shadow_hist_cost(const ShadowDrive *d, const ShadowChain *c, const ShadowHist *h, double *ret_energy_uwns,
                       double *ret_wait_ns);
 
-/**
- * shadow_learn_exlat() - measured exit latencies from a GapHist delta taken while
- * @applied was in force: a bucket all of whose gaps leave the drive resting in
- * state s (the whole bucket past s's entry and before the next step starts)
- * tells s's wake cost, its mean first-request service time minus @awake_svc_ns.
- * Updates d->exlat_seen_us[s] (a running estimate, weighted by wake-ups seen) and
- * @weights (wake-ups seen per state, to carry between calls).
- * Return: the number of states whose estimate moved.
- */
-unsigned shadow_learn_exlat(ShadowDrive *d, const ShadowChain *applied, const GapHist *delta,
-                            double awake_svc_ns, double weights[SHADOW_STATES]);
-
-/**
- * shadow_awake_service_ns() - the service time of a request that found the drive
- * awake: the mean over the buckets that end before @applied's first entry.
- * Return: ns, or @fallback_ns when no such bucket has wake-ups.
- */
-double shadow_awake_service_ns(const ShadowChain *applied, const GapHist *delta, double fallback_ns);
-
 /* One side of the accounting. */
 typedef struct ShadowSums {
         double energy_uwns;
@@ -130,12 +113,16 @@ void shadow_init(Shadow *s, uint64_t now_ns);
  * shadow_account() - one GapHist delta, observed at @now_ns while @applied was in
  * force. The kernel's table (@kernel) is scored on the same gaps with the best
  * known exit latencies. The applied table's wake delay is measured: each gap's
- * first-request service time beyond @awake_svc_ns (0 when not positive).
+ * first-request service time beyond @awake_svc_ns (0 when not positive); while
+ * @awake_svc_ns is unknown (< 0) it is the model's, like the kernel's. When
+ * @applied is @kernel, the kernel's side is what was measured.
  */
 void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied, const ShadowChain *kernel,
                     const GapHist *delta, double awake_svc_ns, uint64_t now_ns);
 
-/* The window's sums (the last SHADOW_SLOTS slots, the current one included). */
+/* The window's sums (the last SHADOW_SLOTS slots, the current one included). The
+ * window holds only gaps spent under a table other than the kernel's: it is what the
+ * guard judges. The totals hold every gap. */
 void shadow_window(const Shadow *s, ShadowSums *ret_applied, ShadowSums *ret_kernel);
 
 typedef enum ShadowVerdict {
@@ -146,9 +133,8 @@ typedef enum ShadowVerdict {
 
 /**
  * shadow_guard() - is the applied table more than SHADOW_GUARD_TOLERANCE worse than
- * the kernel's over the window? On wake delay, once the window holds
- * SHADOW_GUARD_MIN_WAKE_NS of it; on energy, when it does not buy that much less
- * wake delay in exchange (a table that spends energy to spare I/O its wake-ups, as a
+ * the kernel's over the window? Once the window holds SHADOW_GUARD_MIN_GAPS gaps:
+ * on wake delay, when it holds SHADOW_GUARD_MIN_WAKE_NS of it; on energy, when it does not buy that much less wake delay in exchange (a table that spends energy to spare I/O its wake-ups, as a
  * stall budget asks, is a trade the user chose, not a failure). @why (may be NULL)
  * gets the figures in words.
  */

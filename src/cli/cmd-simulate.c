@@ -337,6 +337,7 @@ static int build_table(const IdCtrl *id, const ApstPlatform *plat, const ApstPar
 typedef struct Row {
         const char *name;
         SimResult res;
+        const Adapt *shadow;         /* the adaptive policy on the exact source, else NULL */
 } Row;
 
 static struct json_object *json_reprograms(const SimResult *r) {
@@ -402,6 +403,22 @@ static struct json_object *json_trace(const Options *o, const Trace *t) {
         return trace;
 }
 
+/* The shadow kernel's accounting of the adaptive policy on the exact source: what the
+ * daemon would report (status, metrics) for this trace. */
+static struct json_object *json_shadow(const Adapt *a) {
+        struct json_object *o = json_object_new_object();
+        ShadowSums ta, tk, wa, wk;
+
+        adapt_savings(a, &ta, &tk, &wa, &wk);
+        (void) json_object_object_add(o, "energy_j", json_out_general(ta.energy_uwns / 1e15, 9));
+        (void) json_object_object_add(o, "kernel_energy_j", json_out_general(tk.energy_uwns / 1e15, 9));
+        (void) json_object_object_add(o, "wake_delay_s", json_out_fixed(ta.wake_ns * 1e-9, 9));
+        (void) json_object_object_add(o, "kernel_wake_delay_s", json_out_fixed(tk.wake_ns * 1e-9, 9));
+        (void) json_object_object_add(o, "gaps", json_object_new_uint64((uint64_t) ta.gaps));
+        (void) json_object_object_add(o, "guard_fallbacks", json_object_new_uint64(a->shadow.fallbacks));
+        return o;
+}
+
 static struct json_object *json_row(const SimDrive *d, const Row *row, const Row *opt) {
         struct json_object *o = json_object_new_object(), *wk = json_object_new_object(),
                            *added = json_object_new_object();
@@ -429,6 +446,8 @@ static struct json_object *json_row(const SimDrive *d, const Row *row, const Row
         (void) json_object_object_add(o, "added_latency_s", added);
         (void) json_object_object_add(o, "added_wall_s", json_out_fixed((double) r->added_wall_ns * 1e-9, 9));
         (void) json_object_object_add(o, "reprograms", json_reprograms(r));
+        if (row->shadow)
+                (void) json_object_object_add(o, "shadow", json_shadow(row->shadow));
         return o;
 }
 
@@ -550,6 +569,7 @@ static int load_trace(const Options *o, Trace *t) {
 }
 
 static int run(const Options *o) {
+        _cleanup_free_ Adapt *adapt = NULL;
         IdCtrl id;
         SimDrive d;
         Trace t = {};
@@ -586,22 +606,27 @@ static int run(const Options *o) {
         SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop };
         Row rows[3] = {}, opt = { .name = "optimum" };
         size_t done = 0;
+        adapt = calloc(1, sizeof(Adapt));
+        if (!adapt) {
+                r = -ENOMEM;
+                goto finish;
+        }
         for (; done < 3; done++) {
                 SimPolicy pol;
-                Adapt adapt;
                 rows[done].name = names[done];
                 sim_policy_static(&pol, names[done], &tables[done]);
                 if (done == 0 && kind == APST_POLICY_ADAPTIVE) {
                         /* The daemon's own decision code, fed the counters it would read. */
-                        r = adapt_init(&adapt, &id, &o->platform, &params, 0, &tables[0]);
+                        r = adapt_init(adapt, &id, &o->platform, &params, 0, &tables[0]);
                         if (r < 0) {
                                 fprintf(stderr, "%s: adaptive policy: %s\n", prog, strerror(-r));
                                 goto free_rows;
                         }
-                        if (o->source == ADAPT_SOURCE_BPF)
-                                adapt_sim_policy_gaps(&pol, &adapt);
-                        else
-                                adapt_sim_policy(&pol, &adapt);
+                        if (o->source == ADAPT_SOURCE_BPF) {
+                                adapt_sim_policy_gaps(&pol, adapt);
+                                rows[done].shadow = adapt;
+                        } else
+                                adapt_sim_policy(&pol, adapt);
                 }
                 r = sim_run(&d, t.io, t.n, &sp, &pol, &rows[done].res);
                 if (r < 0) {

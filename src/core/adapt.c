@@ -193,6 +193,7 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
                 a->sd.non_operational[i] = id->psd[i].non_operational;
         }
         shadow_chain_from_table(&a->sd, a->kernel_table.apste, a->kernel_table.entry, &a->kernel_sc);
+        a->sd_cand = a->sd;
         shadow_init(&a->shadow, now_ns);
         a->awake_svc_ns = -1;
         a->gaps_last_ns = now_ns;
@@ -401,12 +402,14 @@ typedef struct GapSearch {
         bool found;
 } GapSearch;
 
-static void gap_consider(GapSearch *s) {
+static void gap_consider(GapSearch *s, bool reference) {
         ShadowChain sc;
         double e, w;
 
+        /* The kernel's table is judged on what was measured, as the shadow kernel judges it;
+         * our candidates with unmeasured states slowed like the measured ones. */
         chain_to_shadow(s->a, &s->cur, &sc);
-        shadow_hist_cost(&s->a->sd, &sc, &s->a->hist, &e, &w);
+        shadow_hist_cost(reference ? &s->a->sd : &s->a->sd_cand, &sc, &s->a->hist, &e, &w);
         if (w <= s->limit_ns && (!s->found || e < s->best_e)) {
                 s->best = s->cur;
                 s->best_e = e;
@@ -417,7 +420,7 @@ static void gap_consider(GapSearch *s) {
 
 /* States a table may use: apst_chain()'s, and within max_latency_us with the exit latency seen. */
 static bool state_usable(const Adapt *a, unsigned state) {
-        return (uint64_t) a->sd.enlat_us[state] + shadow_exlat_us(&a->sd, state) <= a->params.max_latency_us;
+        return (uint64_t) a->sd.enlat_us[state] + shadow_exlat_us(&a->sd_cand, state) <= a->params.max_latency_us;
 }
 
 static bool gap_set_step(GapSearch *s, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
@@ -438,23 +441,23 @@ static void gap_search(GapSearch *s) {
         double r1, r2, r3;
 
         s->cur = s->a->kernel;
-        gap_consider(s);
+        gap_consider(s, true);
         s->cur.n = 0;
-        gap_consider(s);
+        gap_consider(s, false);
         for (unsigned j1 = 0; j1 < nc; j1++)
                 for (unsigned g1 = 0; g1 < ng; g1++) {
                         if (!gap_set_step(s, 0, j1, g1, 0, &r1))
                                 continue;
-                        gap_consider(s);
+                        gap_consider(s, false);
                         for (unsigned j2 = j1 + 1; j2 < nc; j2++)
                                 for (unsigned g2 = g1 + 1; g2 < ng; g2++) {
                                         if (!gap_set_step(s, 1, j2, g2, r1, &r2))
                                                 continue;
-                                        gap_consider(s);
+                                        gap_consider(s, false);
                                         for (unsigned j3 = j2 + 1; j3 < nc; j3++)
                                                 for (unsigned g3 = g2 + 1; g3 < ng; g3++)
                                                         if (gap_set_step(s, 2, j3, g3, r2, &r3))
-                                                                gap_consider(s);
+                                                                gap_consider(s, false);
                                 }
                 }
 }
@@ -506,11 +509,53 @@ static int program(Adapt *a, const AdaptChain *c, const ApstTable *t, AdaptDecis
         return 1;
 }
 
+/* The exit latencies measured so far into the model (where larger than advertised: shadow_exlat_us()). */
+static void update_exlat(Adapt *a) {
+        const PassiveCalib *pc = &a->pcal;
+        bool measured[SHADOW_STATES] = {};
+        double factor = 1.0;
+
+        if (pc->awake.count >= PCAL_MIN_SAMPLES)
+                a->awake_svc_ns = (double) pc->awake.sum_ns / (double) pc->awake.count;
+        for (unsigned s = 1; s <= a->sd.npss && s < SHADOW_STATES && s < IDCTRL_MAX_PS; s++) {
+                PcalEstimate e;
+                uint64_t ns;
+
+                if (pcal_estimate(pc, s, &e) == 0)
+                        ns = e.exlat_ns;
+                else if (pc->state[s].count >= ADAPT_EXLAT_EARLY_SAMPLES)
+                        /* Too few for passive calibration's own estimate, or no awake request
+                         * seen yet (every request came after a long gap, as in the seed job):
+                         * the whole first-request time less what is known of the service, an
+                         * upper bound, so neither the wake delay allowed nor the kernel's
+                         * table's is judged on a latency the drive was seen to exceed. */
+                        ns = pc->state[s].sum_ns / pc->state[s].count -
+                             (uint64_t) MIN(MAX(a->awake_svc_ns, 0.0), (double) (pc->state[s].sum_ns / pc->state[s].count));
+                else
+                        continue;
+                uint64_t us = (ns + 500) / 1000;
+                a->sd.exlat_seen_us[s] = us > UINT32_MAX ? UINT32_MAX : (uint32_t) us;
+                measured[s] = true;
+                if (a->sd.exlat_us[s] > 0)
+                        factor = MAX(factor, (double) a->sd.exlat_seen_us[s] / a->sd.exlat_us[s]);
+        }
+        /* A drive seen to wake slower than it says in one state is not believed in the others
+         * until they are measured: for our own candidates, their advertised exit latencies take
+         * the same factor. The kernel's table is judged on what was measured only, so the
+         * guess never makes the reference look worse than it is. */
+        factor = MIN(factor, EXLAT_FACTOR_MAX);
+        a->sd_cand = a->sd;
+        for (unsigned s = 1; s <= a->sd.npss && s < SHADOW_STATES; s++)
+                if (!measured[s])
+                        a->sd_cand.exlat_seen_us[s] = (uint32_t) MIN(a->sd.exlat_us[s] * factor, (double) UINT32_MAX);
+}
+
 int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTable *ret_table,
                        AdaptDecision *ret_why) {
         ShadowChain applied;
+        PcalReach reach;
         AdaptDecision d = {};
-        double f, n_new;
+        double f;
 
         if (!a || !delta || !ret_table)
                 return -EINVAL;
@@ -523,18 +568,24 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
                 a->hist.gaps[b] = a->hist.gaps[b] * f + (double) delta->gaps[b];
         a->hist_elapsed_ns = a->hist_elapsed_ns * f + (double) (now_ns - a->gaps_last_ns);
+        /* Evidence: the time this delta covers, up to the period a busy disk is read at (an idle
+         * disk is not read at all, and a long quiet spell is no more evidence than a period). */
+        a->observed_ns += (double) MIN(now_ns - a->gaps_last_ns, 2 * ADAPT_GAPS_PERIOD_NS);
         a->gaps_last_ns = now_ns;
-        n_new = (double) gaphist_total_gaps(delta);
-        a->gaps_seen += n_new;
+        for (unsigned b = gaphist_bucket(ADAPT_TRUST_MIN_GAP_NS); b < GAP_BUCKETS; b++)
+                a->gaps_seen += (double) delta->gaps[b];
 
-        /* What the table in force cost, and what the kernel's would have, on these gaps. */
+        /* What the table in force cost, and what the kernel's would have, on these gaps,
+         * with the exit latencies the first requests showed. */
+        pcal_reach_from_table(&a->current_table, &a->id, &reach);
+        pcal_feed(&a->pcal, delta, &reach);
+        update_exlat(a);
         shadow_chain_from_table(&a->sd, a->current_table.apste, a->current_table.entry, &applied);
-        double awake = shadow_awake_service_ns(&applied, delta, -1);
-        if (awake >= 0)
-                a->awake_svc_ns = a->awake_svc_ns < 0 ? awake : 0.9 * a->awake_svc_ns + 0.1 * awake;
-        double base = a->awake_svc_ns >= 0 ? a->awake_svc_ns : 0;
-        (void) shadow_learn_exlat(&a->sd, &applied, delta, base, a->exlat_weight);
-        shadow_account(&a->shadow, &a->sd, &applied, &a->kernel_sc, delta, base, now_ns);
+        double spent_before = a->shadow.total_applied.wake_ns;
+        /* An awake service time not yet seen counts as 0: the wake-ups paid then include the
+         * service, which errs on the side of having spent more. */
+        shadow_account(&a->shadow, &a->sd, &applied, &a->kernel_sc, delta, MAX(a->awake_svc_ns, 0.0), now_ns);
+        a->spent_wake_ns = a->spent_wake_ns * f + (a->shadow.total_applied.wake_ns - spent_before);
         if (!a->enabled)
                 return 0;
 
@@ -551,6 +602,9 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
                         if (snprintf(d.reason, sizeof d.reason, "the kernel's table again: the table in force spent %s",
                                      why) < 0)
                                 d.reason[0] = 0;
+                        if (chain_equal(&a->current, &a->kernel) &&
+                            memcmp(&a->current_table, &a->kernel_table, sizeof(ApstTable)) == 0)
+                                return 0;
                         return program(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
                 }
         } else {
@@ -559,19 +613,22 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
                 a->fallen_back = false;
         }
 
-        if (now_ns - a->gaps_decide_ns < ADAPT_GAPS_DECIDE_NS || hist_total(&a->hist) < ADAPT_WARMUP_GAPS)
+        if (now_ns - a->gaps_decide_ns < ADAPT_GAPS_DECIDE_NS || a->gaps_seen < ADAPT_GAPS_WARMUP)
                 return 0;
         a->gaps_decide_ns = now_ns;
 
         /* The wake delay allowed on these gaps: the kernel's table's; while little is known
-         * (or when the user set a stall budget), also the stall budget's share of the time. */
+         * (or always, when the user set a stall budget), also the stall budget's share of the time. */
         double k_e, k_w, cur_e, cur_w;
-        ShadowChain cur_sc;
         shadow_hist_cost(&a->sd, &a->kernel_sc, &a->hist, &k_e, &k_w);
-        shadow_chain_from_table(&a->sd, a->current_table.apste, a->current_table.entry, &cur_sc);
-        shadow_hist_cost(&a->sd, &cur_sc, &a->hist, &cur_e, &cur_w);
+        shadow_hist_cost(&a->sd_cand, &applied, &a->hist, &cur_e, &cur_w);
+        /* The stall budget holds over the window with what was already paid: wake delay the
+         * tables in force spent beyond it is taken off what the next table may spend. */
         double budget_w = a->hist_elapsed_ns * a->budget_cpct / 10000.0;
-        double trust = MIN(a->gaps_seen / ADAPT_TRUST_GAPS, 1.0);
+        /* A new table must fit in ADAPT_BUDGET_FILL of it: the gaps to come are not exactly
+         * the gaps seen, and a table right at the limit would overrun as often as not. */
+        budget_w = MAX(ADAPT_BUDGET_FILL * budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);
+        double trust = MIN(MAX(a->gaps_seen - ADAPT_TRUST_HOLD_GAPS, 0.0) / ADAPT_TRUST_RAMP_GAPS, 1.0);
         double limit = k_w;
         if (a->budget_explicit)
                 limit = MIN(k_w, budget_w);
@@ -598,12 +655,24 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
         d.energy_vs_kernel = k_e > 0 ? s.best_e / k_e : 1;
         d.exlat_factor = 1;
         if (snprintf(d.reason, sizeof d.reason,
-                     "%.0f gaps in the last minute (%.1f/s): %s would wait %.2f%% of the time for wake-ups "
+                     "%.0f recent gaps (%.1f/s): %s would wait %.2f%% of the time for wake-ups "
                      "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy",
                      hist_total(&a->hist), d.io_rate, chain, 100 * d.expected_stall, 100 * d.kernel_stall,
                      100 * d.limit_stall, 100 * d.energy_vs_kernel) < 0)
                 d.reason[0] = 0;
         return program(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
+}
+
+int adapt_start_exact(Adapt *a, ApstTable *ret_table) {
+        if (!a || !ret_table)
+                return -EINVAL;
+        a->source = ADAPT_SOURCE_BPF;
+        if (a->enabled && a->programs == 0) {
+                a->current = a->kernel;
+                a->current_table = a->kernel_table;
+        }
+        *ret_table = a->current_table;
+        return 0;
 }
 
 void adapt_savings(const Adapt *a, ShadowSums *ret_total_applied, ShadowSums *ret_total_kernel,
@@ -646,11 +715,15 @@ static int sim_gaps(void *userdata, uint64_t now_ns, const GapHist *delta, ApstT
         return adapt_observe_gaps(userdata, delta, now_ns, ret_table, NULL);
 }
 
+static int sim_start_exact(void *userdata, ApstTable *ret_table) {
+        return adapt_start_exact(userdata, ret_table);
+}
+
 void adapt_sim_policy_gaps(SimPolicy *ret, Adapt *a) {
         *ret = (SimPolicy) {
                 .name = "adaptive",
                 .sample_period_ns = ADAPT_GAPS_PERIOD_NS,
-                .start = sim_start,
+                .start = sim_start_exact,
                 .gaps = sim_gaps,
                 .reason = sim_reason,
                 .userdata = a,

@@ -11,9 +11,6 @@
 #include "shadow.h"
 
 #define NS_PER_US 1000.0
-/* Wake-ups a measured exit latency keeps as weight: later samples still move it. */
-#define EXLAT_WEIGHT_MAX 64.0
-
 static double dmin(double a, double b) {
         return a < b ? a : b;
 }
@@ -136,73 +133,6 @@ void shadow_hist_cost(const ShadowDrive *d, const ShadowChain *c, const ShadowHi
         *ret_wait = w;
 }
 
-/* The state the drive rests in for every gap of [lo, hi) under @c, or -1 when the
- * bucket straddles an entry (or ends in PS0: 0 is returned then too, as "awake"). */
-static int resting_state(const ShadowDrive *d, const ShadowChain *c, double lo, double hi) {
-        int state = 0;
-        double reach = 0;
-
-        for (unsigned k = 0; k < c->n; k++) {
-                double start = (double) c->start_ns[k];
-
-                if (hi <= start)
-                        return lo >= reach ? state : -1;
-                if (lo < start + d->enlat_us[c->state[k]] * NS_PER_US)
-                        return -1;
-                state = (int) c->state[k];
-                reach = start + d->enlat_us[c->state[k]] * NS_PER_US;
-        }
-        return lo >= reach ? state : -1;
-}
-
-double shadow_awake_service_ns(const ShadowChain *applied, const GapHist *delta, double fallback_ns) {
-        double first = applied->n > 0 ? (double) applied->start_ns[0] : INFINITY, sum = 0, n = 0;
-
-        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
-                double lo, hi;
-
-                bucket_span(b, &lo, &hi);
-                if (hi > first)
-                        break;
-                sum += (double) delta->wake_sum_ns[b];
-                n += (double) delta->wake_count[b];
-        }
-        return n > 0 ? sum / n : fallback_ns;
-}
-
-unsigned shadow_learn_exlat(ShadowDrive *d, const ShadowChain *applied, const GapHist *delta,
-                            double awake_svc_ns, double weights[SHADOW_STATES]) {
-        double sum[SHADOW_STATES] = {}, cnt[SHADOW_STATES] = {};
-        unsigned moved = 0;
-
-        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
-                double lo, hi;
-                int s;
-
-                if (delta->wake_count[b] == 0)
-                        continue;
-                bucket_span(b, &lo, &hi);
-                s = resting_state(d, applied, lo, hi);
-                if (s <= 0)
-                        continue;
-                sum[s] += dmax((double) delta->wake_sum_ns[b] - (double) delta->wake_count[b] * awake_svc_ns, 0);
-                cnt[s] += (double) delta->wake_count[b];
-        }
-        for (unsigned s = 1; s < SHADOW_STATES && s <= d->npss; s++) {
-                if (cnt[s] <= 0)
-                        continue;
-                double old = d->exlat_seen_us[s], w = weights[s];
-                double est = (old * w + sum[s] / NS_PER_US) / (w + cnt[s]);
-                double v = est + 0.5;
-
-                weights[s] = dmin(w + cnt[s], EXLAT_WEIGHT_MAX);
-                d->exlat_seen_us[s] = v >= 4294967295.0 ? UINT32_MAX : (uint32_t) v;
-                if (fabs((double) d->exlat_seen_us[s] - old) > 0.1 * dmax(old, 1.0))
-                        moved++;
-        }
-        return moved;
-}
-
 void shadow_init(Shadow *s, uint64_t now_ns) {
         *s = (Shadow) { .slot_start_ns = now_ns, .started = true };
 }
@@ -228,8 +158,20 @@ static void add(ShadowSums *x, double e, double w, double gaps, double wakes) {
         x->wakes += wakes;
 }
 
+static bool chain_equal(const ShadowChain *x, const ShadowChain *y) {
+        if (x->n != y->n)
+                return false;
+        for (unsigned k = 0; k < x->n; k++)
+                if (x->state[k] != y->state[k] || x->start_ns[k] != y->start_ns[k])
+                        return false;
+        return true;
+}
+
 void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied, const ShadowChain *kernel,
                     const GapHist *delta, double awake_svc_ns, uint64_t now_ns) {
+        /* When the kernel's table is the one in force, what it cost is what was measured. */
+        bool same = chain_equal(applied, kernel);
+
         advance(s, now_ns);
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 double n = (double) delta->gaps[b], ae, aw, ak, ke, kw, kk;
@@ -239,7 +181,7 @@ void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied,
                 bucket_cost(d, applied, b, n, &ae, &aw, &ak);
                 bucket_cost(d, kernel, b, n, &ke, &kw, &kk);
                 /* The applied table's wake delay as the drive charged it, where it was measured. */
-                double measured = (double) delta->wake_count[b];
+                double measured = awake_svc_ns >= 0 ? (double) delta->wake_count[b] : 0;
                 if (measured > 0) {
                         double m = dmin(measured, n);
                         double paid = dmax((double) delta->wake_sum_ns[b] - measured * awake_svc_ns, 0) * m / measured;
@@ -248,10 +190,18 @@ void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied,
                         ae += d->p0_uw * (paid + model_rest - aw);
                         aw = paid + model_rest;
                 }
+                if (same) {
+                        ke = ae;
+                        kw = aw;
+                        kk = ak;
+                }
                 add(&s->total_applied, ae, aw, n, ak);
                 add(&s->total_kernel, ke, kw, n, kk);
-                add(&s->slot_applied[s->slot], ae, aw, n, ak);
-                add(&s->slot_kernel[s->slot], ke, kw, n, kk);
+                /* The window judges our own tables: time on the kernel's says nothing. */
+                if (!same) {
+                        add(&s->slot_applied[s->slot], ae, aw, n, ak);
+                        add(&s->slot_kernel[s->slot], ke, kw, n, kk);
+                }
         }
 }
 
@@ -274,11 +224,12 @@ ShadowVerdict shadow_guard(const Shadow *s, char *why, size_t n) {
         const double tol = 1.0 + SHADOW_GUARD_TOLERANCE;
 
         shadow_window(s, &a, &k);
-        bool wake_evidence = dmax(a.wake_ns, k.wake_ns) >= (double) SHADOW_GUARD_MIN_WAKE_NS;
+        bool wake_evidence = a.gaps >= SHADOW_GUARD_MIN_GAPS &&
+                             dmax(a.wake_ns, k.wake_ns) >= (double) SHADOW_GUARD_MIN_WAKE_NS;
         if (wake_evidence && a.wake_ns > tol * k.wake_ns)
                 v = SHADOW_WORSE_WAKE;
-        else if (k.energy_uwns > 0 && a.energy_uwns > tol * k.energy_uwns &&
-                 !(wake_evidence && a.wake_ns * tol < k.wake_ns))
+        else if (k.energy_uwns > 0 && a.gaps >= SHADOW_GUARD_MIN_GAPS && a.energy_uwns > tol * k.energy_uwns &&
+                 a.wake_ns * tol >= k.wake_ns)
                 v = SHADOW_WORSE_ENERGY;
         if (why && n > 0) {
                 char fig[200];
@@ -312,7 +263,8 @@ void shadow_describe(const ShadowSums *a, const ShadowSums *k, char *buf, size_t
                 return;
         format_seconds(a->wake_ns, wa, sizeof wa);
         format_seconds(k->wake_ns, wk, sizeof wk);
-        if (snprintf(buf, n, "%.3g J (%.0f%%) %s than the kernel's table, wake delay %s against its %s",
+        if (snprintf(buf, n, fabs(diff) >= 10 ? "%.0f J (%.0f%%) %s than the kernel's table, wake delay %s against its %s"
+                                              : "%.2g J (%.0f%%) %s than the kernel's table, wake delay %s against its %s",
                      fabs(diff), ek > 0 ? 100.0 * fabs(diff) / ek : 0.0, diff >= 0 ? "less" : "more", wa, wk) < 0)
                 buf[0] = 0;
 }
