@@ -339,6 +339,47 @@ static void test_closed_loop(void) {
         sim_result_done(&r);
 }
 
+static void test_timeline(void) {
+        static const struct {
+                double t_ms;
+                unsigned ps;
+                SimActivity a;
+        } want[] = {
+                { 0, 0, SIM_ACTIVITY_SERVE },      /* io0 0..0.1, io1 (queued at 0.05) 0.1..0.2 */
+                { 0.2, 0, SIM_ACTIVITY_REST },
+                { 10.2, 1, SIM_ACTIVITY_ENTER },   /* ITPT 10 ms in ps0 */
+                { 11.2, 1, SIM_ACTIVITY_REST },    /* ps1's entry: 1 ms */
+                { 61.2, 2, SIM_ACTIVITY_ENTER },   /* ITPT 50 ms in ps1 */
+                { 63.1, 2, SIM_ACTIVITY_EXIT },    /* io2 during the entry: 3.1 ms of it left + exit 20 */
+                { 86.2, 0, SIM_ACTIVITY_SERVE },
+                { 86.3, 0, SIM_ACTIVITY_REST },
+        };
+        SimDrive d = drive_b();
+        ApstTable t = table_b();
+        uint64_t times[] = { 0, MS(0.05), MS(63.1) };
+        SimParams p = params_100us;
+        SimResult r;
+
+        current = "timeline/off";
+        CHECK(run_static(&d, &t, times, 3, &p, &r) == 0);
+        CHECK(r.timeline == NULL && r.n_timeline == 0);
+        sim_result_done(&r);
+
+        current = "timeline/two-step";
+        p.timeline = true;
+        CHECK(run_static(&d, &t, times, 3, &p, &r) == 0);
+        CHECK(r.n_timeline == sizeof want / sizeof want[0]);
+        for (size_t i = 0; i < r.n_timeline && i < sizeof want / sizeof want[0]; i++) {
+                CHECK(r.timeline[i].t_ns == MS(want[i].t_ms));
+                CHECK(r.timeline[i].ps == want[i].ps);
+                CHECK(r.timeline[i].activity == want[i].a);
+        }
+        /* the figures are those of the run without a timeline */
+        CHECK(r.stall_ns == MS(23.1) && r.duration_ns == MS(86.3));
+        CHECK(strcmp(sim_activity_to_string(SIM_ACTIVITY_EXIT), "exit") == 0);
+        sim_result_done(&r);
+}
+
 /* A policy that records what it is given and reprograms once: the seam an adaptive policy uses. */
 typedef struct Probe {
         ApstTable start, later;
@@ -579,6 +620,7 @@ int main(void) {
         test_gap_optimum();
         test_none_and_kernel();
         test_closed_loop();
+        test_timeline();
         test_counters();
         test_exact_gaps();
         test_reprogram();

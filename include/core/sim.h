@@ -133,6 +133,26 @@ typedef struct SimPolicy {
 /* A policy that programs @table at t = 0 and never again. @table must outlive the policy. */
 void sim_policy_static(SimPolicy *ret, const char *name, const ApstTable *table);
 
+/* What the drive does from SimStateChange.t_ns on, for a picture of a run. */
+typedef enum SimActivity {
+        SIM_ACTIVITY_SERVE,        /* serving I/O, in PS0 */
+        SIM_ACTIVITY_REST,         /* idle, resting in ps */
+        SIM_ACTIVITY_ENTER,        /* idle, entering ps */
+        SIM_ACTIVITY_EXIT,         /* waking from ps for an I/O that waits */
+        _SIM_ACTIVITY_MAX,
+} SimActivity;
+
+typedef struct SimStateChange {
+        uint64_t t_ns;
+        unsigned ps;
+        SimActivity activity;
+} SimStateChange;
+
+/* Upper bound on SimResult.timeline (4 Mi changes, 64 MiB): a picture needs far fewer. */
+#define SIM_TIMELINE_MAX (UINT32_C(1) << 22)
+
+const char *sim_activity_to_string(SimActivity a);
+
 typedef struct SimParams {
         uint64_t service_ns;       /* time to serve one I/O; SIM_SERVICE_DEFAULT_NS */
         /* false: open loop, I/Os arrive at their trace times whatever happened before.
@@ -140,6 +160,8 @@ typedef struct SimParams {
          * synchronous I/O), so when an I/O completes late every later one is issued
          * that much later; added_wall_ns is then the job's added run time. */
         bool closed_loop;
+        /* sim_run() records SimResult.timeline: every change of activity or state. */
+        bool timeline;
 } SimParams;
 
 #define SIM_PARAMS_DEFAULT ((SimParams) { .service_ns = SIM_SERVICE_DEFAULT_NS, .closed_loop = false })
@@ -169,6 +191,10 @@ typedef struct SimResult {
         int64_t added_wall_ns;     /* last completion minus the same without power management */
         SimReprogram *reprograms;  /* every table programmed, first at t = 0; malloc'd */
         size_t n_reprograms;
+        /* With SimParams.timeline (sim_run() only): what the drive did, from t = 0 to the
+         * last completion, one entry per change, in time order; malloc'd. */
+        SimStateChange *timeline;
+        size_t n_timeline;
 } SimResult;
 
 /**
@@ -177,7 +203,8 @@ typedef struct SimResult {
  * @ret: filled in on success; free with sim_result_done()
  *
  * Return: 0, -EINVAL (bad params, unsorted trace, or a table sim_table_check()
- * refuses), -ELOOP, -E2BIG (more than SIM_MAX_SAMPLES samples), -ENOMEM,
+ * refuses), -ELOOP, -E2BIG (more than SIM_MAX_SAMPLES samples, or more than
+ * SIM_TIMELINE_MAX timeline entries), -ENOMEM,
  * or the policy's own error.
  */
 int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, const SimPolicy *pol,

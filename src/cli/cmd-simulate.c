@@ -53,7 +53,7 @@ typedef struct Options {
         uint64_t service_ns;
         double exlat_scale;          /* real exit latency / advertised; 1 = honest drive */
         AdaptSource source;          /* what the adaptive policy watches the drive with */
-        bool closed_loop, json;
+        bool closed_loop, json, timeline;
 } Options;
 
 static const char *prog = "nvme-apstd simulate";
@@ -84,6 +84,7 @@ static void help(void) {
                "  -d --device MAJ,MIN   blkparse: the device to keep (default: the only one)\n"
                "  -e --event D|Q        blkparse: issue or queue events (default: D if present)\n"
                "  -j --json             print one JSON object\n"
+               "     --timeline         with --json: each policy's power state over time\n"
                "  -h --help             show this help\n"
                "     --version          show the version\n",
                SIM_P0_DEFAULT_UW / 1e6, (unsigned) (SIM_SERVICE_DEFAULT_NS / 1000));
@@ -175,10 +176,15 @@ static int options_complete(const Options *o, int argc, char *argv[]) {
                 fprintf(stderr, "%s: --id-ctrl and --trace are required (see --help)\n", prog);
                 return -EINVAL;
         }
+        if (o->timeline && !o->json) {
+                fprintf(stderr, "%s: --timeline needs --json\n", prog);
+                return -EINVAL;
+        }
         return 1;
 }
 
 static int parse_options(int argc, char *argv[], Options *o) {
+        enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "trace", required_argument, NULL, 't' },
@@ -193,6 +199,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 { "pci", required_argument, NULL, 'P' },
                 { "event", required_argument, NULL, 'e' },
                 { "json", no_argument, NULL, 'j' },
+                { "timeline", no_argument, NULL, ARG_TIMELINE },
                 CLI_COMMON_OPTIONS,
                 {}
         };
@@ -248,6 +255,9 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         break;
                 case 'j':
                         o->json = true;
+                        break;
+                case ARG_TIMELINE:
+                        o->timeline = true;
                         break;
                 case '?':
                         return -EINVAL;
@@ -357,6 +367,22 @@ static struct json_object *json_reprograms(const SimResult *r) {
         return a;
 }
 
+/* [[t_s, ps, "rest"|"enter"|"exit"|"serve"], ...]: from each t on, until the next. */
+static struct json_object *json_timeline(const SimResult *r) {
+        struct json_object *a = json_object_new_array_ext((int) MIN(r->n_timeline, (size_t) INT32_MAX));
+
+        for (size_t i = 0; i < r->n_timeline; i++) {
+                const SimStateChange *c = &r->timeline[i];
+                struct json_object *e = json_object_new_array_ext(3);
+
+                (void) json_object_array_add(e, json_out_fixed((double) c->t_ns * 1e-9, 9));
+                (void) json_object_array_add(e, json_object_new_uint64(c->ps));
+                (void) json_object_array_add(e, json_object_new_string(sim_activity_to_string(c->activity)));
+                (void) json_object_array_add(a, e);
+        }
+        return a;
+}
+
 static double ratio(double a, double b) {
         return b > 0 ? a / b : (a > 0 ? INFINITY : 1.0);
 }
@@ -419,7 +445,7 @@ static struct json_object *json_shadow(const Adapt *a) {
         return o;
 }
 
-static struct json_object *json_row(const SimDrive *d, const Row *row, const Row *opt) {
+static struct json_object *json_row(const SimDrive *d, const Row *row, const Row *opt, bool timeline) {
         struct json_object *o = json_object_new_object(), *wk = json_object_new_object(),
                            *added = json_object_new_object();
         const SimResult *r = &row->res;
@@ -448,6 +474,8 @@ static struct json_object *json_row(const SimDrive *d, const Row *row, const Row
         (void) json_object_object_add(o, "reprograms", json_reprograms(r));
         if (row->shadow)
                 (void) json_object_object_add(o, "shadow", json_shadow(row->shadow));
+        if (timeline && row != opt)
+                (void) json_object_object_add(o, "timeline", json_timeline(r));
         return o;
 }
 
@@ -468,7 +496,7 @@ static int print_json(const Options *o, const IdCtrl *id, const SimDrive *d, con
         (void) json_object_object_add(doc, "policy", json_object_new_string(chosen));
         (void) json_object_object_add(doc, "config_section", json_out_string_or_null(section[0] ? section : NULL));
         for (size_t i = 0; i <= n_rows; i++)
-                (void) json_object_array_add(policies, json_row(d, i < n_rows ? &rows[i] : opt, opt));
+                (void) json_object_array_add(policies, json_row(d, i < n_rows ? &rows[i] : opt, opt, o->timeline));
         (void) json_object_object_add(doc, "policies", policies);
         (void) json_object_object_add(doc, "reprograms", json_reprograms(&rows[0].res));
         return json_out_print_lines(stdout, doc, split);
@@ -603,7 +631,7 @@ static int run(const Options *o) {
                 goto finish;
         }
 
-        SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop };
+        SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop, .timeline = o->timeline };
         Row rows[3] = {}, opt = { .name = "optimum" };
         size_t done = 0;
         adapt = calloc(1, sizeof(Adapt));

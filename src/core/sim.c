@@ -40,7 +40,57 @@ typedef struct Sim {
         double energy_uwns;
         uint64_t resident_ns[APST_ENTRIES];
         uint64_t transition_ns;
+
+        /* SimParams.timeline: the changes so far, or NULL when not asked */
+        bool record;
+        SimStateChange *tl;
+        size_t n_tl, tl_allocated;
+        int tl_error;
 } Sim;
+
+const char *sim_activity_to_string(SimActivity a) {
+        static const char *const names[_SIM_ACTIVITY_MAX] = {
+                [SIM_ACTIVITY_SERVE] = "serve",
+                [SIM_ACTIVITY_REST] = "rest",
+                [SIM_ACTIVITY_ENTER] = "enter",
+                [SIM_ACTIVITY_EXIT] = "exit",
+        };
+        return a < _SIM_ACTIVITY_MAX ? names[a] : NULL;
+}
+
+/* Record that the drive does @a in @ps from @t on. A change at the time of the last one
+ * replaces it (what the drive does from then on); an unchanged one is not repeated. */
+static void note(Sim *s, uint64_t t, unsigned ps, SimActivity a) {
+        SimStateChange *last;
+
+        if (!s->record || s->tl_error < 0)
+                return;
+        last = s->n_tl > 0 ? &s->tl[s->n_tl - 1] : NULL;
+        if (last && last->t_ns == t) {
+                *last = (SimStateChange) { .t_ns = t, .ps = ps, .activity = a };
+                if (s->n_tl > 1 && last[-1].ps == ps && last[-1].activity == a)
+                        s->n_tl--;
+                return;
+        }
+        if (last && last->ps == ps && last->activity == a)
+                return;
+        if (s->n_tl == s->tl_allocated) {
+                size_t m = s->tl_allocated ? s->tl_allocated * 2 : 64;
+                SimStateChange *q;
+                if (s->n_tl >= SIM_TIMELINE_MAX) {
+                        s->tl_error = -E2BIG;
+                        return;
+                }
+                q = reallocarray(s->tl, m, sizeof(SimStateChange));
+                if (!q) {
+                        s->tl_error = -ENOMEM;
+                        return;
+                }
+                s->tl = q;
+                s->tl_allocated = m;
+        }
+        s->tl[s->n_tl++] = (SimStateChange) { .t_ns = t, .ps = ps, .activity = a };
+}
 
 int sim_drive_from_idctrl(const IdCtrl *id, uint32_t p0_fallback_uw, SimDrive *ret) {
         SimDrive d = { .npss = id->npss };
@@ -134,6 +184,7 @@ static void idle_advance(Sim *s, uint64_t to) {
                         s->ps = apst_entry_itps(s->table.entry[s->ps]);
                         s->phase = PHASE_ENTERING;
                         s->phase_start = deadline;
+                        note(s, deadline, s->ps, SIM_ACTIVITY_ENTER);
                 } else {
                         uint64_t end = s->phase_start + s->d->ps[s->ps].enlat_us * NS_PER_US;
                         uint64_t until = MIN(end, to);
@@ -144,12 +195,14 @@ static void idle_advance(Sim *s, uint64_t to) {
                                 return;
                         s->phase = PHASE_RESTING;
                         s->phase_start = end;
+                        note(s, end, s->ps, SIM_ACTIVITY_REST);
                 }
         }
         /* A zero-length entry that ends exactly here completes now. */
         if (s->phase == PHASE_ENTERING && s->phase_start + s->d->ps[s->ps].enlat_us * NS_PER_US <= to) {
                 s->phase = PHASE_RESTING;
                 s->phase_start = to;
+                note(s, to, s->ps, SIM_ACTIVITY_REST);
         }
 }
 
@@ -371,6 +424,9 @@ static uint64_t wake_for_arrival(Sim *s, SimResult *res, uint64_t a) {
         res->stall_ns += wait;
         res->transition_ns += wait;
         charge(s, s->d->ps[0].power_uw, wait);
+        if (wait > 0)
+                note(s, a, s->ps, SIM_ACTIVITY_EXIT);
+        note(s, a + wait, 0, SIM_ACTIVITY_SERVE);
         return a + wait;
 }
 
@@ -394,8 +450,10 @@ static void run_io(Run *run, size_t k, uint64_t a, uint64_t service_ns) {
                 if (k > 0)
                         run->cnt.busy_closed_ns += prev_done - run->cnt.busy_start;
                 run->cnt.busy_start = a;
-        } else
+        } else {
                 start = prev_done;
+                note(&run->s, start, 0, SIM_ACTIVITY_SERVE);
+        }
 
         run->comp[k] = start + service_ns;
         run->arr[k] = a;
@@ -408,6 +466,7 @@ static void run_io(Run *run, size_t k, uint64_t a, uint64_t service_ns) {
         run->s.ps = 0;
         run->s.phase = PHASE_RESTING;
         run->s.phase_start = run->comp[k];
+        note(&run->s, run->comp[k], 0, SIM_ACTIVITY_REST);
 }
 
 /* Totals once every I/O completed; @shadow_done is the last completion without power management. */
@@ -428,7 +487,7 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
             SimResult *ret) {
         _cleanup_free_ uint64_t *arr = NULL, *comp = NULL, *added = NULL;
         Run run = {
-                .s = { .d = d, .phase = PHASE_RESTING },
+                .s = { .d = d, .phase = PHASE_RESTING, .record = p->timeline },
                 .pol = pol,
                 .io = io,
                 .next_sample = pol->sample_period_ns,
@@ -456,6 +515,7 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
         q = set_table(&run.s, &run.res, &run.allocated, 0, &t);
         if (q < 0)
                 goto fail;
+        note(&run.s, 0, 0, SIM_ACTIVITY_REST);
 
         for (size_t k = 0; k <= n; k++) {
                 uint64_t prev_done = k > 0 ? comp[k - 1] : 0;
@@ -486,12 +546,18 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                 added[k] = resp > shadow_resp ? resp - shadow_resp : 0;
         }
 
+        q = run.s.tl_error;
+        if (q < 0)
+                goto fail;
         finish_result(&run, n, added, shadow_done);
+        run.res.timeline = run.s.tl;
+        run.res.n_timeline = run.s.n_tl;
         *ret = run.res;
         return 0;
 
 fail:
         free(run.res.reprograms);
+        free(run.s.tl);
         return q;
 }
 
@@ -567,5 +633,6 @@ void sim_result_done(SimResult *r) {
         if (!r)
                 return;
         free(r->reprograms);
+        free(r->timeline);
         *r = (SimResult) {};
 }
