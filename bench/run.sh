@@ -5,13 +5,23 @@
 # through `nvme-apstd simulate`, printed as one table. All figures are ratios
 # against baselines computed in the same invocation (the offline optimum and
 # the kernel's defaults), so they do not depend on the machine. Needs only a C
-# compiler (for bench/tracegen.c), POSIX sh and awk.
+# compiler (for bench/tracegen.c), POSIX sh and awk; the pictures need
+# matplotlib (Debian: python3-matplotlib) and are skipped, with a message,
+# without it.
 #
 #   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive adaptive-stat optimum"]
-#                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-n] [-R]
+#                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-n] [-R] [-o PICTURE_DIR]
 #
 # The binary may also come from $NVME_APSTD. IDCTRL_DIR defaults to
 # tests/data/idctrl.
+#
+# Pictures (bench/plot.py), in PICTURE_DIR (default build/bench-run):
+#   tradeoff.svg  energy against total wake delay, both over the kernel's, one mark
+#                 per policy and family (the per-family summary below), plus each
+#                 policy over all families; tradeoff.tsv holds the figures
+#   timeline.svg  the first drive on the desktop trace: the power state over the
+#                 first 20 s under none, kernel, budget and adaptive, I/Os marked
+#                 (simulate --json --timeline)
 #
 # Each sample drive is simulated with its real PCI id (pci_id() below), so the
 # kernel baseline and the daemon apply the kernel's quirks as they would on that
@@ -53,13 +63,15 @@ seed=1
 duration=600
 power=
 quirks=yes
+root=$(cd "$(dirname "$0")/.." && pwd)
+pictures=$root/build/bench-run
 
 usage() {
         sed -n '/^#   bench/,/^#  *\[-s/p' "$0" | sed 's/^# *//' >&2
         exit 2
 }
 
-while getopts b:D:p:s:d:w:nRh opt; do
+while getopts b:D:p:s:d:w:nRo:h opt; do
         case $opt in
         b) bin=$OPTARG ;;
         D) dir=$OPTARG ;;
@@ -69,11 +81,11 @@ while getopts b:D:p:s:d:w:nRh opt; do
         w) power=$OPTARG ;;
         n) quirks=no ;;
         R) real=no ;;
+        o) pictures=$OPTARG ;;
         *) usage ;;
         esac
 done
 
-root=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "$dir" ]; then
         for d in "$root/tests/data/idctrl"; do
                 if [ -d "$d" ]; then
@@ -335,3 +347,34 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                         }
                 printf "5. regime within 1.2x the best static (none/kernel/budget) of each segment: %s\n  %s\n", ok5 ? "met" : "MISSED", m5
         }' "$tmp/segbest" "$tmp/rows"
+
+# The pictures. Per family over the drives, as in the per-family summary: the geometric
+# mean of E/kern and total stall over the kernel's total ("-" when the kernel never
+# waits); family "all" over every row.
+mkdir -p "$pictures"
+awk '
+        { k = $2 SUBSEP $3; if (!(k in n)) order[++m] = k; n[k]++; le[k] += log($5); s[k] += $9; sk[k] += $10
+          a = "all" SUBSEP $3; if (!(a in n)) alls[++na] = a; n[a]++; le[a] += log($5); s[a] += $9; sk[a] += $10 }
+        function out(k,   f) { split(k, f, SUBSEP)
+                printf "%s\t%s\t%.6f\t%s\n", f[1], f[2], exp(le[k] / n[k]), (sk[k] > 0 ? sprintf("%.6f", s[k] / sk[k]) : "-") }
+        END { print "# family\tpolicy\tE/kern geomean\tstall/kernel total"
+              for (i = 1; i <= m; i++) out(order[i]); for (i = 1; i <= na; i++) out(alls[i]) }' "$tmp/rows" >"$pictures/tradeoff.tsv"
+for drive in "$dir"/*.bin; do break; done
+sim budget "$tmp/desktop.txt" --timeline >"$tmp/timeline-budget.json"
+sim adaptive "$tmp/desktop.txt" --timeline >"$tmp/timeline-adaptive.json"
+py=
+# $PYTHON: the interpreter to draw with, and only that one (tests set it to one without matplotlib)
+for p in ${PYTHON:-python3 /usr/bin/python3}; do
+        if "$p" -c 'import matplotlib' 2>/dev/null; then
+                py=$p
+                break
+        fi
+done
+if [ -z "$py" ]; then
+        echo "pictures skipped: matplotlib is not installed (Debian: apt-get install python3-matplotlib); figures in $pictures/tradeoff.tsv"
+else
+        "$py" "$root/bench/plot.py" tradeoff "$pictures/tradeoff.tsv" "$pictures/tradeoff.svg"
+        "$py" "$root/bench/plot.py" timeline --from 0 --to 20 --trace "$tmp/desktop.txt" "$pictures/timeline.svg" \
+                "$tmp/timeline-budget.json" "$tmp/timeline-adaptive.json"
+        echo "pictures: $pictures/tradeoff.svg $pictures/timeline.svg"
+fi

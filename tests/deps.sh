@@ -21,8 +21,9 @@ e2e=(qemu-system-x86 busybox-static cpio kmod mmdebstrap e2fsprogs xz-utils zstd
      libglib2.0-dev libpixman-1-dev libfdt-dev flex bison qemu-system-data seabios)
 # the Debian package (debian/, suite 'package'; the QEMU test installs it)
 package=(debhelper dpkg-dev lintian)
-# bench/: fio drives the eBPF program's overhead benchmark (bench/bpf-overhead.sh)
-bench=(fio util-linux)
+# bench/: fio drives the eBPF program's overhead benchmark (bench/bpf-overhead.sh);
+# matplotlib draws bench/run.sh's pictures (bench/plot.py; skipped without it)
+bench=(fio util-linux python3 python3-matplotlib)
 
 want=()
 [ $# -eq 0 ] && set -- build test
