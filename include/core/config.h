@@ -207,7 +207,7 @@ void config_done(Config *c);
 int config_parse_string(const char *text, const char *filename, Config *ret, char **ret_error);
 
 /* Power-source sections apply in pass 0, profile sections in pass 1, so a profile wins
- * (config-resolve.c; the grammar checks min_freq <= max_freq with it). */
+ * (config.c's min_freq <= max_freq check and config-resolve.c's overlays use it). */
 bool config_overlay_applies(const ConfigOverlay *o, const Situation *s, unsigned pass);
 
 /* The [apst] keys of @from named in @set (ApstKeyBit) replace those of @a (config-resolve.c's overlays). */

@@ -14,17 +14,6 @@
 #include "config.h"
 #include "macro.h"
 
-static bool when_matches(const ConfigWhen *w, const Situation *s) {
-        if (w->profile[0])
-                return strcmp(w->profile, s->profile) == 0;
-        return w->source == s->power_source;
-}
-
-/* Power-source sections apply in pass 0, profile sections in pass 1, so a profile wins. */
-bool config_overlay_applies(const ConfigOverlay *o, const Situation *s, unsigned pass) {
-        return (pass == 0) == !o->when.profile[0] && when_matches(&o->when, s);
-}
-
 static bool glob_match(const char *glob, const char *s) {
         if (!glob)
                 return true;    /* no such match_ key: no constraint */

@@ -1090,6 +1090,17 @@ static void when_to_string(const ConfigWhen *w, char *buf, size_t n) {
                 snprintf(buf, n, "%s", w->source == POWER_SOURCE_BATTERY ? "on-battery" : "on-ac");
 }
 
+static bool when_matches(const ConfigWhen *w, const Situation *s) {
+        if (w->profile[0])
+                return strcmp(w->profile, s->profile) == 0;
+        return w->source == s->power_source;
+}
+
+/* Power-source sections apply in pass 0, profile sections in pass 1, so a profile wins. */
+bool config_overlay_applies(const ConfigOverlay *o, const Situation *s, unsigned pass) {
+        return (pass == 0) == !o->when.profile[0] && when_matches(&o->when, s);
+}
+
 /* min_freq <= max_freq, where both are known without hardware, in the situation @s. */
 static int validate_cpu_in(Parser *p, const Situation *s) {
         FreqSpec min = p->config.cpu.min_freq, max = p->config.cpu.max_freq;
