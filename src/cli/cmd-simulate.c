@@ -30,6 +30,7 @@
 #include "fileio.h"
 #include "idctrl.h"
 #include "json-out.h"
+#include "log.h"
 #include "macro.h"
 #include "sim.h"
 #include "trace.h"
@@ -55,8 +56,6 @@ typedef struct Options {
         AdaptSource source;          /* what the adaptive policy watches the drive with */
         bool closed_loop, json, timeline;
 } Options;
-
-static const char *prog = "nvme-apstd simulate";
 
 static void help(void) {
         printf("Usage: nvme-apstd simulate --id-ctrl FILE --trace FILE [OPTIONS]\n"
@@ -99,7 +98,7 @@ static int parse_watts(const char *arg, uint32_t *ret_uw) {
         errno = 0;
         w = strtod(arg, &end);
         if (errno != 0 || end == arg || *end != 0 || !isfinite(w) || w < 1e-6 || w > 100) {
-                fprintf(stderr, "%s: --idle-power-w: expected watts in 0.000001..100, got \"%s\"\n", prog, arg);
+                log_error("--idle-power-w: expected watts in 0.000001..100, got \"%s\"", arg);
                 return -EINVAL;
         }
         *ret_uw = (uint32_t) lround(w * 1e6);
@@ -111,7 +110,7 @@ static int parse_service_us(const char *arg, uint64_t *ret_ns) {
         uint32_t us;
 
         if (safe_atou32(arg, &us) < 0 || us == 0 || us > 1000000) {
-                fprintf(stderr, "%s: --service-us: expected microseconds in 1..1000000, got \"%s\"\n", prog, arg);
+                log_error("--service-us: expected microseconds in 1..1000000, got \"%s\"", arg);
                 return -EINVAL;
         }
         *ret_ns = (uint64_t) us * 1000;
@@ -121,7 +120,7 @@ static int parse_service_us(const char *arg, uint64_t *ret_ns) {
 /* --policy: one the daemon knows, or none (the kernel's table). */
 static int parse_policy(const char *arg, const char **ret) {
         if (strcmp(arg, "none") != 0 && apst_policy_from_string(arg) < 0) {
-                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n", prog, arg);
+                log_error("--policy: expected budget, kernel, adaptive or none, got \"%s\"", arg);
                 return -EINVAL;
         }
         *ret = arg;
@@ -136,8 +135,7 @@ static int parse_exlat_scale(const char *arg, double *ret) {
         errno = 0;
         x = strtod(arg, &end);
         if (errno != 0 || end == arg || *end != 0 || !isfinite(x) || x <= 0 || x > SIM_EXLAT_SCALE_MAX) {
-                fprintf(stderr, "%s: --exlat-scale: expected a factor in (0, %g], got \"%s\"\n", prog,
-                        SIM_EXLAT_SCALE_MAX, arg);
+                log_error("--exlat-scale: expected a factor in (0, %g], got \"%s\"", SIM_EXLAT_SCALE_MAX, arg);
                 return -EINVAL;
         }
         *ret = x;
@@ -149,7 +147,7 @@ static int parse_source(const char *arg, AdaptSource *ret) {
         AdaptSource s = adapt_source_from_string(arg);
 
         if (s < 0) {
-                fprintf(stderr, "%s: --watch-source: expected bpf or stat, got \"%s\"\n", prog, arg);
+                log_error("--watch-source: expected bpf or stat, got \"%s\"", arg);
                 return -EINVAL;
         }
         *ret = s;
@@ -159,7 +157,7 @@ static int parse_source(const char *arg, AdaptSource *ret) {
 /* --event: which blkparse events are the I/Os, D (issued) or Q (queued). */
 static int parse_event(const char *arg, char *ret) {
         if ((arg[0] != 'D' && arg[0] != 'Q') || arg[1] != 0) {
-                fprintf(stderr, "%s: --event: expected D or Q, got \"%s\"\n", prog, arg);
+                log_error("--event: expected D or Q, got \"%s\"", arg);
                 return -EINVAL;
         }
         *ret = arg[0];
@@ -169,11 +167,11 @@ static int parse_event(const char *arg, char *ret) {
 /* After the options: no arguments, and both inputs given. Return: 1 or -EINVAL. */
 static int options_complete(const Options *o, int argc, char *argv[]) {
         if (optind < argc) {
-                fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, argv[optind]);
+                log_error("unexpected argument \"%s\"", argv[optind]);
                 return -EINVAL;
         }
         if (!o->id_ctrl || !o->trace) {
-                fprintf(stderr, "%s: --id-ctrl and --trace are required (see --help)\n", prog);
+                log_error("--id-ctrl and --trace are required (see --help)");
                 return -EINVAL;
         }
         if (o->timeline && !o->json) {
@@ -245,7 +243,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         break;
                 case 'P':
                         if (cli_parse_pci_id(optarg, &o->platform.pci_vendor, &o->platform.pci_device) < 0) {
-                                fprintf(stderr, "%s: --pci: expected VVVV:DDDD in hex, got \"%s\"\n", prog, optarg);
+                                log_error("--pci: expected VVVV:DDDD in hex, got \"%s\"", optarg);
                                 return -EINVAL;
                         }
                         break;
@@ -289,15 +287,15 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                 r = config_load(o->config, &c, &error);
                 if (r < 0) {
                         if (error)
-                                fprintf(stderr, "%s: %s\n", prog, error);
+                                log_error("%s", error);
                         else
-                                fprintf(stderr, "%s: %s: %s\n", prog, o->config, strerror(-r));
+                                log_error("%s: %s", o->config, strerror(-r));
                         return r;
                 }
         }
         r = device_plan(&c, NULL, sys.name, &sys, id, &dp);
         if (r < 0) {
-                fprintf(stderr, "%s: cannot plan the APST table: %s\n", prog, strerror(-r));
+                log_error("cannot plan the APST table: %s", strerror(-r));
                 return r;
         }
         (void) snprintf(section, section_size, "%s", strempty(dp.section));
@@ -309,8 +307,7 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                 else {
                         ApstPolicyKind k = apst_policy_from_string(o->policy);
                         if (k < 0) {
-                                fprintf(stderr, "%s: --policy: expected budget, kernel, adaptive or none, got \"%s\"\n",
-                                        prog, o->policy);
+                                log_error("--policy: expected budget, kernel, adaptive or none, got \"%s\"", o->policy);
                                 return -EINVAL;
                         }
                         kind = k;
@@ -551,20 +548,20 @@ static int load_drive(const Options *o, IdCtrl *id, SimDrive *d) {
 
         r = read_full_file(o->id_ctrl, IDCTRL_FILE_MAX, READ_FULL_ALLOW_STDIN, &buf, &len);
         if (r < 0) {
-                fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
+                log_error("%s: %s", o->id_ctrl, strerror(-r));
                 return r;
         }
         r = idctrl_parse_any(buf, len, id);
         if (r < 0) {
-                fprintf(stderr, "%s: %s: not Identify Controller data (binary or nvme-cli JSON): %s\n", prog,
-                        o->id_ctrl, strerror(-r));
+                log_error("%s: not Identify Controller data (binary or nvme-cli JSON): %s", o->id_ctrl,
+                          strerror(-r));
                 return r;
         }
         r = sim_drive_from_idctrl(id, o->p0_uw, d);
         if (r >= 0)
                 r = sim_drive_scale_exlat(d, o->exlat_scale);
         if (r < 0)
-                fprintf(stderr, "%s: %s: %s\n", prog, o->id_ctrl, strerror(-r));
+                log_error("%s: %s", o->id_ctrl, strerror(-r));
         return r;
 }
 
@@ -578,21 +575,20 @@ static int load_trace(const Options *o, Trace *t) {
 
         r = read_full_file(o->trace, TRACE_FILE_MAX, READ_FULL_ALLOW_STDIN, &buf, &len);
         if (r < 0) {
-                fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
+                log_error("%s: %s", o->trace, strerror(-r));
                 return r;
         }
         r = trace_parse(buf, len, &topts, t, &te);
         if (r == -EBADMSG) {
-                fprintf(stderr, "%s: %s:%zu: %s\n", prog, strcmp(o->trace, "-") == 0 ? "<stdin>" : o->trace,
-                        te.line, te.reason);
+                log_error("%s:%zu: %s", strcmp(o->trace, "-") == 0 ? "<stdin>" : o->trace, te.line, te.reason);
                 return r;
         }
         if (r < 0) {
-                fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-r));
+                log_error("%s: %s", o->trace, strerror(-r));
                 return r;
         }
         if (t->n == 0)
-                fprintf(stderr, "%s: %s: warning: no I/O in the trace\n", prog, o->trace);
+                log_warning("%s: no I/O in the trace", o->trace);
         return 0;
 }
 
@@ -627,7 +623,7 @@ static int run(const Options *o) {
         if (r >= 0)
                 r = build_table(&id, &o->platform, &kernel_params, APST_POLICY_KERNEL, &tables[2]);
         if (r < 0) {
-                fprintf(stderr, "%s: cannot build the APST table: %s\n", prog, strerror(-r));
+                log_error("cannot build the APST table: %s", strerror(-r));
                 goto finish;
         }
 
@@ -647,7 +643,7 @@ static int run(const Options *o) {
                         /* The daemon's own decision code, fed the counters it would read. */
                         r = adapt_init(adapt, &id, &o->platform, &params, 0, &tables[0]);
                         if (r < 0) {
-                                fprintf(stderr, "%s: adaptive policy: %s\n", prog, strerror(-r));
+                                log_error("adaptive policy: %s", strerror(-r));
                                 goto free_rows;
                         }
                         if (o->source == ADAPT_SOURCE_BPF) {
@@ -658,13 +654,13 @@ static int run(const Options *o) {
                 }
                 r = sim_run(&d, t.io, t.n, &sp, &pol, &rows[done].res);
                 if (r < 0) {
-                        fprintf(stderr, "%s: simulating %s: %s\n", prog, names[done], strerror(-r));
+                        log_error("simulating %s: %s", names[done], strerror(-r));
                         goto free_rows;
                 }
         }
         r = sim_optimum(&d, t.io, t.n, &sp, &opt.res);
         if (r < 0) {
-                fprintf(stderr, "%s: computing the optimum: %s\n", prog, strerror(-r));
+                log_error("computing the optimum: %s", strerror(-r));
                 goto free_rows;
         }
 
@@ -674,7 +670,7 @@ static int run(const Options *o) {
                 print_human(o, &id, &d, &t, names[0], section, rows, 3, &opt, &tables[0]);
         if (r < 0 || fflush(stdout) != 0 || ferror(stdout)) {
                 r = -EIO;
-                fprintf(stderr, "%s: writing the output failed\n", prog);
+                log_error("writing the output failed");
         }
         sim_result_done(&opt.res);
 free_rows:
