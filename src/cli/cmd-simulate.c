@@ -175,14 +175,78 @@ static int options_complete(const Options *o, int argc, char *argv[]) {
                 return -EINVAL;
         }
         if (o->timeline && !o->json) {
-                fprintf(stderr, "%s: --timeline needs --json\n", prog);
+                log_error("--timeline needs --json");
                 return -EINVAL;
         }
         return 1;
 }
 
+/* simulate's long-only options */
+enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE };
+
+/* One option of simulate's. Return: 0, or -EINVAL (said why). */
+static int parse_option(int c, const char *arg, Options *o) {
+        switch (c) {
+        case 'i':
+                o->id_ctrl = arg;
+                break;
+        case 't':
+                o->trace = arg;
+                break;
+        case 'c':
+                o->config = arg;
+                break;
+        case 'p':
+                if (parse_policy(arg, &o->policy) < 0)
+                        return -EINVAL;
+                break;
+        case 'w':
+                if (parse_watts(arg, &o->p0_uw) < 0)
+                        return -EINVAL;
+                break;
+        case 's':
+                if (parse_service_us(arg, &o->service_ns) < 0)
+                        return -EINVAL;
+                break;
+        case 'l':
+                o->closed_loop = true;
+                break;
+        case 'x':
+                if (parse_exlat_scale(arg, &o->exlat_scale) < 0)
+                        return -EINVAL;
+                break;
+        case 'W':
+                if (parse_source(arg, &o->source) < 0)
+                        return -EINVAL;
+                break;
+        case 'd':
+                o->device = arg;
+                break;
+        case 'P':
+                if (cli_parse_pci_id(arg, &o->platform.pci_vendor, &o->platform.pci_device) < 0) {
+                        log_error("--pci: expected VVVV:DDDD in hex, got \"%s\"", arg);
+                        return -EINVAL;
+                }
+                break;
+        case 'e':
+                if (parse_event(arg, &o->event) < 0)
+                        return -EINVAL;
+                break;
+        case 'j':
+                o->json = true;
+                break;
+        case ARG_TIMELINE:
+                o->timeline = true;
+                break;
+        case '?':
+                return -EINVAL;
+        default:
+                abort();
+        }
+        return 0;
+}
+
 static int parse_options(int argc, char *argv[], Options *o) {
-        enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "trace", required_argument, NULL, 't' },
@@ -205,63 +269,8 @@ static int parse_options(int argc, char *argv[], Options *o) {
 
         optind = 0;   /* a full reset: main.c may have run getopt already */
         while ((c = cli_getopt(argc, argv, "i:t:c:p:w:s:lx:W:d:P:e:jh", options, help)) >= 0) {
-                switch (c) {
-                case 'i':
-                        o->id_ctrl = optarg;
-                        break;
-                case 't':
-                        o->trace = optarg;
-                        break;
-                case 'c':
-                        o->config = optarg;
-                        break;
-                case 'p':
-                        if (parse_policy(optarg, &o->policy) < 0)
-                                return -EINVAL;
-                        break;
-                case 'w':
-                        if (parse_watts(optarg, &o->p0_uw) < 0)
-                                return -EINVAL;
-                        break;
-                case 's':
-                        if (parse_service_us(optarg, &o->service_ns) < 0)
-                                return -EINVAL;
-                        break;
-                case 'l':
-                        o->closed_loop = true;
-                        break;
-                case 'x':
-                        if (parse_exlat_scale(optarg, &o->exlat_scale) < 0)
-                                return -EINVAL;
-                        break;
-                case 'W':
-                        if (parse_source(optarg, &o->source) < 0)
-                                return -EINVAL;
-                        break;
-                case 'd':
-                        o->device = optarg;
-                        break;
-                case 'P':
-                        if (cli_parse_pci_id(optarg, &o->platform.pci_vendor, &o->platform.pci_device) < 0) {
-                                log_error("--pci: expected VVVV:DDDD in hex, got \"%s\"", optarg);
-                                return -EINVAL;
-                        }
-                        break;
-                case 'e':
-                        if (parse_event(optarg, &o->event) < 0)
-                                return -EINVAL;
-                        break;
-                case 'j':
-                        o->json = true;
-                        break;
-                case ARG_TIMELINE:
-                        o->timeline = true;
-                        break;
-                case '?':
+                if (parse_option(c, optarg, o) < 0)
                         return -EINVAL;
-                default:
-                        abort();
-                }
         }
         if (c == CLI_GETOPT_EXIT)
                 return 0;
@@ -592,6 +601,48 @@ static int load_trace(const Options *o, Trace *t) {
         return 0;
 }
 
+/* The chosen policy's table, then the baselines': APST off and the kernel's defaults. Return: 0 or -errno
+ * (said). */
+static int build_tables(const Options *o, const IdCtrl *id, const ApstParams *params, int kind, ApstTable tables[3]) {
+        ApstParams kernel_params = APST_PARAMS_DEFAULT;
+        int r;
+
+        kernel_params.policy = APST_POLICY_KERNEL;
+        r = build_table(id, &o->platform, params, kind, &tables[0]);
+        if (r >= 0)
+                r = build_table(id, &o->platform, NULL, POLICY_NONE, &tables[1]);
+        if (r >= 0)
+                r = build_table(id, &o->platform, &kernel_params, APST_POLICY_KERNEL, &tables[2]);
+        if (r < 0)
+                log_error("cannot build the APST table: %s", strerror(-r));
+        return r;
+}
+
+/* Run the trace through one row's table; @kind APST_POLICY_ADAPTIVE (with @params) runs the daemon's own
+ * decision code in @adapt, fed what it would observe; adapt_init() writes its starting table into @table,
+ * and on the exact source the row reports @adapt's shadow kernel. Return: 0 or -errno (said). */
+static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const SimParams *sp,
+                        const ApstParams *params, int kind, Adapt *adapt, ApstTable *table, Row *row) {
+        SimPolicy pol;
+        int r;
+
+        sim_policy_static(&pol, row->name, table);
+        if (kind == APST_POLICY_ADAPTIVE) {
+                r = adapt_init(adapt, id, &o->platform, params, 0, table);
+                if (r < 0)
+                        return log_error_errno(r, "adaptive policy: %s", strerror(-r));
+                if (o->source == ADAPT_SOURCE_BPF) {
+                        adapt_sim_policy_gaps(&pol, adapt);
+                        row->shadow = adapt;
+                } else
+                        adapt_sim_policy(&pol, adapt);
+        }
+        r = sim_run(d, t->io, t->n, sp, &pol, &row->res);
+        if (r < 0)
+                return log_error_errno(r, "simulating %s: %s", row->name, strerror(-r));
+        return 0;
+}
+
 static int run(const Options *o) {
         _cleanup_free_ Adapt *adapt = NULL;
         IdCtrl id;
@@ -614,18 +665,10 @@ static int run(const Options *o) {
                 goto finish;
 
         /* Rows: the chosen policy, then the baselines every run reports. */
-        ApstParams kernel_params = APST_PARAMS_DEFAULT;
-        kernel_params.policy = APST_POLICY_KERNEL;
         const char *names[3] = { kind_name(kind), "none", "kernel" };
-        r = build_table(&id, &o->platform, &params, kind, &tables[0]);
-        if (r >= 0)
-                r = build_table(&id, &o->platform, NULL, POLICY_NONE, &tables[1]);
-        if (r >= 0)
-                r = build_table(&id, &o->platform, &kernel_params, APST_POLICY_KERNEL, &tables[2]);
-        if (r < 0) {
-                log_error("cannot build the APST table: %s", strerror(-r));
+        r = build_tables(o, &id, &params, kind, tables);
+        if (r < 0)
                 goto finish;
-        }
 
         SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop, .timeline = o->timeline };
         Row rows[3] = {}, opt = { .name = "optimum" };
@@ -636,27 +679,11 @@ static int run(const Options *o) {
                 goto finish;
         }
         for (; done < 3; done++) {
-                SimPolicy pol;
                 rows[done].name = names[done];
-                sim_policy_static(&pol, names[done], &tables[done]);
-                if (done == 0 && kind == APST_POLICY_ADAPTIVE) {
-                        /* The daemon's own decision code, fed the counters it would read. */
-                        r = adapt_init(adapt, &id, &o->platform, &params, 0, &tables[0]);
-                        if (r < 0) {
-                                log_error("adaptive policy: %s", strerror(-r));
-                                goto free_rows;
-                        }
-                        if (o->source == ADAPT_SOURCE_BPF) {
-                                adapt_sim_policy_gaps(&pol, adapt);
-                                rows[done].shadow = adapt;
-                        } else
-                                adapt_sim_policy(&pol, adapt);
-                }
-                r = sim_run(&d, t.io, t.n, &sp, &pol, &rows[done].res);
-                if (r < 0) {
-                        log_error("simulating %s: %s", names[done], strerror(-r));
+                r = simulate_row(o, &id, &d, &t, &sp, done == 0 ? &params : NULL, done == 0 ? kind : -1, adapt,
+                                 &tables[done], &rows[done]);
+                if (r < 0)
                         goto free_rows;
-                }
         }
         r = sim_optimum(&d, t.io, t.n, &sp, &opt.res);
         if (r < 0) {
