@@ -119,6 +119,65 @@ static uint64_t next_interval(const Watch *w, uint64_t now_ns, bool active) {
         return MIN(MAX(iv, WATCH_FAST_NS), WATCH_SLOW_NS);
 }
 
+/* The first reading (or the first of a new disk): where counting starts. */
+static void first_reading(Watch *w, uint64_t now_ns, const WatchStat *st, WatchReport *r) {
+        w->started = true;
+        w->last = *st;
+        w->last_ns = now_ns;
+        w->prev_active = st->in_flight > 0;
+        if (w->prev_active) {
+                w->seen_active = true;
+                w->last_active_mid_ns = w->last_active_ns = now_ns;
+        }
+        w->readings++;
+        w->next_ns = now_ns + next_interval(w, now_ns, w->prev_active);
+        r->active = w->prev_active;
+        r->next_ns = w->next_ns;
+}
+
+/* The gaps an interval of @dt with @arrivals new I/Os holds: one that ended at its middle when the disk
+ * was idle before, the rest spread evenly. */
+static void count_gaps(Watch *w, uint64_t dt, uint64_t mid, uint64_t arrivals, WatchReport *r) {
+        uint64_t inner = arrivals;
+        uint64_t span = dt;
+
+        if (!w->prev_active) {
+                if (w->seen_active) {
+                        r->gap_ns = mid - w->last_active_mid_ns;
+                        add_gaps(w, 1, r->gap_ns);
+                }
+                inner--;
+                span = dt / 2;
+        }
+        if (inner > 0)
+                add_gaps(w, (double) inner, span / (inner + (w->prev_active ? 0 : 1)));
+}
+
+/* The I/O that ended a gap may complete only in a later interval (it was in flight at the reading): its
+ * ticks, wake-up included, land there. A few I/Os right after a gap tell the wake-up; I/Os that all
+ * started in an interval on an awake drive tell the awake baseline. */
+static void account_ticks(Watch *w, uint64_t dios, uint64_t dticks, uint64_t arrivals, WatchReport *r) {
+        if (dios > 0) {
+                double per = (double) dticks / (double) dios;
+                bool after_gap = !w->prev_active || w->wake_pending;
+                if (after_gap && dios <= WATCH_SMALL_IOS) {
+                        double wake = (double) dticks - (double) dios * w->baseline_ms;
+                        r->small = true;
+                        r->wake_ms = wake > 0 ? wake : 0;
+                        r->wake_gap_ns = w->wake_pending ? w->pending_gap_ns : r->gap_ns;
+                        w->wake_ms += r->wake_ms;
+                        w->total_wake_ms += r->wake_ms;
+                } else if (!after_gap && w->last.in_flight == 0) {
+                        w->baseline_ms = w->have_baseline ? 0.9 * w->baseline_ms + 0.1 * per : per;
+                        w->have_baseline = true;
+                }
+                w->wake_pending = false;
+        } else if (arrivals > 0 && !w->prev_active) {
+                w->wake_pending = true;
+                w->pending_gap_ns = r->gap_ns;
+        }
+}
+
 void watch_feed(Watch *w, uint64_t now_ns, const WatchStat *st, WatchReport *ret) {
         WatchReport r = {};
 
@@ -129,18 +188,7 @@ void watch_feed(Watch *w, uint64_t now_ns, const WatchStat *st, WatchReport *ret
                 w->prev_active = false;
         }
         if (!w->started) {
-                w->started = true;
-                w->last = *st;
-                w->last_ns = now_ns;
-                w->prev_active = st->in_flight > 0;
-                if (w->prev_active) {
-                        w->seen_active = true;
-                        w->last_active_mid_ns = w->last_active_ns = now_ns;
-                }
-                w->readings++;
-                w->next_ns = now_ns + next_interval(w, now_ns, w->prev_active);
-                r.active = w->prev_active;
-                r.next_ns = w->next_ns;
+                first_reading(w, now_ns, st, &r);
                 if (ret)
                         *ret = r;
                 return;
@@ -158,45 +206,9 @@ void watch_feed(Watch *w, uint64_t now_ns, const WatchStat *st, WatchReport *ret
         w->ios += (double) dios;
         w->total_ios += dios;
 
-        if (arrivals > 0) {
-                uint64_t inner = arrivals;
-                uint64_t span = dt;
-
-                if (!w->prev_active) {
-                        if (w->seen_active) {
-                                r.gap_ns = mid - w->last_active_mid_ns;
-                                add_gaps(w, 1, r.gap_ns);
-                        }
-                        inner--;
-                        span = dt / 2;
-                }
-                if (inner > 0)
-                        add_gaps(w, (double) inner, span / (inner + (w->prev_active ? 0 : 1)));
-        }
-
-        /* The I/O that ended a gap may complete only in a later interval (it was in flight at
-         * the reading): its ticks, wake-up included, land there. */
-        if (dios > 0) {
-                double per = (double) dticks / (double) dios;
-                bool after_gap = !w->prev_active || w->wake_pending;
-                if (after_gap && dios <= WATCH_SMALL_IOS) {
-                        double wake = (double) dticks - (double) dios * w->baseline_ms;
-                        r.small = true;
-                        r.wake_ms = wake > 0 ? wake : 0;
-                        r.wake_gap_ns = w->wake_pending ? w->pending_gap_ns : r.gap_ns;
-                        w->wake_ms += r.wake_ms;
-                        w->total_wake_ms += r.wake_ms;
-                } else if (!after_gap && w->last.in_flight == 0) {
-                        /* The drive was awake and these I/Os all started in this interval:
-                         * what an I/O costs without a wake-up. */
-                        w->baseline_ms = w->have_baseline ? 0.9 * w->baseline_ms + 0.1 * per : per;
-                        w->have_baseline = true;
-                }
-                w->wake_pending = false;
-        } else if (arrivals > 0 && !w->prev_active) {
-                w->wake_pending = true;
-                w->pending_gap_ns = r.gap_ns;
-        }
+        if (arrivals > 0)
+                count_gaps(w, dt, mid, arrivals, &r);
+        account_ticks(w, dios, dticks, arrivals, &r);
 
         if (active) {
                 w->seen_active = true;
