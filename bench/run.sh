@@ -10,10 +10,12 @@
 # without it.
 #
 #   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive adaptive-stat optimum"]
-#                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-n] [-R] [-o PICTURE_DIR]
+#                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-x EXLAT_SCALE] [-T POLICY] [-n] [-R] [-o PICTURE_DIR]
 #
 # The binary may also come from $NVME_APSTD. IDCTRL_DIR defaults to
-# tests/data/idctrl.
+# tests/data/idctrl. -x simulates every drive waking EXLAT_SCALE times slower than it
+# advertises (--exlat-scale, every family; the policies still plan from the advertised
+# latencies). -T names the policy whose targets are checked (default adaptive).
 #
 # Pictures (bench/plot.py), in PICTURE_DIR (default build/bench-run):
 #   tradeoff.svg  energy against total wake delay, both over the kernel's, one mark
@@ -44,11 +46,15 @@
 # the geometric mean of E/opt and E/kern over all rows, total stall over the
 # kernel's total, the worst p99 and the mean seed-job wall time; per family, each
 # policy's total stall over the kernel's and its geometric mean E/kern; then the adaptive
-# policy's targets, each met or missed:
-#   1. no row worse than kernel by more than 2% on energy or on total stall
-#   2. mean energy <= 0.75x the kernel's at no more total stall
-#   3. seed job (and seed-x3): added wall time under 1% of the job
-#   4. desktop and writeback: energy within 1.6x the optimum
+# policy's targets (-T), each met or missed, over the generated families and, apart,
+# the recorded ones (real-*):
+#   1. mean energy (geometric mean of E/kern) <= 0.75x the kernel's on the generated
+#      families, <= 0.90x on the real ones (moonshot: 0.65x and 0.85x)
+#   2. total wake delay (stall) no more than the kernel's on each set
+#   3. no row more than 2% worse than the kernel on energy or on stall (a seed row that
+#      spends more energy than the kernel to keep the job under 1% is exempt from the
+#      energy bound)
+#   4. the seed job (seed, seed-x3) under 1% added wall time
 #   5. regime: energy within 1.2x the sum over its 60 s segments of the best static
 #      table among none, kernel and budget for that segment (each segment simulated
 #      on its own)
@@ -65,13 +71,15 @@ power=
 quirks=yes
 root=$(cd "$(dirname "$0")/.." && pwd)
 pictures=$root/build/bench-run
+xscale=
+target=adaptive
 
 usage() {
         sed -n '/^#   bench/,/^#  *\[-s/p' "$0" | sed 's/^# *//' >&2
         exit 2
 }
 
-while getopts b:D:p:s:d:w:nRo:h opt; do
+while getopts b:D:p:s:d:w:x:T:nRo:h opt; do
         case $opt in
         b) bin=$OPTARG ;;
         D) dir=$OPTARG ;;
@@ -79,6 +87,8 @@ while getopts b:D:p:s:d:w:nRo:h opt; do
         s) seed=$OPTARG ;;
         d) duration=$OPTARG ;;
         w) power=$OPTARG ;;
+        x) xscale=$OPTARG ;;
+        T) target=$OPTARG ;;
         n) quirks=no ;;
         R) real=no ;;
         o) pictures=$OPTARG ;;
@@ -147,6 +157,7 @@ sim() {
         t=$2
         shift 2
         [ -n "$power" ] && set -- --idle-power-w "$power" "$@"
+        [ -n "$xscale" ] && set -- --exlat-scale "$xscale" "$@"
         pci=
         [ "$quirks" = yes ] && pci=$(pci_id "$drive")
         [ -n "$pci" ] && set -- --pci "$pci" "$@"
@@ -262,9 +273,10 @@ for drive in "$dir"/*.bin; do
 done >"$tmp/rows"
 end=$(date +%s)
 
-awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${power:-default}" -v quirks="$quirks" '
+awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${power:-default}" -v quirks="$quirks" \
+    -v xscale="${xscale:-1}" -v tp="$target" '
         BEGIN {
-                printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s\n\n", seed, dur, power, quirks
+                printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s, exit latencies x%s\n\n", seed, dur, power, quirks, xscale
                 printf "%-11s %-11s %-13s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"
         }
         FILENAME ~ /segbest$/ { segbest[$1] += $2; next }
@@ -286,7 +298,7 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                                (sk[p] > 0 ? sprintf("%.3f", st[p] / sk[p]) : "-"), worst[p], (nw[p] ? wall[p] / nw[p] : 0)
                 }
                 families()
-                if ("adaptive" in n) targets()
+                if (tp in n) targets(tp)
                 printf "\n(%d s)\n", secs
         }
         # Per family, over the drives: total stall over the kernel total, and the
@@ -312,34 +324,47 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                         print line
                 }
         }
-        function targets(   i, r, f, miss1, w1, ek, sk, ok2, m3, ok3, m4, ok4, ok5, m5, d, x) {
-                printf "\ntargets (adaptive)\n"
-                miss1 = 0; w1 = ""
+        function targets(p,   i, set, x, ok, m, le, ne, ss, sk, g, miss, w, ex, ok4, m4, ok5, m5, d) {
+                printf "\ntargets (%s)\n", p
                 for (i = 1; i <= nr; i++) {
-                        if (rp[i] != "adaptive") continue
-                        x = (rsk[i] > 0) ? rs[i] / rsk[i] : (rs[i] > 0 ? 1e9 : 1)
-                        if (rek[i] > 1.02 || x > 1.02) { miss1++; if (miss1 <= 6) w1 = w1 sprintf(" %s/%s(E %.3f, stall %.3f)", rd[i], rf[i], rek[i], x) }
+                        if (rp[i] != p) continue
+                        set = rf[i] ~ /^real-/ ? "real" : "generated"
+                        le[set] += log(rek[i]); ne[set]++; ss[set] += rs[i]; sk[set] += rsk[i]
                 }
-                printf "1. never >2%% worse than kernel on energy or stall: %s (%d rows over)%s\n", miss1 ? "MISSED" : "met", miss1, w1
-                ek = exp(lk["adaptive"] / n["adaptive"]); sk = sk_["adaptive"] > 0 ? st["adaptive"] / sk_["adaptive"] : 0
-                printf "2. mean energy <= 0.75x kernel at no more total stall: %s (E/kern %.3f, stall/kernel %.3f)\n", (ek <= 0.75 && sk <= 1.0) ? "met" : "MISSED", ek, sk
-                ok3 = 1; m3 = ""
-                for (i = 1; i <= nr; i++)
-                        if (rf[i] ~ /^seed/ && (rp[i] == "adaptive" || rp[i] == "kernel")) {
-                                m3 = m3 sprintf(" %s/%s/%s %.2f%%", rd[i], rf[i], rp[i], 100 * rwp[i])
-                                if (rp[i] == "adaptive" && rwp[i] >= 0.01) ok3 = 0
-                        }
-                printf "3. seed job added wall time < 1%% (also with --exlat-scale 3): %s\n  %s\n", ok3 ? "met" : "MISSED", m3
+                ok = 1; m = ""; g = ""
+                for (set in ne) {
+                        x = exp(le[set] / ne[set])
+                        if (x > (set == "real" ? 0.90 : 0.75)) ok = 0
+                        m = m sprintf(" %s %.3f (moonshot %s: %s)", set, x, set == "real" ? "0.85" : "0.65",
+                                      x <= (set == "real" ? 0.85 : 0.65) ? "met" : "missed")
+                }
+                printf "1. mean energy <= 0.75x kernel (generated), <= 0.90x (real): %s\n  %s\n", ok ? "met" : "MISSED", m
+                ok = 1; m = ""
+                for (set in ne) {
+                        x = sk[set] > 0 ? ss[set] / sk[set] : (ss[set] > 0 ? 1e9 : 0)
+                        if (x > 1.0) ok = 0
+                        m = m sprintf(" %s %.3f", set, x)
+                }
+                printf "2. total stall <= kernel on each set: %s\n  %s\n", ok ? "met" : "MISSED", m
+                miss = 0; w = ""; ex = 0
+                for (i = 1; i <= nr; i++) {
+                        if (rp[i] != p) continue
+                        x = (rsk[i] > 0) ? rs[i] / rsk[i] : (rs[i] > 0 ? 1e9 : 1)
+                        e = rek[i]
+                        if (rf[i] ~ /^seed/ && e > 1.02 && rwp[i] < 0.01 && x <= 1.02) { ex++; continue }
+                        if (e > 1.02 || x > 1.02) { miss++; w = w sprintf(" %s/%s(E %.3f, stall %.3f)", rd[i], rf[i], e, x) }
+                }
+                printf "3. no row >2%% worse than kernel on energy or stall: %s (%d rows over; %d seed rows exempt from energy)\n  %s\n", miss ? "MISSED" : "met", miss, ex, w
                 ok4 = 1; m4 = ""
                 for (i = 1; i <= nr; i++)
-                        if (rp[i] == "adaptive" && (rf[i] == "desktop" || rf[i] == "writeback")) {
-                                m4 = m4 sprintf(" %s/%s %.2f", rd[i], rf[i], reo[i])
-                                if (reo[i] > 1.6) ok4 = 0
+                        if (rf[i] ~ /^seed/ && (rp[i] == p || rp[i] == "kernel")) {
+                                m4 = m4 sprintf(" %s/%s/%s %.2f%%", rd[i], rf[i], rp[i], 100 * rwp[i])
+                                if (rp[i] == p && rwp[i] >= 0.01) ok4 = 0
                         }
-                printf "4. desktop/writeback within 1.6x the optimum: %s\n  %s\n", ok4 ? "met" : "MISSED", m4
+                printf "4. seed job added wall time < 1%% (seed and seed-x3): %s\n  %s\n", ok4 ? "met" : "MISSED", m4
                 ok5 = 1; m5 = ""
                 for (i = 1; i <= nr; i++)
-                        if (rp[i] == "adaptive" && rf[i] == "regime") {
+                        if (rp[i] == p && rf[i] == "regime") {
                                 d = rd[i]
                                 x = segbest[d] > 0 ? re[i] / segbest[d] : 1
                                 m5 = m5 sprintf(" %s %.3f", d, x)

@@ -397,6 +397,7 @@ static void chain_to_shadow(const Adapt *a, const AdaptChain *c, ShadowChain *re
 typedef struct GapSearch {
         const Adapt *a;
         double limit_ns;
+        double reference_ns;       /* the kernel's table's own wake delay: always within reach */
         AdaptChain cur, best;
         double best_e, best_w;
         bool found;
@@ -404,13 +405,13 @@ typedef struct GapSearch {
 
 static void gap_consider(GapSearch *s, bool reference) {
         ShadowChain sc;
-        double e, w;
+        double e, w, limit = reference ? MAX(s->limit_ns, s->reference_ns) : s->limit_ns;
 
         /* The kernel's table is judged on what was measured, as the shadow kernel judges it;
          * our candidates with unmeasured states slowed like the measured ones. */
         chain_to_shadow(s->a, &s->cur, &sc);
         shadow_hist_cost(reference ? &s->a->sd : &s->a->sd_cand, &sc, &s->a->hist, &e, &w);
-        if (w <= s->limit_ns && (!s->found || e < s->best_e)) {
+        if (w <= limit && (!s->found || e < s->best_e)) {
                 s->best = s->cur;
                 s->best_e = e;
                 s->best_w = w;
@@ -550,6 +551,16 @@ static void update_exlat(Adapt *a) {
                         a->sd_cand.exlat_seen_us[s] = (uint32_t) MIN(a->sd.exlat_us[s] * factor, (double) UINT32_MAX);
 }
 
+/* The wake delay a table may cost on the observed gaps: the kernel's table's (@k_w); while
+ * little is known (@trust < 1), or always when the user set it, also the stall budget's. */
+static double allowed(const Adapt *a, double k_w, double budget_w, double trust) {
+        if (a->budget_explicit)
+                return MIN(k_w, budget_w);
+        if (k_w > budget_w)
+                return budget_w + trust * (k_w - budget_w);
+        return k_w;
+}
+
 int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTable *ret_table,
                        AdaptDecision *ret_why) {
         ShadowChain applied;
@@ -629,13 +640,17 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
          * the gaps seen, and a table right at the limit would overrun as often as not. */
         budget_w = MAX(ADAPT_BUDGET_FILL * budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);
         double trust = MIN(MAX(a->gaps_seen - ADAPT_TRUST_HOLD_GAPS, 0.0) / ADAPT_TRUST_RAMP_GAPS, 1.0);
-        double limit = k_w;
-        if (a->budget_explicit)
-                limit = MIN(k_w, budget_w);
-        else if (k_w > budget_w)
-                limit = budget_w + trust * (k_w - budget_w);
+        /* The gaps to come are not exactly the gaps seen: when the tables in force cost more
+         * wake delay than the kernel's would have over the guard's window, the excess is taken
+         * off what the next table may spend, so the guard has nothing to find. The kernel's
+         * table itself stays allowed (its wake delay is the reference, not an estimate). */
+        ShadowSums wa, wk;
+        shadow_window(&a->shadow, &wa, &wk);
+        double k_ref = k_w;
+        k_w = MAX(k_w - MAX(wa.wake_ns - wk.wake_ns, 0.0), 0.0);
+        double limit = allowed(a, k_w, budget_w, trust);
 
-        GapSearch s = { .a = a, .limit_ns = limit };
+        GapSearch s = { .a = a, .limit_ns = limit, .reference_ns = allowed(a, k_ref, budget_w, trust) };
         gap_search(&s);
         if (!s.found || chain_equal(&s.best, &a->current))
                 return 0;
