@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The bash completion offers every verb of src/main.c and, for each verb, every
+# The bash completion offers every verb of the verb table (src/cli/verbs.c) and, for each verb, every
 # option in the verb's getopt table (src/cmd-VERB.c, with CLI_COMMON_OPTIONS
 # from cli.h where the table has them), and no option the table lacks.
 # Options that neither `nvme-apstd VERB --help` nor nvme-apstd(8) mention are
@@ -15,9 +15,9 @@ bin=$2
 script=$src/shell-completion/bash/nvme-apstd
 man=$src/doc/nvme-apstd.8
 
-main_c=$(find "$src/src" -name main.c | head -1)
+main_c=$(find "$src/src" -name verbs.c | head -1)
 cli_h=$(find "$src/include" -name cli.h | head -1)
-[ -n "$main_c" ] && [ -n "$cli_h" ] || { echo "FAIL: no main.c or cli.h under $src"; exit 1; }
+[ -n "$main_c" ] && [ -n "$cli_h" ] || { echo "FAIL: no verbs.c or cli.h under $src"; exit 1; }
 
 # { "name", required_argument, ... } lines of a C text, one name per line
 option_names() {
@@ -25,7 +25,7 @@ option_names() {
 }
 common=$(sed -n '/#define CLI_COMMON_OPTIONS/,/^$/p' "$cli_h" | option_names)
 [ -n "$common" ] || { echo "FAIL: no CLI_COMMON_OPTIONS in $cli_h"; exit 1; }
-verbs=$(sed -n 's/.*{ *"\([a-z]*\)", *verb_[a-z_]* *}.*/\1/p' "$main_c")
+verbs=$(sed -n 's/.*{ *"\([a-z]*\)", *[0-9A-Z_]*, *[0-9A-Z_]*, *verb_[a-z_]* *}.*/\1/p' "$main_c")
 [ -n "$verbs" ] || { echo "FAIL: no verb table in $main_c"; exit 1; }
 
 _NVME_APSTD_SYSFS=$(mktemp -d)

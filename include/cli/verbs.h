@@ -3,6 +3,20 @@
 
 #include "cli.h"
 
+typedef struct Verb {
+        const char *name;
+        unsigned min_args, max_args;    /* arguments after the options (UINT_MAX: any number) */
+        int (*fn)(int argc, char *argv[]);
+} Verb;
+
+/* The verb called @name, or NULL. */
+const Verb *verb_find(const char *name);
+/* Run the verb argv[0] with its arguments; 2 for an unknown one. */
+int verb_dispatch(int argc, char *argv[]);
+/* After a verb's options (optind past them): the arguments left are as many as its table row allows.
+ * Return: 0, or -EINVAL (said, with the verb's name). */
+int verb_check_args(const char *name, int argc, char *argv[]);
+
 /*
  * Every verb of the nvme-apstd command line. main.c
  * dispatches `nvme-apstd VERB ARGS...` to verb_VERB(argc, argv) with argv[0]

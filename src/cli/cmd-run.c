@@ -63,10 +63,8 @@ static int parse_argv(int argc, char *argv[], const char **ret_config, uint64_t 
         }
         if (c == CLI_GETOPT_EXIT)
                 return 0;
-        if (optind < argc) {
-                log_error("Unexpected argument '%s'.", argv[optind]);
+        if (verb_check_args("run", argc, argv) < 0)
                 return 2;
-        }
         return 1;
 }
 

@@ -166,10 +166,8 @@ static int parse_event(const char *arg, char *ret) {
 
 /* After the options: no arguments, and both inputs given. Return: 1 or -EINVAL. */
 static int options_complete(const Options *o, int argc, char *argv[]) {
-        if (optind < argc) {
-                log_error("unexpected argument \"%s\"", argv[optind]);
+        if (verb_check_args("simulate", argc, argv) < 0)
                 return -EINVAL;
-        }
         if (!o->id_ctrl || !o->trace) {
                 log_error("--id-ctrl and --trace are required (see --help)");
                 return -EINVAL;

@@ -446,10 +446,8 @@ int verb_status(int argc, char *argv[]) {
         }
         if (c == CLI_GETOPT_EXIT)
                 return 0;
-        if (optind < argc) {
-                log_error("status takes no arguments; see nvme-apstd status --help.");
+        if (verb_check_args("status", argc, argv) < 0)
                 return 2;
-        }
 
         r = sd_bus_open_system(&bus);
         if (r >= 0) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * nvme-apstd: entry point and subcommand dispatch. Everything else lives in
- * the apstd-core library so tests link the same code.
+ * nvme-apstd: entry point. The verbs are verbs.c's table; everything but
+ * this file is in the layer libraries, so tests link the same code.
  */
 
 #include <stdio.h>
@@ -30,20 +30,6 @@ static void help(void) {
 }
 
 int main(int argc, char *argv[]) {
-        static const struct {
-                const char *name;
-                int (*fn)(int argc, char *argv[]);
-        } verbs[] = {
-                { "run", verb_run },
-                { "plan", verb_plan },
-                { "apply", verb_apply },
-                { "status", verb_status },
-                { "simulate", verb_simulate },
-                { "doctor", verb_doctor },
-                { "calibrate", verb_calibrate },
-                { "observe", verb_observe },
-        };
-
         log_open();
 
         if (argc < 2 || argv[1][0] == '-') {
@@ -58,9 +44,5 @@ int main(int argc, char *argv[]) {
                 /* plain `nvme-apstd [--config F]` is the daemon */
                 return verb_run(argc, argv);
         }
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (strcmp(argv[1], verbs[i].name) == 0)
-                        return verbs[i].fn(argc - 1, argv + 1);
-        fprintf(stderr, "nvme-apstd: unknown command '%s'; see nvme-apstd --help.\n", argv[1]);
-        return 2;
+        return verb_dispatch(argc - 1, argv + 1);
 }
