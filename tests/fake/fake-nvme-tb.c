@@ -121,7 +121,8 @@ static void ctrl_write_table_locked(Ctrl *c)
         free(buf);
 }
 
-static void log_cmd_locked(Ctrl *c, const char *ioc, const FakeCmd *fc, int st, uint64_t result, const char *why)
+static void log_cmd_locked(Ctrl *c, unsigned seq, const char *ioc, const FakeCmd *fc, int st, uint64_t result,
+                           const char *why)
 {
         char res[64];
 
@@ -136,13 +137,13 @@ static void log_cmd_locked(Ctrl *c, const char *ioc, const FakeCmd *fc, int st, 
                          (unsigned long long) result);
         if (c->log) {
                 fprintf(c->log, "seq=%u ioctl=%s opc=0x%02x nsid=0x%08x cdw10=0x%08x cdw11=0x%08x data_len=%u %s%s%s\n",
-                        c->seq, ioc, fc->opcode, fc->nsid, fc->cdw10, fc->cdw11, fc->data_len, res,
+                        seq, ioc, fc->opcode, fc->nsid, fc->cdw10, fc->cdw11, fc->data_len, res,
                         why ? " VIOLATION: " : "", why ? why : "");
                 fflush(c->log);
         }
         if (c->h->verbose)
                 fprintf(stderr, "fake: %s: seq=%u ioctl=%s opc=0x%02x cdw10=0x%08x cdw11=0x%08x data_len=%u %s\n", c->name,
-                        c->seq, ioc, fc->opcode, fc->cdw10, fc->cdw11, fc->data_len, res);
+                        seq, ioc, fc->opcode, fc->cdw10, fc->cdw11, fc->data_len, res);
 }
 
 static void violation_locked(Ctrl *c, const char *ioc, const FakeCmd *fc, const char *why)
@@ -206,6 +207,79 @@ static void handle_io(Ctrl *c, UMockdevIoctlClient *client, UMockdevIoctlData *c
         else
                 ((struct nvme_passthru_cmd *) pc)->result = 0;
         umockdev_ioctl_client_complete(client, st, 0);
+}
+
+/* Run one admin command on the model; a new table (or power state) counts idle time from now, not
+ * retroactively. FAKE_ADMIN_DELAYED: a `delay=` rule holds it; nothing done yet. */
+static int admin_execute_locked(Ctrl *c, const FakeCmd *fc, uint64_t *result, unsigned *delay_ms)
+{
+        uint8_t anchor_ps = c->model.anchor_ps;
+        uint64_t anchor_us = c->model.anchor_us;
+        bool changes_power = fc->opcode == nvme_admin_set_features &&
+                             ((fc->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST ||
+                              (fc->cdw10 & 0xff) == NVME_FEAT_FID_POWER_MGMT);
+        int st;
+
+        if (changes_power)
+                fake_ctrl_power_rebase(&c->model, (uint64_t) g_get_monotonic_time());
+        if (delay_ms)
+                st = fake_ctrl_admin(&c->model, fc, result, delay_ms);
+        else
+                st = fake_ctrl_admin_delayed(&c->model, fc, result);
+        if (changes_power && st != 0) {
+                c->model.anchor_ps = anchor_ps;
+                c->model.anchor_us = anchor_us;
+        }
+        if (st == 0 && fc->opcode == nvme_admin_set_features)
+                ctrl_write_table_locked(c);
+        return st;
+}
+
+static void admin_complete(UMockdevIoctlClient *client, UMockdevIoctlData *cmdd, bool is64, int st, uint64_t result)
+{
+        struct nvme_passthru_cmd64 *pc = (void *) cmdd->data;
+
+        if (st < 0) {
+                umockdev_ioctl_client_complete(client, -1, -st);
+                return;
+        }
+        if (is64)
+                pc->result = result;
+        else
+                ((struct nvme_passthru_cmd *) pc)->result = (uint32_t) result;
+        umockdev_ioctl_client_complete(client, st, 0);
+}
+
+/* An admin command a `delay=` fault holds. Only its own client waits: the harness's loop (the control
+ * socket, uevents, every other controller, other commands of this one) goes on, as the kernel serves
+ * other controllers while one drive sits on a command. */
+typedef struct Delayed {
+        Ctrl *c;
+        UMockdevIoctlClient *client;
+        UMockdevIoctlData *cmdd, *bufd;     /* kept until complete() writes them back */
+        FakeCmd fc;                         /* .data points into bufd */
+        const char *ioc, *why;
+        unsigned seq;
+        bool is64;
+} Delayed;
+
+static gboolean on_delayed_done(gpointer userdata)
+{
+        Delayed *d = userdata;
+        Harness *h = d->c->h;
+        uint64_t result = 0;
+        int st;
+
+        g_mutex_lock(&h->lock);
+        st = d->c->removed ? -ENODEV : admin_execute_locked(d->c, &d->fc, &result, NULL);
+        log_cmd_locked(d->c, d->seq, d->ioc, &d->fc, st, result, d->why);
+        g_mutex_unlock(&h->lock);
+        admin_complete(d->client, d->cmdd, d->is64, st, result);
+        g_clear_pointer(&d->bufd, umockdev_ioctl_data_unref);
+        g_clear_pointer(&d->cmdd, umockdev_ioctl_data_unref);
+        g_object_unref(d->client);
+        g_free(d);
+        return G_SOURCE_REMOVE;
 }
 
 static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *client)
@@ -303,35 +377,26 @@ static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlCli
         if (c->removed)
                 st = -ENODEV;
         else {
-                uint8_t anchor_ps = c->model.anchor_ps;
-                uint64_t anchor_us = c->model.anchor_us;
-                bool changes_power = fc.opcode == nvme_admin_set_features &&
-                                     ((fc.cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST ||
-                                      (fc.cdw10 & 0xff) == NVME_FEAT_FID_POWER_MGMT);
+                unsigned delay_ms = 0;
 
-                /* a new table (or power state) counts idle time from now, not retroactively */
-                if (changes_power)
-                        fake_ctrl_power_rebase(&c->model, (uint64_t) g_get_monotonic_time());
-                st = fake_ctrl_admin(&c->model, &fc, &result);
-                if (changes_power && st != 0) {
-                        c->model.anchor_ps = anchor_ps;
-                        c->model.anchor_us = anchor_us;
+                st = admin_execute_locked(c, &fc, &result, &delay_ms);
+                if (st == FAKE_ADMIN_DELAYED) {
+                        Delayed *d = g_new0(Delayed, 1);
+
+                        *d = (Delayed) {
+                                .c = c, .client = g_object_ref(client), .cmdd = g_steal_pointer(&cmdd),
+                                .bufd = g_steal_pointer(&bufd), .fc = fc, .ioc = ioc, .why = why, .seq = c->seq,
+                                .is64 = is64,
+                        };
+                        g_mutex_unlock(&h->lock);
+                        /* held by this controller only: the harness's loop serves every other one */
+                        g_timeout_add(delay_ms, on_delayed_done, d);
+                        return TRUE;
                 }
-                if (st == 0 && fc.opcode == nvme_admin_set_features)
-                        ctrl_write_table_locked(c);
         }
-        log_cmd_locked(c, ioc, &fc, st, result, why);
+        log_cmd_locked(c, c->seq, ioc, &fc, st, result, why);
         g_mutex_unlock(&h->lock);
-
-        if (st < 0) {
-                umockdev_ioctl_client_complete(client, -1, -st);
-                return TRUE;
-        }
-        if (is64)
-                pc->result = result;
-        else
-                ((struct nvme_passthru_cmd *) pc)->result = (uint32_t) result;
-        umockdev_ioctl_client_complete(client, st, 0);
+        admin_complete(client, cmdd, is64, st, result);
         return TRUE;
 }
 

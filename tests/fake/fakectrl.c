@@ -354,25 +354,10 @@ static int get_features(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
         }
 }
 
-int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
+static int admin_run(FakeCtrl *c, const FakeCmd *cmd, const FakeFault *f, uint64_t *res)
 {
-        const FakeFault *f;
         int st;
 
-        *res = 0;
-        c->n_admin++;
-        if (cmd->opcode == nvme_admin_identify)
-                c->n_identify++;
-        else if (cmd->opcode == nvme_admin_get_features && (cmd->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST)
-                c->n_get_apst++;
-        else if (cmd->opcode == nvme_admin_set_features && (cmd->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST)
-                c->n_set_apst++;
-        f = fault_fire(c, cmd);
-        if (f && f->action == FAKE_ACTION_DELAY) {
-                /* the harness's loop waits too: a slow drive holds its ioctl, nothing else is faked */
-                c->n_faults++;
-                (void) usleep(f->delay_ms * 1000u);
-        }
         if (f && f->action == FAKE_ACTION_FAIL) {
                 c->n_faults++;
                 c->n_errors++;
@@ -412,6 +397,36 @@ int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
                 c->n_faults++;
         }
         return st;
+}
+
+int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res, unsigned *ret_delay_ms)
+{
+        const FakeFault *f;
+
+        *res = 0;
+        *ret_delay_ms = 0;
+        c->n_admin++;
+        if (cmd->opcode == nvme_admin_identify)
+                c->n_identify++;
+        else if (cmd->opcode == nvme_admin_get_features && (cmd->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST)
+                c->n_get_apst++;
+        else if (cmd->opcode == nvme_admin_set_features && (cmd->cdw10 & 0xff) == NVME_FEAT_FID_AUTO_PST)
+                c->n_set_apst++;
+        f = fault_fire(c, cmd);
+        if (f && f->action == FAKE_ACTION_DELAY) {
+                /* a slow drive holds this command only: the caller completes it later
+                 * (fake_ctrl_admin_delayed()), everything else goes on */
+                c->n_faults++;
+                *ret_delay_ms = f->delay_ms;
+                return FAKE_ADMIN_DELAYED;
+        }
+        return admin_run(c, cmd, f, res);
+}
+
+int fake_ctrl_admin_delayed(FakeCtrl *c, const FakeCmd *cmd, uint64_t *res)
+{
+        *res = 0;
+        return admin_run(c, cmd, NULL, res);
 }
 
 static const struct {
@@ -489,7 +504,7 @@ int fake_fault_parse(const char *s, FakeFault *ret)
         else if (!strcmp(result, "ignore"))
                 f.action = FAKE_ACTION_IGNORE;
         else if (!strncmp(result, "delay=", 6)) {
-                if (parse_uint(result + 6, 5000, &v) < 0 || v == 0)
+                if (parse_uint(result + 6, FAKE_DELAY_MAX_MS, &v) < 0 || v == 0)
                         return -EINVAL;
                 f.action = FAKE_ACTION_DELAY;
                 f.delay_ms = (unsigned) v;

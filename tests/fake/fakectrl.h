@@ -8,6 +8,7 @@
  * would: 0, an NVMe status > 0, or a negative errno. It also implements the daemon's allow-list
  * oracle (fake_cmd_allowed()) and fault injection. Not thread-safe: the harness serialises calls. */
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,9 +100,21 @@ void fake_ctrl_init_default(FakeCtrl *c);
  * Return: 0 or -errno (-EINVAL if the file is not exactly 4096 bytes). */
 int fake_ctrl_init_idctrl(FakeCtrl *c, const char *path);
 
-/** fake_ctrl_admin() - execute one admin command.
- * Return: 0 or an NVMe status > 0 (result in *result), or -errno for an ioctl failure (fault). */
-int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *result);
+/* fake_ctrl_admin()'s answer when a `delay=` rule holds the command: run it with
+ * fake_ctrl_admin_delayed() once *ret_delay_ms have passed. */
+#define FAKE_ADMIN_DELAYED INT_MAX
+/* The longest `delay=`: beyond the kernel's default admin timeout (nvme_core admin_timeout, 60 s), so a
+ * test can hold a command as long as a failing drive holds a real one. */
+#define FAKE_DELAY_MAX_MS 600000u
+
+/** fake_ctrl_admin() - count one admin command, fire the fault rules and execute it.
+ * Return: 0 or an NVMe status > 0 (result in *result), -errno for an ioctl failure (fault), or
+ * FAKE_ADMIN_DELAYED when a `delay=` rule fired: nothing executed yet, *ret_delay_ms set. */
+int fake_ctrl_admin(FakeCtrl *c, const FakeCmd *cmd, uint64_t *result, unsigned *ret_delay_ms);
+
+/** fake_ctrl_admin_delayed() - execute a command fake_ctrl_admin() delayed, normally (no rule fires
+ * again: the delay was its fault). Return: as fake_ctrl_admin(). */
+int fake_ctrl_admin_delayed(FakeCtrl *c, const FakeCmd *cmd, uint64_t *result);
 
 /** fake_ctrl_power_at() - where the controller is at @now_us: from (anchor_ps, anchor_us) it
  * follows the table while APSTE is set, as tests/qemu-apst/README.md describes: after the current
@@ -140,7 +153,7 @@ const char *fake_cmd_allowed(const FakeCmd *cmd);
  * NVMe status (0x4002, decimal or hex, 1..0xffff) or an errno name (EIO, ENODEV, EINTR, ETIMEDOUT,
  * EBUSY, EAGAIN, ENOTTY, EPERM, EACCES, EFAULT, EINVAL) or number, or `garble` (a Get Features 0x0C
  * answers another table than the stored one) or `ignore` (a Set Features 0x0C succeeds and stores
- * nothing) or `delay=MS` (the command completes normally after MS ms, at most 5000), WHEN
+ * nothing) or `delay=MS` (the command completes normally after MS ms, at most FAKE_DELAY_MAX_MS), WHEN
  * always|once|after=N.
  * Return: 0 or -EINVAL. */
 int fake_fault_parse(const char *s, FakeFault *ret);
