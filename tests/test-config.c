@@ -51,6 +51,7 @@ static void assert_defaults(const Config *c) {
         assert(apst_equal(&c->apst, &d));
         assert(c->apst.policy == APST_POLICY_BUDGET);
         assert(c->apst.max_latency_us == 100000);
+        assert(c->daemon.unresponsive_after_sec == UNRESPONSIVE_AFTER_SEC_DEFAULT);
         assert(c->apst.primary_timeout_ms == 100);
         assert(c->apst.secondary_timeout_ms == 2000);
         assert(c->apst.primary_latency_tol_us == 15000);
@@ -132,7 +133,8 @@ static void check_cpu_relative(const Config *c) {
         assert(c->cpu.select == CPU_SELECT_LIST);
         cpuset_format(&c->cpu.cpus, buf, sizeof(buf));
         assert(strcmp(buf, "0-3,6") == 0);
-        assert_defaults(&(Config) { .apst = c->apst, .cpu = (CpuConfig) { .release_after_ms = 2000 } });
+        assert_defaults(&(Config) { .apst = c->apst, .cpu = (CpuConfig) { .release_after_ms = 2000 },
+                                    .daemon = c->daemon });
 }
 
 static void check_cpu_khz(const Config *c) {
@@ -150,6 +152,11 @@ static void check_cpu_minmax(const Config *c) {
         assert(c->cpu.max_freq.kind == FREQ_PERCENT && c->cpu.max_freq.value == 0);
         assert(c->cpu.select == CPU_SELECT_ALL);
         assert(c->cpu.release_after_ms == 0);
+}
+
+static void check_unresponsive_3(const Config *c) {
+        assert(c->daemon.unresponsive_after_sec == 3);
+        assert(c->apst.max_latency_us == 100000 && c->cpu.pin == CPU_PIN_OFF && !c->metrics.path);
 }
 
 static void check_metrics_path(const Config *c) {
@@ -216,6 +223,8 @@ static const GoodCase good_cases[] = {
         { "/config/good/metrics/path",
           "[metrics]\npath = /var/lib/prometheus/node-exporter/nvme-apstd.prom\n", check_metrics_path },
         { "/config/good/metrics/empty-section-is-off", "[metrics]\n", check_defaults },
+        { "/config/good/daemon/unresponsive", "[daemon]\nunresponsive_after_sec = 3\n", check_unresponsive_3 },
+        { "/config/good/daemon/empty", "[daemon]\n", check_defaults },
         { "/config/good/stall/half", "[apst]\npolicy = adaptive\nstall_budget_pct = 0.5\n", check_stall_half },
         { "/config/good/stall/trailing-zeros", "[apst]\npolicy = adaptive\nstall_budget_pct = 0.500\n", check_stall_half },
         { "/config/good/stall/whole", "[apst]\nstall_budget_pct = 3\n", check_stall_whole },
@@ -643,9 +652,9 @@ static const BadCase bad_cases[] = {
         { "/config/bad/stall/dot", "[apst]\nstall_budget_pct = 2.\n", -EINVAL,
           "2: [apst] stall_budget_pct = 2.: not a percentage (a decimal number such as 2 or 0.5, at most two decimals)" },
         { "/config/bad/section/unknown", "[apst]\n[foo]\n", -EINVAL,
-          "2: [foo]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])" },
+          "2: [foo]: unknown section (expected [apst], [cpu], [metrics], [daemon] or [device NAME])" },
         { "/config/bad/section/unknown-empty-at-end", "[apst]\nforce = no\n[cpus]\n", -EINVAL,
-          "3: [cpus]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])" },
+          "3: [cpus]: unknown section (expected [apst], [cpu], [metrics], [daemon] or [device NAME])" },
         { "/config/bad/section/apst-twice", "[apst]\nforce = no\n[apst]\npolicy = kernel\n", -EINVAL,
           "3: [apst]: section given twice" },
         { "/config/bad/section/cpu-twice", "[cpu]\n[cpu]\n", -EINVAL, "2: [cpu]: section given twice" },
@@ -660,7 +669,7 @@ static const BadCase bad_cases[] = {
           "1: [device a b]: no [device a] section above it (a situation section refines one that has the "
           "match_ keys)" },
         { "/config/bad/section/device-glued", "[devicea]\n", -EINVAL,
-          "1: [devicea]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])" },
+          "1: [devicea]: unknown section (expected [apst], [cpu], [metrics], [daemon] or [device NAME])" },
         { "/config/bad/section/device-without-match",
           "[device everything]\nmax_latency_us = 0\n[apst]\n", -EINVAL,
           "1: [device everything]: no match_ key (match_name, match_model, match_serial, match_pci or "
@@ -726,6 +735,17 @@ static const BadCase bad_cases[] = {
         { "/config/bad/section/trailing-hash", "[apst] # comment\n", -EINVAL,
           "1: [apst] # comment: text after the section header" },
 
+        /* [daemon] */
+        { "/config/bad/daemon/zero", "[daemon]\nunresponsive_after_sec = 0\n", -EINVAL,
+          "2: [daemon] unresponsive_after_sec = 0: out of range (1..3600)" },
+        { "/config/bad/daemon/too-long", "[daemon]\nunresponsive_after_sec = 3601\n", -EINVAL,
+          "2: [daemon] unresponsive_after_sec = 3601: out of range (1..3600)" },
+        { "/config/bad/daemon/twice", "[daemon]\n[daemon]\n", -EINVAL, "2: [daemon]: section given twice" },
+        { "/config/bad/daemon/situation", "[daemon on-battery]\n", -EINVAL,
+          "1: [daemon on-battery]: [daemon] is the same in every situation" },
+        { "/config/bad/daemon/wrong-section", "[apst]\nunresponsive_after_sec = 5\n", -EINVAL,
+          "2: [apst] unresponsive_after_sec = 5: unknown key in this section (it belongs in [daemon])" },
+
         /* [metrics] */
         { "/config/bad/metrics/relative", "[metrics]\npath = nvme-apstd.prom\n", -EINVAL,
           "2: [metrics] path = nvme-apstd.prom: not an absolute path" },
@@ -745,7 +765,7 @@ static const BadCase bad_cases[] = {
 
         /* keys */
         { "/config/bad/key/outside-section", "policy = kernel\n[apst]\n", -EINVAL,
-          "1: policy = kernel: outside any section; put it under [apst], [cpu], [metrics] or [device NAME]" },
+          "1: policy = kernel: outside any section; put it under [apst], [cpu], [metrics], [daemon] or [device NAME]" },
         { "/config/bad/key/unknown", "[apst]\nmax_latency = 5\n", -EINVAL,
           "2: [apst] max_latency = 5: unknown key" },
         { "/config/bad/key/cpu-key-in-apst", "[apst]\npin = busy\n", -EINVAL,
@@ -981,7 +1001,7 @@ static void test_null_filename(void) {
         Config c;
 
         assert(config_parse_string("[x]\n", NULL, &c, &error) == -EINVAL);
-        assert(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])") == 0);
+        assert(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu], [metrics], [daemon] or [device NAME])") == 0);
         assert(config_parse_string("", NULL, &c, NULL) == 0);
         assert(strcmp(c.path, "<string>") == 0);
         config_done(&c);

@@ -43,6 +43,7 @@ static const MetricsController example_ctrls[] = {
         {
                 /* a hostile model string: quote, backslash, newline, invalid UTF-8 */
                 .name = "nvme1",
+                .unresponsive = true,
                 .model = "A \"B\" C\\D\nE\xff",
                 .firmware = NULL,
                 .policy = "unmanaged",
@@ -83,6 +84,11 @@ static const char example_text[] =
         "# TYPE nvme_apstd_max_latency_seconds gauge\n"
         "nvme_apstd_max_latency_seconds{controller=\"nvme0\"} 0.100000\n"
         "nvme_apstd_max_latency_seconds{controller=\"nvme1\"} 0.000000\n"
+        "# HELP nvme_apstd_controller_unresponsive 1 while an admin command to the controller has gone unanswered "
+        "past the deadline ([daemon] unresponsive_after_sec); nothing more is sent to it meanwhile.\n"
+        "# TYPE nvme_apstd_controller_unresponsive gauge\n"
+        "nvme_apstd_controller_unresponsive{controller=\"nvme0\"} 0\n"
+        "nvme_apstd_controller_unresponsive{controller=\"nvme1\"} 1\n"
         "# HELP nvme_apstd_worst_wake_seconds Longest wait a command can see under the table in force (entry + exit latency, 0 = APST off).\n"
         "# TYPE nvme_apstd_worst_wake_seconds gauge\n"
         "nvme_apstd_worst_wake_seconds{controller=\"nvme0\"} 0.012000\n"
@@ -150,7 +156,7 @@ static void test_empty(void) {
                 else
                         samples++;
         }
-        assert(help == 13 && type == 13);
+        assert(help == 14 && type == 14);
         assert(samples == 3);
         assert(strstr(t, "\nnvme_apstd_start_time_seconds 0.000\n"));
         printf("ok /metrics/empty\n");

@@ -129,6 +129,17 @@ typedef struct MetricsConfig {
         char *path;                 /* absolute, ends in ".prom"; NULL = no metrics file (default) */
 } MetricsConfig;
 
+/* [daemon] unresponsive_after_sec: an admin command outstanding this long marks its controller
+ * unresponsive (nothing more is sent to it until the command returns or a reset shows it back).
+ * 10 s: a healthy drive answers in well under a millisecond, one busy with a firmware-internal task
+ * in a few seconds; nvme_core's own admin_timeout, after which the kernel resets it, is 60 s. */
+#define UNRESPONSIVE_AFTER_SEC_DEFAULT 10u
+#define UNRESPONSIVE_AFTER_SEC_MAX 3600u
+
+typedef struct DaemonConfig {
+        uint32_t unresponsive_after_sec;  /* 1..UNRESPONSIVE_AFTER_SEC_MAX; default 10 */
+} DaemonConfig;
+
 typedef enum OverlayTarget {
         OVERLAY_APST,               /* [apst WHEN] */
         OVERLAY_CPU,                /* [cpu WHEN] */
@@ -167,6 +178,7 @@ typedef struct Config {
         size_t n_devices;
         CpuConfig cpu;              /* [cpu] */
         MetricsConfig metrics;      /* [metrics] */
+        DaemonConfig daemon;        /* [daemon]: also what the verbs wait for a command */
         ConfigOverlay *overlays;    /* situation sections in file order; none in a config_situate() result */
         size_t n_overlays;
 } Config;
@@ -184,6 +196,9 @@ typedef struct DeviceIdent {
 void config_init(Config *c);
 /* Free what config_parse_string() allocated and reset to the defaults; NULL or a second call is fine. */
 void config_done(Config *c);
+
+/* A deep copy of @c, which must have no situation sections (a config_situate() result). */
+int config_copy(const Config *c, Config *ret);
 
 /**
  * config_parse_string() - parse configuration text

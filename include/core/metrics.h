@@ -29,6 +29,7 @@ typedef struct MetricsController {
         uint64_t table_writes;          /* Set Features 0x0C that succeeded */
         uint64_t kernel_overwrites;     /* times our table was found replaced (reset, resume) */
         uint64_t errors;                /* admin commands that failed, verifications that did not match */
+        bool unresponsive;              /* an admin command outlived the deadline and has not returned */
         bool have_watcher;              /* the I/O watcher ran: the next two are meaningful */
         uint64_t observed_ios;          /* I/Os completed, as the watcher saw them in the block stats */
         uint64_t observed_stall_us;     /* time the watcher attributes to waking the drive */

@@ -8,9 +8,17 @@
  * sd-bus and sd_notify. Everything it reads from the outside world comes in
  * through ManagerOptions; it knows nothing of the command line.
  *
- * Lifecycle: manager_new() -> manager_start() (discover, apply, READY=1) ->
- * sd_event_loop() -> manager_stop() (STOPPING=1, restore the tables found
- * before the daemon first wrote them) -> manager_free().
+ * Lifecycle: manager_new() -> manager_start() (discover, start each
+ * controller's first step) -> sd_event_loop() (READY=1 once those steps are
+ * back; SIGTERM: STOPPING=1 at once, restore the tables found before the
+ * daemon first wrote them, CPUs released, the loop ends when every responsive
+ * controller is done) -> manager_stop() (only when the loop ended otherwise)
+ * -> manager_free().
+ *
+ * No admin command runs on the loop's thread: each controller's engine step
+ * runs in a thread of its own (ctrljob.h), one at a time per controller, and
+ * comes back through an eventfd. A step whose command outlives [daemon]
+ * unresponsive_after_sec marks its controller unresponsive.
  */
 
 #include <stdbool.h>
@@ -41,6 +49,10 @@
  * unplugs or picks a profile sees the drives follow at once. */
 #define MANAGER_SITUATION_DELAY_USEC (250ULL * 1000ULL)
 
+/* WATCHDOG=1 at most this share of WATCHDOG_USEC apart: under half, so that a single missed
+ * ping never lets systemd's watchdog fire, and the gap a test measures has a strict bound. */
+#define MANAGER_WATCHDOG_PING_PCT 45u
+
 typedef struct ManagerOptions {
         const char *config_path;        /* the configuration file */
         bool config_missing_ok;         /* it is the default path: missing = the built-in defaults */
@@ -62,11 +74,24 @@ typedef struct ManagerCtrlStats {
         uint64_t table_writes;           /* Set Features 0x0C sent and verified (not: found in place) */
         uint64_t kernel_overwrites;      /* our table found replaced (reset, resume, pm_qos, another tool) */
         uint64_t errors;                 /* attempts that ended in CONTROLLER_FAILED */
+        uint64_t unresponsive_count;     /* times a command outlived [daemon] unresponsive_after_sec */
         uint64_t last_change_usec;       /* CLOCK_REALTIME of the last table write; 0 = none yet */
         char last_change_reason[64];     /* why: "start", "reset", "resume", "reload", "verify", ... */
 } ManagerCtrlStats;
 
-/* One controller in the daemon: the engine's state and the daemon's bookkeeping around it. */
+/* What waits behind a controller's running engine step (ManagerCtrl.queued), run in this order. */
+typedef enum ManagerQueued {
+        MANAGER_QUEUED_SYNC = 1u << 0,     /* re-check (reset, resume, verify, pm_qos, ...): sync_reason */
+        MANAGER_QUEUED_PROGRAM = 1u << 1,  /* the adaptive policy's table: queued_table */
+        MANAGER_QUEUED_REPLAN = 1u << 2,   /* plan again from the configuration (reload, situation) */
+        MANAGER_QUEUED_RESTORE = 1u << 3,  /* give the original back (stop, enable = no): alone */
+} ManagerQueued;
+
+typedef struct CtrlJob CtrlJob;
+typedef struct CtrlJobQueue CtrlJobQueue;
+
+/* One controller in the daemon: the engine's state and the daemon's bookkeeping around it.
+ * @controller is only read while @job runs: the job works on its own copy, taken back when done. */
 typedef struct ManagerCtrl {
         Manager *manager;
         Controller controller;
@@ -78,6 +103,12 @@ typedef struct ManagerCtrl {
         unsigned n_retries;        /* retries since the last success or event */
         ManagerWatch *watch;       /* its I/O watcher (adaptive policy, pin = busy); NULL = not watched */
         sd_event_source *qos;      /* inotify on power/pm_qos_latency_tolerance_us; NULL = not watched */
+        CtrlJob *job;              /* the engine step running in its own thread; NULL = none */
+        sd_event_source *deadline; /* while @job runs: fires when its command reaches the deadline */
+        bool unresponsive;         /* a command outlived the deadline: nothing more is sent until it returns */
+        unsigned queued;           /* ManagerQueued bits */
+        char sync_reason[64], replan_reason[64], restore_reason[64];
+        ApstTable queued_table;
 } ManagerCtrl;
 
 struct Manager {
@@ -88,8 +119,20 @@ struct Manager {
         BusApi *bus_api;           /* the read-only D-Bus API; NULL without a system bus */
         sd_event_source *verify_timer;
         sd_event_source *sighup;
-        uint64_t watchdog_usec;        /* WATCHDOG_USEC; 0 = no watchdog */
-        uint64_t watchdog_fed_usec;    /* CLOCK_MONOTONIC of our last WATCHDOG=1 between two commands */
+        sd_event_source *sigterm, *sigint;
+        sd_event_source *watchdog_timer;   /* WATCHDOG=1; NULL without $WATCHDOG_USEC */
+        uint64_t watchdog_usec;
+        sd_event_source *stall;    /* SIGUSR2 with $NVME_APSTD_TEST_STALL_LOOP_SEC (tests only); else NULL */
+        unsigned test_stall_sec;
+        CtrlJobQueue *jobs;        /* where the engine steps' threads put what they did */
+        sd_event_source *jobs_source;
+        bool starting;             /* READY=1 waits for the first steps (manager_check_settled()) */
+        bool reloading;            /* RELOADING=1 sent; READY=1 once the reload's steps are back */
+        size_t reload_changed;
+        bool stopping;             /* SIGTERM: restoring; the loop ends when the responsive ones are done */
+        bool stopped;
+        size_t stop_restored, stop_in_place;
+        char last_status[4096];    /* the last STATUS= sent */
 
         char *config_path;
         bool config_missing_ok;
@@ -135,16 +178,18 @@ void manager_notify_status(Manager *m, const char *prefix);
 
 /* Name an event source the daemon's own code created (sd_event_source_set_description()) and count
  * it until sd-event frees it. The count is the D-Bus property EventSources: with the sources libsystemd
- * makes for the bus and the uevent monitors left out, it is bounded by the situation (a signal, the
- * verification and situation timers, and at most a retry timer, a pm_qos watch and an I/O watch timer
- * per controller), so a source that outlives its owner shows up as a count beyond that bound. */
+ * makes for the bus and the uevent monitors left out, it is bounded by the situation (the signals, the
+ * finished-steps eventfd, the verification and situation timers, and at most a retry timer, a pm_qos
+ * watch, an I/O watch timer and, while a step runs, its deadline timer per controller), so a source
+ * that outlives its owner shows up as a count beyond that bound. */
 void manager_track_source(sd_event_source *s, const char *description);
 unsigned manager_event_sources(void);
 
-/* Run the engine on one controller (controller_sync(), or controller_program() when @table is
- * given) and act on the outcome: count it, retry, remember success. */
-int manager_ctrl_sync(ManagerCtrl *c, const char *reason);
-int manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *reason);
+/* Run the engine on one controller (controller_sync(), or controller_program() with @table) in its
+ * thread, or queue it behind the step running there; the outcome is acted on (counted, retried,
+ * published) when it comes back to the loop. Nothing is sent while the daemon stops. */
+void manager_ctrl_sync(ManagerCtrl *c, const char *reason);
+void manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *reason);
 
 /* The I/O watcher and the adaptive policy (src/daemon/manager-watch.c): one sd-event timer per
  * watched controller, re-armed when the watcher wants its next reading. A controller is

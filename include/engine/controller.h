@@ -97,6 +97,7 @@ typedef struct ControllerOutcome {
         int error;                 /* negative errno; -EREMOTEIO: nvme_status holds the NVMe status */
         uint16_t nvme_status;
         ApplyResult apply;         /* CONTROLLER_STEP_WRITE reached: what apply_table() said */
+        bool in_place;             /* controller_restore(): the original found in place, nothing written */
 } ControllerOutcome;
 
 void controller_init(Controller *c, const char *name);
@@ -148,8 +149,9 @@ int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_cha
  * controller_restore() - give back the table found before the daemon first wrote
  *
  * Nothing to do without an original. When nothing was written and verified
- * (a write failed half-way, or a predecessor's table is still there), the
- * table is read first and nothing is written if the original is in place.
+ * (a write failed half-way, or a predecessor's table is still there), or what
+ * was written is the original (it was in place at start), the table is read
+ * first and nothing is written if the original is in place (@ret->in_place).
  * The record of the original is removed once the drive holds it. A controller
  * that is not live gets nothing (as controller_sync()'s gate): the record stays.
  * Return: 0 (@ret->result CONTROLLER_RESTORED, CONTROLLER_NOT_LIVE, or

@@ -26,6 +26,7 @@
  * *ret_nvme_status (status field incl. DNR/More bits, as libnvme returns it).
  */
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,9 +37,11 @@
 
 typedef struct Ctrl Ctrl;
 
-/* Admin command timeout we ask the kernel for: the event loop waits for every
- * command, and systemd's watchdog (WatchdogSec=30s) must not fire first. */
-#define CTRL_ADMIN_TIMEOUT_MS 5000u
+/* Admin command timeout we ask the kernel for: 0, nvme_core's admin_timeout (60 s by default).
+ * A timeout makes the PCIe driver reset the controller (drivers/nvme/host/pci.c nvme_timeout()),
+ * so a shorter one would turn a slow drive into a reset. No caller waits on the command: it runs
+ * in a thread of its own (ctrljob.h), and the caller gives up on it after its own deadline. */
+#define CTRL_ADMIN_TIMEOUT_MS 0u
 
 /**
  * ctrl_command_allowed() - the allow-list, as a pure predicate
@@ -99,11 +102,16 @@ int ctrl_get_apst(Ctrl *c, ApstTable *ret, uint16_t *ret_nvme_status);
 /* Set Features 0x0C: CDW11 = APSTE, the 256-byte table; never saved (SV = 0). */
 int ctrl_set_apst(Ctrl *c, const ApstTable *t, uint16_t *ret_nvme_status);
 
-/* @hook is called after every admin command that reached the kernel, whatever its outcome (NULL:
- * none). The daemon's event loop waits for each command, so a run of slow ones (a resume re-checks
- * every controller in one dispatch; a slow drive takes up to CTRL_ADMIN_TIMEOUT_MS a command) would
- * starve systemd's watchdog although every command completes: the daemon feeds it from here. */
-void ctrl_set_progress_hook(void (*hook)(void *userdata), void *userdata);
+/* What one thread's admin command is doing, for whoever waits for that thread (ctrljob.h): since
+ * when the command it is in has been outstanding, and whether it may send another. */
+typedef struct CtrlInFlight {
+        _Atomic uint64_t since_usec;   /* CLOCK_MONOTONIC when the outstanding command was sent; 0 = none */
+        _Atomic bool cancel;           /* set: every later command fails with -ECANCELED, unsent */
+} CtrlInFlight;
+
+/* Make @f the calling thread's marker (NULL: none, the default). Commands sent from this thread
+ * then keep it up to date and honour its cancel flag. */
+void ctrl_set_thread_in_flight(CtrlInFlight *f);
 
 /* "Invalid Field in Command" etc. for a status; never NULL. */
 const char *ctrl_status_to_string(uint16_t status);

@@ -55,6 +55,7 @@ static int strdup_maybe(char **dst, const char *src) {
 static int config_copy_plain(const Config *c, Config *x) {
         config_init(x);
         x->apst = c->apst;
+        x->daemon = c->daemon;
         x->cpu = c->cpu;
         x->cpu.governor = x->cpu.epp = NULL;
         if (strdup_maybe(&x->path, c->path) < 0 || strdup_maybe(&x->cpu.governor, c->cpu.governor) < 0 ||
@@ -124,6 +125,21 @@ static int overlay_apply(Config *x, const ConfigOverlay *o) {
                 break;
         }
         return -EINVAL;
+}
+
+int config_copy(const Config *c, Config *ret) {
+        Config x;
+        int r;
+
+        if (c->n_overlays > 0)
+                return -EINVAL;
+        r = config_copy_plain(c, &x);
+        if (r < 0) {
+                config_done(&x);
+                return r;
+        }
+        *ret = x;
+        return 0;
 }
 
 int config_situate(const Config *c, const Situation *s, Config *ret) {

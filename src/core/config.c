@@ -70,6 +70,7 @@ typedef enum SectionKind {
         SECTION_DEVICE,
         SECTION_CPU,
         SECTION_METRICS,
+        SECTION_DAEMON,
         _SECTION_KIND_MAX,
         _SECTION_KIND_INVALID = -EINVAL,
 } SectionKind;
@@ -102,7 +103,7 @@ typedef struct Parser {
         size_t overlay;         /* the current section is overlays[overlay - 1]; 0 = a plain section */
         char section_name[SECTION_NAME_MAX + 1];  /* as written between the brackets */
         unsigned section_line;
-        bool seen_apst, seen_cpu, seen_metrics;
+        bool seen_apst, seen_cpu, seen_metrics, seen_daemon;
         unsigned *key_line;     /* per row: line where the current section set it, 0 = not yet */
         unsigned min_freq_line, max_freq_line;
 
@@ -458,6 +459,9 @@ static const ConfigKey config_keys[] = {
         { "cpus", SEC(SECTION_CPU), parse_cpus, 0, 0, 0, 0, 0, CPU_KEY_CPUS },     /* sets both select and cpus */
 
         { "path", SEC(SECTION_METRICS), parse_metrics_path, offsetof(MetricsConfig, path), 0, METRICS_PATH_MAX, 0 },
+
+        { "unresponsive_after_sec", SEC(SECTION_DAEMON), parse_u32, offsetof(DaemonConfig, unresponsive_after_sec),
+          1, UNRESPONSIVE_AFTER_SEC_MAX, 0 },
 };
 
 static const ConfigKey *key_find(const char *name) {
@@ -476,6 +480,9 @@ void config_init(Config *c) {
                         .min_freq = { .kind = FREQ_UNSET },
                         .max_freq = { .kind = FREQ_UNSET },
                         .select = CPU_SELECT_ALL,
+                },
+                .daemon = {
+                        .unresponsive_after_sec = UNRESPONSIVE_AFTER_SEC_DEFAULT,
                 },
         };
 }
@@ -785,8 +792,8 @@ static int section_begin(Parser *p, const char *name, size_t len) {
         /* Words: KIND, for a device its NAME, then an optional situation (WHEN). */
         nw = section_words(name, len, w, wl, ELEMENTSOF(w));
         if (nw == 0)
-                return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics] or "
-                            "[device NAME])", q);
+                return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics], "
+                            "[daemon] or [device NAME])", q);
 
         if (word_is(w[0], wl[0], "apst") || word_is(w[0], wl[0], "cpu")) {
                 bool apst = w[0][0] == 'a';
@@ -812,6 +819,15 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 p->section = SECTION_METRICS;
                 return 0;
         }
+        if (word_is(w[0], wl[0], "daemon")) {
+                if (nw > 1)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: [daemon] is the same in every situation", q);
+                if (p->seen_daemon)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
+                p->seen_daemon = true;
+                p->section = SECTION_DAEMON;
+                return 0;
+        }
         if (word_is(w[0], wl[0], "device")) {
                 const char *dn = nw > 1 ? w[1] : NULL;
                 size_t dl = nw > 1 ? wl[1] : 0;
@@ -824,7 +840,7 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 return device_situation_begin(p, q, dn, dl, w[2], wl[2]);
         }
 
-        return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics] or [device NAME])", q);
+        return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics], [daemon] or [device NAME])", q);
 }
 
 static bool is_blank(char c) {
@@ -947,6 +963,8 @@ static void *key_base(Parser *p, const ConfigKey *k) {
                 return ov ? &ov->cpu : &p->config.cpu;
         case SECTION_METRICS:
                 return &p->config.metrics;
+        case SECTION_DAEMON:
+                return &p->config.daemon;
         case SECTION_NONE:
         case _SECTION_KIND_MAX:
         case _SECTION_KIND_INVALID:
@@ -971,7 +989,7 @@ static int handler(void *user, const char *section, const char *name, const char
 
         if (p->section == SECTION_NONE) {
                 fail_key(p, name, value, -EINVAL,
-                         "outside any section; put it under [apst], [cpu], [metrics] or [device NAME]");
+                         "outside any section; put it under [apst], [cpu], [metrics], [daemon] or [device NAME]");
                 return 0;
         }
         if (strcmp(section, p->section_name) != 0) {
@@ -993,6 +1011,7 @@ static int handler(void *user, const char *section, const char *name, const char
                 fail_key(p, name, value, -EINVAL, "unknown key in this section (it belongs in %s)",
                          k->sections & SEC(SECTION_CPU) ? "[cpu]" :
                          k->sections & SEC(SECTION_METRICS) ? "[metrics]" :
+                         k->sections & SEC(SECTION_DAEMON) ? "[daemon]" :
                          k->sections & SEC(SECTION_APST) ? "[apst] or [device NAME]" : "[device NAME]");
                 return 0;
         }

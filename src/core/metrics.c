@@ -160,6 +160,13 @@ int metrics_format(const MetricsState *s, char **ret) {
                 ctrl_label(f, "nvme_apstd_max_latency_seconds", &s->controllers[i]);
                 print_us_as_seconds(f, s->controllers[i].max_latency_us);
         }
+        family(f, "nvme_apstd_controller_unresponsive", "gauge",
+               "1 while an admin command to the controller has gone unanswered past the deadline "
+               "([daemon] unresponsive_after_sec); nothing more is sent to it meanwhile.");
+        for (size_t i = 0; i < s->n_controllers; i++) {
+                ctrl_label(f, "nvme_apstd_controller_unresponsive", &s->controllers[i]);
+                fprintf(f, "%d\n", s->controllers[i].unresponsive ? 1 : 0);
+        }
         family(f, "nvme_apstd_worst_wake_seconds", "gauge",
                "Longest wait a command can see under the table in force (entry + exit latency, 0 = APST off).");
         for (size_t i = 0; i < s->n_controllers; i++) {

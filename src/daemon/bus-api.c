@@ -85,6 +85,8 @@ static const Field ctrl_fields[] = {
 static const char *ctrl_state(const ManagerCtrl *c) {
         const Controller *k = &c->controller;
 
+        if (c->unresponsive)
+                return "unresponsive";
         if (c->failed)
                 return "failed";
         if (!k->identified)

@@ -141,6 +141,7 @@ static int metrics_ensure(Manager *m) {
 static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t size, MetricsController *row) {
         ctrl_table(&c->controller, c->failed, table, size, &row->worst_wake_us);
         row->name = c->controller.name;
+        row->unresponsive = c->unresponsive;
         row->model = controller_model(&c->controller);
         row->firmware = controller_firmware(&c->controller);
         row->policy = ctrl_policy(c);

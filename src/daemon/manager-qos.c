@@ -67,8 +67,7 @@ static int on_qos_inotify(sd_event_source *s, const struct inotify_event *ev, vo
                              { "PM_QOS_LATENCY_TOLERANCE_US", value }, { "APST_REASON", "pm_qos" }),
                   "%s: %s written (now %s); the kernel rewrites APST on such a write: re-checking the table.",
                   name, QOS_ATTR, value);
-        (void) manager_ctrl_sync(c, "pm_qos");
-        manager_notify_status(c->manager, NULL);
+        manager_ctrl_sync(c, "pm_qos");
         return 0;
 }
 

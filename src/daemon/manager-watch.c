@@ -187,15 +187,12 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         watch_arm(w, now, due);
         verify = verify_due(w, now, &st);
 
-        /* Last: the engine call may restart this watcher (manager_watch_ctrl()). */
+        /* The engine step runs in the controller's thread; what it did is published when it is back. */
         if (program) {
                 log_decision(c, &why);
-                (void) manager_ctrl_program(c, &table, "adaptive");
-                manager_notify_status(m, NULL);
-        } else if (verify) {
-                (void) manager_ctrl_sync(c, "verify");
-                manager_metrics_update(m);   /* a verification may have found an overwrite */
-        }
+                manager_ctrl_program(c, &table, "adaptive");
+        } else if (verify)
+                manager_ctrl_sync(c, "verify");
         return 0;
 }
 

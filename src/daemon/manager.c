@@ -20,8 +20,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -30,14 +33,23 @@
 #include "apstd-ids.h"
 #include "bus-api.h"
 #include "config-build.h"
+#include "ctrljob.h"
 #include "nvme-admin.h"
 #include "log.h"
 #include "manager.h"
 #include "retry.h"
+#include "util.h"
 
 static ManagerCtrl *manager_ctrl_free(ManagerCtrl *c) {
         if (!c)
                 return NULL;
+        if (c->job) {
+                /* the job's thread owns it until it lands on the queue, where it is freed unread;
+                 * it sends nothing more */
+                c->job->userdata = NULL;
+                ctrljob_cancel(c->job);
+        }
+        sd_event_source_disable_unref(c->deadline);
         sd_event_source_disable_unref(c->retry);
         sd_event_source_disable_unref(c->qos);
         manager_watch_free(c->watch);
@@ -63,7 +75,10 @@ void manager_status_text(const Manager *m, char *buf, size_t n) {
                 char s[320];
                 int k;
 
-                controller_status(&c->controller, c->failed, s, sizeof s);
+                if (c->unresponsive)
+                        (void) snprintf(s, sizeof s, "not answering");
+                else
+                        controller_status(&c->controller, c->failed, s, sizeof s);
                 k = snprintf(buf + off, n - off, "%s%s: %s", off ? "; " : "", c->controller.name, s);
                 if (k < 0)
                         break;
@@ -77,7 +92,12 @@ void manager_notify_status(Manager *m, const char *prefix) {
         char status[4096];
 
         manager_status_text(m, status, sizeof status);
-        (void) sd_notifyf(false, "%sSTATUS=%s", strempty(prefix), status);
+        /* only what changed: every step's return publishes, and a notification socket that is not read
+         * at once (a test's) holds few datagrams before sd_notify() blocks */
+        if (prefix || strcmp(status, m->last_status) != 0) {
+                (void) sd_notifyf(false, "%sSTATUS=%s", strempty(prefix), status);
+                (void) snprintf(m->last_status, sizeof m->last_status, "%s", status);
+        }
         manager_metrics_update(m);
         bus_api_emit_changes(m->bus_api);
 }
@@ -156,62 +176,261 @@ static void manager_ctrl_account(ManagerCtrl *c, const char *reason, const Contr
         }
 }
 
-static int manager_ctrl_run(ManagerCtrl *c, const ApstTable *table, const char *reason) {
-        ControllerOutcome o;
+/* ---- the engine steps, one at a time per controller, each in a thread of its own (ctrljob.h) ---- */
+
+static uint64_t manager_deadline_usec(const Manager *m) {
+        return (uint64_t) m->config.daemon.unresponsive_after_sec * 1000000u;
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Look again when the command now outstanding reaches the deadline (or, between two commands, a
+ * deadline from now). Only while a job runs: an idle daemon has no such timer. */
+static void manager_ctrl_arm_deadline(ManagerCtrl *c) {
+        uint64_t now = ctrljob_now_usec(), d = manager_deadline_usec(c->manager);
+        uint64_t age = ctrljob_command_age_usec(c->job, now);
         int r;
 
-        bool had_written = c->controller.have_written;
-        ApstTable prev_written = c->controller.written;
+        if (c->deadline) {
+                (void) sd_event_source_set_time(c->deadline, now - age + d);
+                (void) sd_event_source_set_enabled(c->deadline, SD_EVENT_ONESHOT);
+                return;
+        }
+        r = sd_event_add_time(c->manager->event, &c->deadline, CLOCK_MONOTONIC, now - age + d, 0, on_deadline, c);
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot time its admin command: %m", c->controller.name);
+        else
+                manager_track_source(c->deadline, "ctrl-deadline");
+}
 
+static void manager_check_settled(Manager *m);
+static void manager_ctrl_finish(ManagerCtrl *c, CtrlJob *j);
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        ManagerCtrl *c = userdata;
+        uint64_t now = ctrljob_now_usec(), d = manager_deadline_usec(c->manager);
+        uint64_t age;
+        char secs[16];
+
+        if (!c->job)
+                return 0;
+        age = ctrljob_command_age_usec(c->job, now);
+        if (age < d) {          /* another command, or none just now: look again at its deadline */
+                manager_ctrl_arm_deadline(c);
+                return 0;
+        }
+        c->unresponsive = true;
+        c->stats.unresponsive_count++;
+        (void) snprintf(secs, sizeof secs, "%u", c->manager->config.daemon.unresponsive_after_sec);
+        log_event(LOG_WARNING, 0, MSGID_CTRL_UNRESPONSIVE,
+                  LOG_FIELDS({ "NVME_CTRL", c->controller.name }, { "NVME_MODEL", controller_model(&c->controller) },
+                             { "NVME_FIRMWARE", controller_firmware(&c->controller) },
+                             { "APST_REASON", c->job->reason }, { "NVME_DEADLINE_SEC", secs }),
+                  "%s: no answer to an admin command (%s) for %s s; the controller is unresponsive: nothing more "
+                  "is sent to it until that command returns or it is reset.", c->controller.name, c->job->reason,
+                  secs);
+        manager_notify_status(c->manager, NULL);
+        manager_check_settled(c->manager);
+        return 0;
+}
+
+/* Start @kind on @c now (no job may be running). Without a thread the step runs here, as before. */
+static void manager_ctrl_start(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason) {
+        Manager *m = c->manager;
+        CtrlJob *j = NULL;
+        int r;
+
+        assert(!c->job);
         if (strcmp(reason, "retry") != 0)
                 c->n_retries = 0;   /* an event: a fresh start */
-        if (table)
-                r = controller_program(&c->controller, &c->manager->ctx, table, reason, &o);
-        else
-                r = controller_sync(&c->controller, &c->manager->ctx, reason, &o);
-        manager_ctrl_account(c, reason, &o, had_written ? &prev_written : NULL);
-        switch (o.result) {
-        case CONTROLLER_NOT_LIVE:
-                manager_ctrl_schedule_retry(c);
+        r = ctrljob_new(kind, &c->controller, &m->ctx, reason, table, &j);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot prepare the %s step: %m", c->controller.name, reason);
+                return;
+        }
+        j->userdata = c;
+        c->job = j;
+        r = ctrljob_start(j, m->jobs);
+        if (r < 0) {
+                log_warning_errno(r, "%s: cannot start a thread for the %s step (%m); running it in the event loop.",
+                                  c->controller.name, reason);
+                ctrljob_execute(j);
+                c->job = NULL;
+                manager_ctrl_finish(c, j);
+                return;
+        }
+        manager_ctrl_arm_deadline(c);
+}
+
+/* Run @kind now, or queue it behind the running step. The queue keeps one of each kind: a restore
+ * supersedes everything queued, a program (adaptive) a sync; the latest reason and table win. */
+static void manager_ctrl_request(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason) {
+        if (c->manager->stopping && kind != CTRL_JOB_RESTORE)
+                return;
+        if (!c->job) {
+                manager_ctrl_start(c, kind, table, reason);
+                return;
+        }
+        switch (kind) {
+        case CTRL_JOB_RESTORE:
+                c->queued = MANAGER_QUEUED_RESTORE;
+                (void) snprintf(c->restore_reason, sizeof c->restore_reason, "%s", reason);
                 break;
-        case CONTROLLER_FAILED:
-                c->failed = true;
-                if (o.failed_step != CONTROLLER_STEP_PLAN)
-                        manager_ctrl_retry_transient(c, o.error, o.nvme_status);
+        case CTRL_JOB_PROGRAM:
+                if (c->queued & MANAGER_QUEUED_RESTORE)
+                        break;
+                c->queued |= MANAGER_QUEUED_PROGRAM;
+                c->queued_table = *table;
                 break;
-        case CONTROLLER_PROGRAMMED:
-        case CONTROLLER_LEFT_ALONE:
-                /* done: a retry still pending from an earlier failure would only send Get Features
-                 * to a drive that needs nothing (and keep a timer for it) */
-                c->retry = sd_event_source_disable_unref(c->retry);
-                c->n_retries = 0;
-                c->failed = false;
+        case CTRL_JOB_SYNC:
+                if (c->queued & MANAGER_QUEUED_RESTORE)
+                        break;
+                c->queued |= MANAGER_QUEUED_SYNC;
+                (void) snprintf(c->sync_reason, sizeof c->sync_reason, "%s", reason);
                 break;
-        case CONTROLLER_GONE:      /* the uevent that removes it follows */
-        case CONTROLLER_PLANNED:   /* not in CONTROLLER_MODE_DAEMON */
-        case CONTROLLER_RESTORED:
-        case _CONTROLLER_RESULT_MAX:
-        case _CONTROLLER_RESULT_INVALID:
+        case _CTRL_JOB_KIND_MAX:
+        case _CTRL_JOB_KIND_INVALID:
                 break;
         }
-        manager_watch_ctrl(c);   /* identified now, or planned again */
-        manager_qos_ctrl(c);     /* the kernel may have exposed (or hidden) its pm_qos attribute */
-        return r;
 }
 
-int manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
-        return manager_ctrl_run(c, NULL, reason);
+/* Plan @c again from m->config; write what changed, give back what is no longer ours. */
+static bool manager_ctrl_replan(ManagerCtrl *c, const char *reason) {
+        bool diff = false;
+
+        if (!c->controller.identified)
+                return false;
+        if (controller_replan(&c->controller, &c->manager->ctx, &diff) < 0 || !diff)
+                return false;
+        if (c->controller.plan.verdict == DEVICE_MANAGE)
+                manager_ctrl_request(c, CTRL_JOB_SYNC, NULL, reason);
+        else   /* no longer ours (enable = no): give back what was there */
+                manager_ctrl_request(c, CTRL_JOB_RESTORE, NULL, reason);
+        return true;
 }
 
-int manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *reason) {
-        return manager_ctrl_run(c, table, reason);
+/* What was queued behind the step that just ended, in order: a restore alone; else a re-plan (a
+ * reload), then the adaptive policy's table or a re-check. */
+static void manager_ctrl_next(ManagerCtrl *c) {
+        unsigned q = c->queued;
+
+        c->queued = 0;
+        if (q & MANAGER_QUEUED_RESTORE) {
+                manager_ctrl_start(c, CTRL_JOB_RESTORE, NULL, c->restore_reason);
+                return;
+        }
+        if ((q & MANAGER_QUEUED_REPLAN) && manager_ctrl_replan(c, c->replan_reason))
+                return;   /* its sync or restore covers the rest; the learned table went with the plan */
+        if (q & MANAGER_QUEUED_PROGRAM)
+                manager_ctrl_start(c, CTRL_JOB_PROGRAM, &c->queued_table, "adaptive");
+        else if (q & MANAGER_QUEUED_SYNC)
+                manager_ctrl_start(c, CTRL_JOB_SYNC, NULL, c->sync_reason);
+}
+
+/* A step came back (on the loop's thread): take the engine's state, count, retry, go on. */
+static void manager_ctrl_finish(ManagerCtrl *c, CtrlJob *j) {
+        _cleanup_(ctrljob_freep) CtrlJob *job = j;
+        Manager *m = c->manager;
+        const ControllerOutcome *o = &job->outcome;
+        bool had_written = c->controller.have_written, was_unresponsive = c->unresponsive;
+        ApstTable prev_written = c->controller.written;
+
+        c->deadline = sd_event_source_disable_unref(c->deadline);   /* lives only while a step runs */
+        c->controller = job->controller;
+        c->unresponsive = false;
+        if (was_unresponsive)
+                log_event(LOG_NOTICE, 0, MSGID_CTRL_RESPONSIVE,
+                          LOG_FIELDS({ "NVME_CTRL", c->controller.name },
+                                     { "NVME_MODEL", controller_model(&c->controller) },
+                                     { "NVME_FIRMWARE", controller_firmware(&c->controller) },
+                                     { "APST_REASON", job->reason }),
+                          "%s: the admin command outstanding since it became unresponsive has returned after "
+                          "%.1f s; re-checking the controller as after a reset.", c->controller.name,
+                          (double) (ctrljob_now_usec() - job->started_usec) / 1e6);
+
+        manager_ctrl_account(c, job->reason, o,
+                             job->kind != CTRL_JOB_RESTORE && had_written ? &prev_written : NULL);
+        if (job->kind == CTRL_JOB_RESTORE) {
+                if (m->stopping && strcmp(job->reason, "stop") == 0) {
+                        if (o->result == CONTROLLER_RESTORED)
+                                m->stop_restored++;
+                        else if (o->result == CONTROLLER_LEFT_ALONE && o->in_place)
+                                m->stop_in_place++;
+                }
+        } else
+                switch (o->result) {
+                case CONTROLLER_NOT_LIVE:
+                        if (!m->stopping)
+                                manager_ctrl_schedule_retry(c);
+                        break;
+                case CONTROLLER_FAILED:
+                        c->failed = true;
+                        if (o->failed_step != CONTROLLER_STEP_PLAN && !m->stopping)
+                                manager_ctrl_retry_transient(c, o->error, o->nvme_status);
+                        break;
+                case CONTROLLER_PROGRAMMED:
+                case CONTROLLER_LEFT_ALONE:
+                        /* done: a retry still pending from an earlier failure would only send Get Features
+                         * to a drive that needs nothing (and keep a timer for it) */
+                        c->retry = sd_event_source_disable_unref(c->retry);
+                        c->n_retries = 0;
+                        c->failed = false;
+                        break;
+                case CONTROLLER_GONE:      /* the uevent that removes it follows */
+                case CONTROLLER_PLANNED:   /* not in CONTROLLER_MODE_DAEMON */
+                case CONTROLLER_RESTORED:
+                case _CONTROLLER_RESULT_MAX:
+                case _CONTROLLER_RESULT_INVALID:
+                        break;
+                }
+        if (!m->stopping) {
+                manager_watch_ctrl(c);   /* identified now, or planned again */
+                manager_qos_ctrl(c);     /* the kernel may have exposed (or hidden) its pm_qos attribute */
+        }
+        if (was_unresponsive) {
+                /* what it missed meanwhile is unknown: the same look as after a reset; at stop, the
+                 * restore it was skipped for */
+                if (m->stopping)
+                        manager_ctrl_request(c, CTRL_JOB_RESTORE, NULL, "stop");
+                else if (!(c->queued & MANAGER_QUEUED_RESTORE))
+                        manager_ctrl_request(c, CTRL_JOB_SYNC, NULL, "reset");
+        }
+        if (!c->job && c->queued)
+                manager_ctrl_next(c);
+        manager_notify_status(m, NULL);
+        manager_check_settled(m);
+}
+
+static int on_job_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        CtrlJob *j;
+
+        while ((j = ctrljob_queue_pop(m->jobs))) {
+                ManagerCtrl *c = j->userdata;
+
+                if (!c) {            /* its controller went away meanwhile */
+                        ctrljob_free(j);
+                        continue;
+                }
+                assert(c->job == j);
+                c->job = NULL;
+                manager_ctrl_finish(c, j);
+        }
+        return 0;
+}
+
+void manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
+        manager_ctrl_request(c, CTRL_JOB_SYNC, NULL, reason);
+}
+
+void manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *reason) {
+        manager_ctrl_request(c, CTRL_JOB_PROGRAM, table, reason);
 }
 
 static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         ManagerCtrl *c = userdata;
 
-        (void) manager_ctrl_sync(c, "retry");
-        manager_notify_status(c->manager, NULL);
+        manager_ctrl_sync(c, "retry");
         return 0;
 }
 
@@ -232,7 +451,10 @@ static int manager_add_controller(Manager *m, const char *name, const char *reas
         }
         m->ctrls = t;
         m->ctrls[m->n_ctrls++] = c;
-        (void) manager_ctrl_sync(c, reason);
+        /* its transport and state now (no command): CPU pinning's nvme-irq and status need them before
+         * the engine's first step comes back */
+        (void) sysfs_read_controller(m->sysfs_root, name, &c->controller.sys);
+        manager_ctrl_sync(c, reason);
         return 0;
 }
 
@@ -249,6 +471,7 @@ static void manager_remove_controller(Manager *m, const char *name) {
                 manager_ctrl_free(c);
                 memmove(m->ctrls + i, m->ctrls + i + 1, (m->n_ctrls - i - 1) * sizeof *m->ctrls);
                 m->n_ctrls--;
+                manager_check_settled(m);
                 return;
         }
 }
@@ -262,7 +485,7 @@ static void manager_ctrl_reconnected(ManagerCtrl *c) {
                   LOG_FIELDS({ "NVME_CTRL", name }, { "NVME_MODEL", controller_model(&c->controller) },
                              { "NVME_FIRMWARE", controller_firmware(&c->controller) }, { "APST_REASON", "reset" }),
                   "%s: controller (re)connected (reset or resume); re-checking its APST table.", name);
-        (void) manager_ctrl_sync(c, "reset");
+        manager_ctrl_sync(c, "reset");
 }
 
 static int on_uevent(sd_device_monitor *mon, sd_device *dev, void *userdata) {
@@ -309,14 +532,12 @@ static int on_prepare_for_sleep(sd_bus_message *msg, void *userdata, sd_bus_erro
                 return 0;
         log_info("Resumed from sleep; re-checking every controller's APST table.");
         for (size_t i = 0; i < m->n_ctrls; i++)
-                (void) manager_ctrl_sync(m->ctrls[i], "resume");
-        manager_notify_status(m, NULL);
+                manager_ctrl_sync(m->ctrls[i], "resume");
         return 0;
 }
 
 static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
-        bool synced = false;
 
         for (size_t i = 0; i < m->n_ctrls; i++) {
                 ManagerCtrl *c = m->ctrls[i];
@@ -327,17 +548,12 @@ static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (sysfs_ctrl_io_count(m->sysfs_root, c->controller.name, &n) < 0)
                         continue;
                 /* Only a controller that did I/O since the last look: it was awake anyway. */
-                if (c->io_known && n != c->io_count && c->controller.have_written) {
-                        (void) manager_ctrl_sync(c, "verify");
-                        synced = true;
-                }
+                if (c->io_known && n != c->io_count && c->controller.have_written)
+                        manager_ctrl_sync(c, "verify");
                 c->io_count = n;
                 c->io_known = true;
         }
-        if (synced)
-                bus_api_emit_changes(m->bus_api);
         (void) sd_event_source_set_time_relative(s, m->verify_interval_usec);
-        manager_metrics_update(m);  /* a verification may have found an overwrite */
         return 0;
 }
 
@@ -346,20 +562,15 @@ size_t manager_replan_all(Manager *m, const char *reason) {
 
         for (size_t i = 0; i < m->n_ctrls; i++) {
                 ManagerCtrl *c = m->ctrls[i];
-                ControllerOutcome o;
-                bool diff = false;
 
-                if (!c->controller.identified)
+                if (c->job) {
+                        /* never under a running step: planned again when it is back */
+                        c->queued |= MANAGER_QUEUED_REPLAN;
+                        (void) snprintf(c->replan_reason, sizeof c->replan_reason, "%s", reason);
                         continue;
-                if (controller_replan(&c->controller, &m->ctx, &diff) < 0 || !diff)
-                        continue;
-                changed++;
-                if (c->controller.plan.verdict == DEVICE_MANAGE)
-                        (void) manager_ctrl_sync(c, reason);
-                else {  /* no longer ours (enable = no): give back what was there */
-                        (void) controller_restore(&c->controller, &m->ctx, reason, &o);
-                        manager_ctrl_account(c, reason, &o, NULL);
                 }
+                if (manager_ctrl_replan(c, reason))
+                        changed++;
         }
         return changed;
 }
@@ -367,12 +578,12 @@ size_t manager_replan_all(Manager *m, const char *reason) {
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         _cleanup_free_ char *err = NULL;
         Manager *m = userdata;
-        char nchanged[16];
         Config staging;
         struct timespec ts;
-        size_t changed;
         int r;
 
+        if (m->stopping)
+                return 0;
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading configuration...",
                           (uint64_t) ((uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u));
@@ -381,7 +592,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
                           "Configuration not reloaded, keeping the running one: %s", err ? err : strerror(-r));
                 m->config_reload_failures++;
-                manager_notify_status(m, "READY=1\n");
+                manager_notify_status(m, m->starting || m->reloading ? NULL : "READY=1\n");
                 return 0;
         }
         r = manager_config_take(m, &staging);
@@ -390,19 +601,169 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
                           "Configuration not reloaded, keeping the running one: %s", strerror(-r));
                 m->config_reload_failures++;
-                manager_notify_status(m, "READY=1\n");
+                manager_notify_status(m, m->starting || m->reloading ? NULL : "READY=1\n");
                 return 0;
         }
         m->config_reloads++;
 
-        changed = manager_replan_all(m, "reload");
+        if (!m->reloading)
+                m->reload_changed = 0;
+        m->reloading = true;
+        m->reload_changed += manager_replan_all(m, "reload");
         manager_cpu_apply(m, "reload");
-        (void) snprintf(nchanged, sizeof nchanged, "%zu", changed);
+        /* READY=1, the journal entry and what changed once the new tables are written
+         * (manager_check_settled()) */
+        manager_check_settled(m);
+        return 0;
+}
+
+static void manager_log_reloaded(Manager *m) {
+        char nchanged[16];
+
+        (void) snprintf(nchanged, sizeof nchanged, "%zu", m->reload_changed);
         log_event(LOG_INFO, 0, MSGID_CONFIG_RELOADED,
                   LOG_FIELDS({ "CONFIG_FILE", m->config_path }, { "APST_TABLES_CHANGED", nchanged }),
-                  "Configuration reloaded from %s; %zu controller table%s changed.", m->config_path, changed,
-                  changed == 1 ? "" : "s");
-        manager_notify_status(m, "READY=1\n");
+                  "Configuration reloaded from %s; %zu controller table%s changed.", m->config_path,
+                  m->reload_changed, m->reload_changed == 1 ? "" : "s");
+}
+
+/* Append "nvme1 (not a PCIe controller)" for each controller not managed to @buf. Return: how many
+ * are managed. */
+static size_t manager_describe_managed(const Manager *m, char *buf, size_t n) {
+        size_t managed = 0, off = 0;
+
+        buf[0] = 0;
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                const ManagerCtrl *c = m->ctrls[i];
+                const Controller *k = &c->controller;
+                const char *why;
+                int l;
+
+                if (c->unresponsive)
+                        why = "not answering";
+                else if (c->failed && !k->identified)
+                        why = "failed";
+                else if (!k->identified)
+                        why = k->sys.state[0] ? k->sys.state : "not ready";
+                else if (k->plan.verdict == DEVICE_MANAGE) {
+                        managed++;
+                        continue;
+                } else
+                        why = device_verdict_reason(k->plan.verdict);
+                l = snprintf(buf + off, n - off, "%s%s (%s)", off ? ", " : "", k->name, why);
+                if (l < 0)
+                        break;
+                off = MIN(n - 1, off + (size_t) l);
+        }
+        return managed;
+}
+
+static void manager_log_started(Manager *m) {
+        char others[2048], nmanaged[16];
+        size_t managed = manager_describe_managed(m, others, sizeof others);
+
+        (void) snprintf(nmanaged, sizeof nmanaged, "%zu", managed);
+        log_event(LOG_INFO, 0, MSGID_DAEMON_STARTED,
+                  LOG_FIELDS({ "CONFIG_FILE", m->config_path }, { "NVME_MANAGED", nmanaged },
+                             { "NVME_NOT_MANAGED", others[0] ? others : NULL }),
+                  "nvme-apstd %s started; managing %zu controller%s%s%s.", PACKAGE_VERSION, managed,
+                  managed == 1 ? "" : "s", others[0] ? "; not managed: " : "", others);
+}
+
+/* Every controller's step is back, or its drive does not answer: nothing to wait for. */
+static bool manager_settled(const Manager *m) {
+        for (size_t i = 0; i < m->n_ctrls; i++)
+                if (m->ctrls[i]->job && !m->ctrls[i]->unresponsive)
+                        return false;
+        return true;
+}
+
+static void manager_finish_stop(Manager *m);
+
+/* Start, reload and stop wait for the engine steps they started (bounded by the deadline): READY=1
+ * says the tables are written, the stop ends once every responsive controller has its table back. */
+static void manager_check_settled(Manager *m) {
+        const char *ready = NULL;
+
+        if (!manager_settled(m))
+                return;
+        if (m->stopping) {
+                manager_finish_stop(m);
+                return;
+        }
+        if (m->starting) {
+                m->starting = false;
+                manager_log_started(m);
+                ready = "READY=1\n";
+        }
+        if (m->reloading) {
+                m->reloading = false;
+                manager_log_reloaded(m);
+                ready = "READY=1\n";
+        }
+        if (ready)
+                manager_notify_status(m, ready);
+}
+
+/* ---- stop ---- */
+
+static void manager_begin_stop(Manager *m) {
+        m->stopping = true;
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring the original APST tables...");
+        if (m->cpupin)
+                (void) cpupin_release(m->cpupin, "stop");
+        m->verify_timer = sd_event_source_disable_unref(m->verify_timer);
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                ManagerCtrl *c = m->ctrls[i];
+
+                c->retry = sd_event_source_disable_unref(c->retry);
+                if (c->unresponsive)
+                        continue;   /* its record stays: the next start puts the original back */
+                manager_ctrl_request(c, CTRL_JOB_RESTORE, NULL, "stop");
+        }
+        manager_check_settled(m);
+}
+
+static void manager_finish_stop(Manager *m) {
+        char kept[2048] = "", nrestored[16], in_place[96] = "";
+        size_t off = 0, n_kept = 0;
+
+        if (m->stopped)
+                return;
+        m->stopped = true;
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                const ManagerCtrl *c = m->ctrls[i];
+                int l;
+
+                if (!c->unresponsive || !c->controller.have_original)
+                        continue;
+                n_kept++;
+                l = snprintf(kept + off, sizeof kept - off, "%s%s", off ? ", " : "", c->controller.name);
+                if (l > 0)
+                        off = MIN(sizeof kept - 1, off + (size_t) l);
+        }
+        (void) snprintf(nrestored, sizeof nrestored, "%zu", m->stop_restored);
+        if (m->stop_in_place)
+                (void) snprintf(in_place, sizeof in_place, "; %zu already held %s original table, nothing written",
+                                m->stop_in_place, m->stop_in_place == 1 ? "its" : "their");
+        log_event(n_kept ? LOG_WARNING : LOG_INFO, 0, MSGID_DAEMON_STOPPED,
+                  LOG_FIELDS({ "CONFIG_FILE", m->config_path }, { "APST_TABLES_RESTORED", nrestored },
+                             { "NVME_NOT_RESTORED", n_kept ? kept : NULL }),
+                  "nvme-apstd stopped; restored %zu controller table%s%s%s%s.", m->stop_restored,
+                  m->stop_restored == 1 ? "" : "s", in_place,
+                  n_kept ? "; not answering, original kept for the next start: " : "", kept);
+        (void) sd_event_exit(m->event, 0);
+}
+
+static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->stopping) {
+                log_info("Signal %s again: still waiting for the controllers' tables to be restored.",
+                         strsignal((int) si->ssi_signo));
+                return 0;
+        }
+        manager_begin_stop(m);
         return 0;
 }
 
@@ -443,7 +804,6 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        ctrl_set_progress_hook(NULL, NULL);
         for (size_t i = 0; i < m->n_ctrls; i++)
                 manager_ctrl_free(m->ctrls[i]);
         free(m->ctrls);
@@ -451,6 +811,13 @@ Manager *manager_free(Manager *m) {
         manager_metrics_free(m);
         sd_event_source_disable_unref(m->verify_timer);
         sd_event_source_disable_unref(m->sighup);
+        sd_event_source_disable_unref(m->watchdog_timer);
+        sd_event_source_disable_unref(m->sigterm);
+        sd_event_source_disable_unref(m->sigint);
+        sd_event_source_disable_unref(m->stall);
+        sd_event_source_disable_unref(m->jobs_source);
+        /* a job still in the kernel keeps its own reference; it lands in a queue nobody reads */
+        ctrljob_queue_unref(m->jobs);
         manager_power_free(m);
         sd_bus_slot_unref(m->sleep_slot);
         bus_api_free(m->bus_api);
@@ -469,33 +836,90 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-/* After every admin command (ctrl_set_progress_hook()): WATCHDOG=1 if a quarter of the interval has
- * passed since we last sent one here, as sd-event does between dispatches. The loop is not stuck
- * while commands complete; one that hangs still ends at CTRL_ADMIN_TIMEOUT_MS, well inside it. */
-static void on_command_done(void *userdata) {
+/* For the test that shows the watchdog still catches a stuck loop (tests/integration): with
+ * $NVME_APSTD_TEST_STALL_LOOP_SEC set, SIGUSR2 blocks the event loop that long. Without the variable
+ * SIGUSR2 keeps its default action; nothing else reads it. */
+static int on_test_stall(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
-        struct timespec ts;
-        uint64_t now;
 
-        if (m->watchdog_usec == 0 || clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
-                return;
-        now = (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-        if (now < m->watchdog_fed_usec + m->watchdog_usec / 4)
-                return;
+        log_warning("SIGUSR2 with $NVME_APSTD_TEST_STALL_LOOP_SEC set: blocking the event loop for %u s.",
+                    m->test_stall_sec);
+        (void) sleep(m->test_stall_sec);
+        return 0;
+}
+
+static int manager_connect_test_stall(Manager *m) {
+        const char *e = getenv("NVME_APSTD_TEST_STALL_LOOP_SEC");
+        int r;
+
+        if (!e)
+                return 0;
+        if (safe_atou32(e, &m->test_stall_sec) < 0 || m->test_stall_sec == 0 || m->test_stall_sec > 600)
+                return log_error_errno(-EINVAL, "$NVME_APSTD_TEST_STALL_LOOP_SEC=%s: not 1..600.", e);
+        r = sd_event_add_signal(m->event, &m->stall, SIGUSR2 | SD_EVENT_SIGNAL_PROCMASK, on_test_stall, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot handle SIGUSR2: %m");
+        manager_track_source(m->stall, "test-stall");
+        return 0;
+}
+
+static int manager_connect_jobs(Manager *m) {
+        int r;
+
+        r = ctrljob_queue_new(&m->jobs);
+        if (r >= 0)
+                r = sd_event_add_io(m->event, &m->jobs_source, ctrljob_queue_fd(m->jobs), EPOLLIN, on_job_done, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the admin command threads: %m");
+        manager_track_source(m->jobs_source, "ctrl-jobs");
+        return 0;
+}
+
+/* WATCHDOG=1 comes from the loop alone: no admin command ever runs in it (ctrljob.h), so a missed
+ * one means the loop itself is stuck. Our own timer rather than sd_event_set_watchdog(), which pings
+ * between 1/2 and 3/4 of the interval: at most MANAGER_WATCHDOG_PING_PCT % of it apart (the timer's
+ * period plus its accuracy), so one late wake-up is never the difference. */
+static int on_watchdog_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
         (void) sd_notify(false, "WATCHDOG=1");
-        m->watchdog_fed_usec = now;
+        (void) sd_event_source_set_time_relative(s, m->watchdog_usec * MANAGER_WATCHDOG_PING_PCT / 100u -
+                                                            m->watchdog_usec / 20u);
+        return 0;
+}
+
+static int manager_connect_watchdog(Manager *m) {
+        uint64_t usec;
+        int r;
+
+        if (sd_watchdog_enabled(false, &usec) <= 0 || usec < 20)
+                return 0;
+        m->watchdog_usec = usec;
+        (void) sd_notify(false, "WATCHDOG=1");
+        r = sd_event_add_time_relative(m->event, &m->watchdog_timer, CLOCK_MONOTONIC,
+                                       usec * MANAGER_WATCHDOG_PING_PCT / 100u - usec / 20u, usec / 20u,
+                                       on_watchdog_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot ping the service manager's watchdog: %m");
+        (void) sd_event_source_set_enabled(m->watchdog_timer, SD_EVENT_ON);
+        manager_track_source(m->watchdog_timer, "watchdog");
+        return 0;
 }
 
 static int manager_connect_signals(Manager *m) {
         int r;
 
-        (void) sd_event_set_watchdog(m->event, true);
-        if (sd_watchdog_enabled(false, &m->watchdog_usec) <= 0)
-                m->watchdog_usec = 0;
-        ctrl_set_progress_hook(on_command_done, m);
-        r = sd_event_set_signal_exit(m->event, true);
+        r = manager_connect_watchdog(m);
+        if (r < 0)
+                return r;
+        /* not sd_event_set_signal_exit(): the loop keeps running while the tables are restored */
+        r = sd_event_add_signal(m->event, &m->sigterm, SIGTERM | SD_EVENT_SIGNAL_PROCMASK, on_stop_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sigint, SIGINT | SD_EVENT_SIGNAL_PROCMASK, on_stop_signal, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot handle SIGTERM/SIGINT: %m");
+        manager_track_source(m->sigterm, "sigterm");
+        manager_track_source(m->sigint, "sigint");
         r = sd_event_add_signal(m->event, &m->sighup, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot handle SIGHUP: %m");
@@ -605,6 +1029,12 @@ int manager_start(Manager *m) {
         r = manager_connect_signals(m);
         if (r < 0)
                 return r;
+        r = manager_connect_test_stall(m);
+        if (r < 0)
+                return r;
+        r = manager_connect_jobs(m);
+        if (r < 0)
+                return r;
         r = manager_connect_udev(m);
         if (r < 0)
                 return r;
@@ -623,29 +1053,41 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
 
+        /* each controller's first step runs in its own thread; READY=1 once they are all back (or
+         * their drives do not answer): manager_check_settled() */
+        m->starting = true;
         manager_enumerate(m);
         manager_cpu_apply(m, "start");
         manager_connect_api(m);
-        log_event(LOG_INFO, 0, MSGID_DAEMON_STARTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
-                  "nvme-apstd %s started; managing %zu controller%s.", PACKAGE_VERSION, m->n_ctrls,
-                  m->n_ctrls == 1 ? "" : "s");
-        manager_notify_status(m, "READY=1\n");
+        manager_notify_status(m, NULL);
+        manager_check_settled(m);
         return 0;
 }
 
 void manager_stop(Manager *m) {
-        size_t restored = 0;
-
+        if (m->stopped || !m->event)
+                return;
+        /* the loop ended without SIGTERM (an error): restore what answers within the deadline, here */
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring the original APST tables...");
-        for (size_t i = 0; i < m->n_ctrls; i++) {
-                ControllerOutcome o;
-
-                if (controller_restore(&m->ctrls[i]->controller, &m->ctx, "stop", &o) >= 0 &&
-                    o.result == CONTROLLER_RESTORED)
-                        restored++;
-        }
+        m->stopping = true;
         if (m->cpupin)
                 (void) cpupin_release(m->cpupin, "stop");
-        log_event(LOG_INFO, 0, MSGID_DAEMON_STOPPED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
-                  "nvme-apstd stopped; restored %zu controller table%s.", restored, restored == 1 ? "" : "s");
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                ManagerCtrl *c = m->ctrls[i];
+                CtrlJob *j = NULL;
+
+                if (c->job || ctrljob_new(CTRL_JOB_RESTORE, &c->controller, &m->ctx, "stop", NULL, &j) < 0)
+                        continue;
+                if (ctrljob_run(j, manager_deadline_usec(m)) < 0) {
+                        c->unresponsive = true;
+                        continue;
+                }
+                c->controller = j->controller;
+                if (j->outcome.result == CONTROLLER_RESTORED)
+                        m->stop_restored++;
+                else if (j->outcome.result == CONTROLLER_LEFT_ALONE && j->outcome.in_place)
+                        m->stop_in_place++;
+                ctrljob_free(j);
+        }
+        manager_finish_stop(m);
 }

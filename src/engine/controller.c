@@ -427,14 +427,19 @@ int controller_restore(Controller *c, const ControllerContext *ctx, const char *
         r = step_open(c, ctx, &ctrl, ret);
         if (r < 0)
                 return r;
-        if (!c->have_written) {
-                /* Never written and verified by us, yet recorded: a write failed half-way, or a
-                 * predecessor's table is still there. Put back the original unless it is in
-                 * place; either way the record goes only once the drive holds it. */
+        if (!c->have_written || apst_table_equal(&c->written, &c->original)) {
+                /* Never written and verified by us, yet recorded (a write failed half-way, or a
+                 * predecessor's table is still there), or what we keep is what we found (the table
+                 * was already in place at start): put back the original unless the drive still holds
+                 * it. Either way the record goes only once the drive holds it. */
                 ApstTable now;
                 if (ctrl_get_apst(ctrl, &now, NULL) >= 0 && apst_table_equal(&now, &c->original)) {
+                        c->have_written = false;
                         c->have_original = false;
                         original_forget(ctx, c);
+                        ret->in_place = true;
+                        log_info("%s: the controller holds the APST table it had before; nothing written (%s).",
+                                 c->name, reason);
                         return 0;
                 }
         }

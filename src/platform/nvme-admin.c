@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <libnvme.h>
 
@@ -147,12 +148,17 @@ static int map_result(int r, uint16_t *ret_nvme_status) {
         return negative_errno();
 }
 
-static void (*progress_hook)(void *userdata);
-static void *progress_userdata;
+static _Thread_local CtrlInFlight *thread_in_flight;
 
-void ctrl_set_progress_hook(void (*hook)(void *userdata), void *userdata) {
-        progress_hook = hook;
-        progress_userdata = userdata;
+void ctrl_set_thread_in_flight(CtrlInFlight *f) {
+        thread_in_flight = f;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
 typedef enum CtrlCmd {
@@ -162,7 +168,7 @@ typedef enum CtrlCmd {
 } CtrlCmd;
 
 /* The one place a command is sent. @buf is 4096 bytes for Identify, 256 otherwise. */
-static int ctrl_submit(Ctrl *c, CtrlCmd cmd, void *buf, uint32_t cdw11, uint32_t *ret_result,
+static int ctrl_submit_one(Ctrl *c, CtrlCmd cmd, void *buf, uint32_t cdw11, uint32_t *ret_result,
                        uint16_t *ret_nvme_status) {
         uint32_t result = 0;
         int r;
@@ -227,11 +233,25 @@ static int ctrl_submit(Ctrl *c, CtrlCmd cmd, void *buf, uint32_t cdw11, uint32_t
                 return -EPERM;
         }
 
-        if (progress_hook)
-                progress_hook(progress_userdata);
         r = map_result(r, ret_nvme_status);
         if (r >= 0 && ret_result)
                 *ret_result = result;
+        return r;
+}
+
+/* ctrl_submit_one(), with the calling thread's marker kept (ctrl_set_thread_in_flight()). */
+static int ctrl_submit(Ctrl *c, CtrlCmd cmd, void *buf, uint32_t cdw11, uint32_t *ret_result,
+                       uint16_t *ret_nvme_status) {
+        CtrlInFlight *f = thread_in_flight;
+        int r;
+
+        if (!f)
+                return ctrl_submit_one(c, cmd, buf, cdw11, ret_result, ret_nvme_status);
+        if (atomic_load(&f->cancel))
+                return -ECANCELED;
+        atomic_store(&f->since_usec, MAX(now_usec(), UINT64_C(1)));
+        r = ctrl_submit_one(c, cmd, buf, cdw11, ret_result, ret_nvme_status);
+        atomic_store(&f->since_usec, 0);
         return r;
 }
 

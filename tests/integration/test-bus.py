@@ -179,6 +179,8 @@ def scenario_api():
     d = Daemon(CONF, extra_env={"DBUS_SYSTEM_BUS_ADDRESS": addr})
     try:
         check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        # the API is up while the first steps run: take in what it announced before READY=1
+        sig.pump(0.3)
         # owned before READY=1: no wait needed
         p = busctl(addr, "--json=short", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
                    "org.freedesktop.DBus", "NameHasOwner", "s", NAME)

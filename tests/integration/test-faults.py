@@ -782,8 +782,9 @@ def scenario_transient():
 
 def scenario_slow_commands():
     # Every admin command of both controllers takes 600 ms: a reload that rewrites both tables is
-    # one dispatch of 2 x (Get, Set, Get) = 3.6 s, longer than WATCHDOG_USEC (2 s) here. The loop
-    # cannot ping between dispatches then; the daemon feeds the watchdog after each command instead.
+    # 2 x (Get, Set, Get). The commands run in each controller's own thread, so the two controllers
+    # take 1.8 s side by side, not 3.6 s one after the other, and the loop goes on pinging the
+    # watchdog at most half of WATCHDOG_USEC apart.
     fresh()
     for n in ("nvme0", "nvme1"):
         ctl("fault", n, "any=delay=600:always")
@@ -806,7 +807,7 @@ def scenario_slow_commands():
         return False
 
     try:
-        check(pump(30, r"^READY=1$"), "slow commands: READY=1 (two controllers at 2.4 s each)")
+        check(pump(30, r"^READY=1$"), "slow commands: READY=1 (two controllers at 2.4 s each, side by side)")
         check(read_table("nvme0") == WANT["nvme0"], "slow commands: nvme0 programmed")
         write_config("[apst]\npolicy = kernel\n", conf)
         start = len(times)
@@ -820,9 +821,10 @@ def scenario_slow_commands():
         pts = [t0] + [t for t in pings if t >= t0]
         gaps = [b - a for a, b in zip(pts, pts[1:])]
         print(f"slow commands: the reload took {took:.1f} s; WATCHDOG=1 gaps {[round(g, 2) for g in gaps]}")
-        check(took > limit, f"slow commands: the reload's dispatch ({took:.1f} s) outlasts WATCHDOG_USEC")
-        check(gaps and max(gaps) < limit,
-              f"slow commands: WATCHDOG=1 kept coming within {limit} s during it (longest gap "
+        check(1.7 < took < 3.3, f"slow commands: the two controllers' 3 x 600 ms ran side by side ({took:.1f} s, "
+                                "not 3.6 s)")
+        check(len(gaps) >= 3 and max(gaps) <= limit / 2,
+              f"slow commands: WATCHDOG=1 at most half of WATCHDOG_USEC apart during it (longest gap "
               f"{max(gaps) if gaps else 0:.2f} s)")
         check(len(times) > start, "slow commands: notifications during the reload")
         for n in ("nvme0", "nvme1"):
