@@ -23,6 +23,7 @@
 #include "apst.h"
 #include "gaphist.h"
 #include "idctrl.h"
+#include "learned.h"
 #include "passive-calib.h"
 #include "shadow.h"
 #include "sim.h"
@@ -130,6 +131,7 @@ typedef struct Adapt {
         double gaps_seen;          /* evidence since the drive was first watched (ADAPT_TRUST_MIN_GAP_NS) */
         double observed_ns;        /* time covered by deltas since the drive was first watched */
         uint64_t gaps_last_ns, gaps_decide_ns;
+        bool table_changed;        /* a table was programmed since the last delta */
         bool fallen_back;          /* the guard put the kernel's table back */
         uint64_t fallback_ns;
         uint32_t fallback_exlat_us[SHADOW_STATES];
@@ -177,6 +179,17 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
  * then. Return: 0, -EINVAL.
  */
 int adapt_start_exact(Adapt *a, ApstTable *ret_table);
+
+/* What the policy learned about its drive, to keep across restarts (learned.h). */
+void adapt_learned_capture(const Adapt *a, Learned *ret);
+
+/**
+ * adapt_learned_restore() - take up what an earlier run learned about this drive: the gap
+ * histogram, passive calibration's sums (so the measured exit latencies) and the evidence
+ * count. Call after adapt_init() and before the first observation.
+ * Return: 0; -ESTALE when @l is for another model, firmware or serial (nothing is taken).
+ */
+int adapt_learned_restore(Adapt *a, const Learned *l);
 
 /* The shadow kernel's figures: since start and over the window. */
 void adapt_savings(const Adapt *a, ShadowSums *ret_total_applied, ShadowSums *ret_total_kernel,

@@ -60,7 +60,8 @@ typedef struct ManagerOptions {
         const char *dev_dir;            /* "/dev" */
         const char *proc_root;          /* "/proc" */
         const char *runtime_dir;        /* $RUNTIME_DIRECTORY: the crash records */
-        const char *state_dir;          /* $STATE_DIRECTORY: measured wake costs (read only) */
+        const char *state_dir;          /* $STATE_DIRECTORY: measured wake costs (read), what the adaptive
+                                         * policy learned per drive (read and written) */
         uint64_t verify_interval_usec;  /* 0 = MANAGER_VERIFY_INTERVAL_USEC */
 } ManagerOptions;
 

@@ -501,6 +501,7 @@ static int program(Adapt *a, const AdaptChain *c, const ApstTable *t, AdaptDecis
         d->table = *t;
         a->current = *c;
         a->current_table = *t;
+        a->table_changed = true;
         a->last_program_ns = now_ns;
         a->programs++;
         a->last = *d;
@@ -588,8 +589,12 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
 
         /* What the table in force cost, and what the kernel's would have, on these gaps,
          * with the exit latencies the first requests showed. */
+        /* The first delta after a new table holds gaps that began under the old one: no
+         * evidence for either table's states. */
         pcal_reach_from_table(&a->current_table, &a->id, &reach);
-        pcal_feed(&a->pcal, delta, &reach);
+        if (!a->table_changed)
+                pcal_feed(&a->pcal, delta, &reach);
+        a->table_changed = false;
         update_exlat(a);
         shadow_chain_from_table(&a->sd, a->current_table.apste, a->current_table.entry, &applied);
         double spent_before = a->shadow.total_applied.wake_ns;
@@ -687,6 +692,37 @@ int adapt_start_exact(Adapt *a, ApstTable *ret_table) {
                 a->current_table = a->kernel_table;
         }
         *ret_table = a->current_table;
+        return 0;
+}
+
+void adapt_learned_capture(const Adapt *a, Learned *ret) {
+        Learned l = {};
+
+        (void) snprintf(l.model, sizeof l.model, "%s", a->id.model);
+        (void) snprintf(l.firmware, sizeof l.firmware, "%s", a->id.firmware);
+        l.serial_hash = learned_serial_hash(a->id.serial);
+        l.gaps_seen = (uint64_t) MIN(a->gaps_seen, (double) LEARNED_COUNT_MAX);
+        l.hist_elapsed_ms = (uint64_t) MIN(a->hist_elapsed_ns / 1e6, (double) LEARNED_COUNT_MAX);
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                l.hist_milli[b] = (uint64_t) MIN(a->hist.gaps[b] * LEARNED_HIST_SCALE + 0.5, (double) LEARNED_COUNT_MAX);
+        l.awake = a->pcal.awake;
+        for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
+                l.state[s] = a->pcal.state[s];
+        *ret = l;
+}
+
+int adapt_learned_restore(Adapt *a, const Learned *l) {
+        if (strcmp(l->model, a->id.model) != 0 || strcmp(l->firmware, a->id.firmware) != 0 ||
+            l->serial_hash != learned_serial_hash(a->id.serial))
+                return -ESTALE;
+        a->gaps_seen = (double) l->gaps_seen;
+        a->hist_elapsed_ns = (double) l->hist_elapsed_ms * 1e6;
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                a->hist.gaps[b] = (double) l->hist_milli[b] / LEARNED_HIST_SCALE;
+        a->pcal.awake = l->awake;
+        for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
+                a->pcal.state[s] = l->state[s];
+        update_exlat(a);
         return 0;
 }
 

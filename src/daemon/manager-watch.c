@@ -29,6 +29,7 @@
 
 #include "adapt.h"
 #include "apstd-ids.h"
+#include "learned-store.h"
 #include "log.h"
 #include "manager.h"
 #include "watch.h"
@@ -74,11 +75,57 @@ static uint64_t now_usec(const Manager *m) {
         return t;
 }
 
+/* What the adaptive policy learned on the exact source outlives the daemon: kept per drive in
+ * the state directory (learned.h) when the policy stops, taken up when it starts. The stat
+ * source learns nothing that file keeps, so it never overwrites one. */
+static void learned_keep(ManagerWatch *w) {
+        const char *dir = w->ctrl->manager->state_dir;
+        Learned l;
+        int r;
+
+        if (!w->adapt || w->adapt->source != ADAPT_SOURCE_BPF || !dir || !*dir)
+                return;
+        adapt_learned_capture(w->adapt, &l);
+        r = learned_save(dir, &l);
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot keep what the adaptive policy learned: %m",
+                                  w->ctrl->controller.name);
+}
+
+static void learned_take(ManagerWatch *w) {
+        const Controller *ct = &w->ctrl->controller;
+        const IdCtrl *id = &ct->plan.plan_id;
+        const char *dir = w->ctrl->manager->state_dir;
+        _cleanup_free_ char *err = NULL;
+        Learned l;
+        int r;
+
+        if (!dir || !*dir)
+                return;
+        r = learned_load(dir, id->model, id->firmware, learned_serial_hash(id->serial), &l, &err);
+        if (r == -ENOENT)
+                return;
+        if (r >= 0)
+                r = adapt_learned_restore(w->adapt, &l);
+        if (r < 0)
+                log_warning_errno(r, "%s: not taking up what the adaptive policy learned before: %s", ct->name,
+                                  err ? err : strerror(-r));
+        else
+                log_debug("%s: the adaptive policy takes up what it learned before (%" PRIu64 " gaps).", ct->name,
+                          l.gaps_seen);
+}
+
+static void adapt_stop(ManagerWatch *w) {
+        learned_keep(w);
+        free(w->adapt);
+        w->adapt = NULL;
+}
+
 ManagerWatch *manager_watch_free(ManagerWatch *w) {
         if (!w)
                 return NULL;
         sd_event_source_disable_unref(w->timer);
-        free(w->adapt);
+        adapt_stop(w);
         free(w);
         return NULL;
 }
@@ -209,7 +256,7 @@ static void adapt_start(ManagerWatch *w, uint64_t now) {
         ApstTable initial;
         int r;
 
-        free(w->adapt);
+        adapt_stop(w);
         w->adapt = calloc(1, sizeof *w->adapt);
         if (!w->adapt) {
                 (void) log_error_errno(-ENOMEM, "Out of memory.");
@@ -224,6 +271,7 @@ static void adapt_start(ManagerWatch *w, uint64_t now) {
                 return;
         }
         w->params = ct->plan.params;
+        learned_take(w);
         log_debug("%s: adaptive policy started.", ct->name);
 }
 
@@ -275,8 +323,7 @@ void manager_watch_ctrl(ManagerCtrl *c) {
         }
         if (!adaptive) {
                 if (w->adapt) {
-                        free(w->adapt);
-                        w->adapt = NULL;
+                        adapt_stop(w);
                         watch_init(&w->watch, now * NS_PER_USEC);
                         watch_arm(w, now, now);
                 }

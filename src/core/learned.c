@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the adaptive policy learned about one drive, and its file; see learned.h. */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "learned.h"
+#include "macro.h"
+
+uint64_t learned_serial_hash(const char *serial) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+        for (const unsigned char *p = (const unsigned char *) (serial ? serial : ""); *p; p++) {
+                h ^= *p;
+                h *= UINT64_C(0x100000001b3);
+        }
+        return h;
+}
+
+static void format_sum(FILE *f, const char *what, int ps, const PcalSum *s) {
+        fprintf(f, "%s=", what);
+        if (ps >= 0)
+                fprintf(f, "%d ", ps);
+        fprintf(f, "count=%" PRIu64 " sum_ns=%" PRIu64 " max_ns=%" PRIu64 "\n", s->count, s->sum_ns, s->max_ns);
+}
+
+int learned_format(const Learned *l, char **ret_text) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "# nvme-apstd adaptive policy: what it learned about one drive\n");
+        fprintf(f, "version=%d\n", LEARNED_FORMAT_VERSION);
+        fprintf(f, "model=%s\n", l->model);
+        fprintf(f, "firmware=%s\n", l->firmware);
+        fprintf(f, "serial_hash=%016" PRIx64 "\n", l->serial_hash);
+        fprintf(f, "gaps_seen=%" PRIu64 "\n", l->gaps_seen);
+        fprintf(f, "hist_elapsed_ms=%" PRIu64 "\n", l->hist_elapsed_ms);
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                if (l->hist_milli[b])
+                        fprintf(f, "bucket=%u gaps_milli=%" PRIu64 "\n", b, l->hist_milli[b]);
+        if (l->awake.count)
+                format_sum(f, "awake", -1, &l->awake);
+        for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
+                if (l->state[s].count)
+                        format_sum(f, "state", (int) s, &l->state[s]);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret_text = buf;
+        return 0;
+}
+
+static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (n == 0 || n > 20)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (s[i] - '0');
+        }
+        if (v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+static int parse_hex64(const char *s, size_t n, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (n != 16)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                unsigned d;
+                if (s[i] >= '0' && s[i] <= '9')
+                        d = (unsigned) (s[i] - '0');
+                else if (s[i] >= 'a' && s[i] <= 'f')
+                        d = (unsigned) (s[i] - 'a' + 10);
+                else
+                        return -EINVAL;
+                v = v << 4 | d;
+        }
+        *ret = v;
+        return 0;
+}
+
+static int copy_string(char *dst, size_t size, const char *s, size_t n) {
+        if (n >= size)
+                return -ERANGE;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) s[i] < 0x20 || (unsigned char) s[i] > 0x7e)
+                        return -EINVAL;
+        memcpy(dst, s, n);
+        dst[n] = 0;
+        return 0;
+}
+
+/* "[LEAD ]k1=v1 k2=v2 ...": @lead (if not NULL) is a bare number first, then every key of @keys
+ * exactly once, each at most @max. */
+static const char *parse_fields(const char *s, size_t n, uint64_t *lead, uint64_t lead_max, const char *const *keys,
+                                size_t n_keys, uint64_t max, uint64_t *v) {
+        unsigned seen = 0;
+        size_t i = 0;
+
+        if (lead) {
+                while (i < n && s[i] != ' ')
+                        i++;
+                if (parse_u64(s, i, lead_max, lead) < 0)
+                        return "expected a number first";
+                while (i < n && s[i] == ' ')
+                        i++;
+        }
+        while (i < n) {
+                size_t w = i, eq, k;
+                while (i < n && s[i] != ' ')
+                        i++;
+                for (eq = w; eq < i && s[eq] != '='; eq++)
+                        ;
+                if (eq == i)
+                        return "expected KEY=VALUE";
+                for (k = 0; k < n_keys; k++)
+                        if (strlen(keys[k]) == eq - w && !memcmp(keys[k], s + w, eq - w))
+                                break;
+                if (k == n_keys)
+                        return "unknown key";
+                if (seen & (1u << k))
+                        return "key repeated";
+                if (parse_u64(s + eq + 1, i - eq - 1, max, &v[k]) < 0)
+                        return "not a number in range";
+                seen |= 1u << k;
+                while (i < n && s[i] == ' ')
+                        i++;
+        }
+        if (seen != (1u << n_keys) - 1)
+                return "a field is missing";
+        return NULL;
+}
+
+static const char *parse_sum(const char *s, size_t n, uint64_t *lead, PcalSum *ret) {
+        static const char *const keys[] = { "count", "sum_ns", "max_ns" };
+        uint64_t v[3];
+        const char *why = parse_fields(s, n, lead, IDCTRL_MAX_PS - 1, keys, 3, UINT64_MAX, v);
+
+        if (why)
+                return why;
+        /* A sum without a count, a count without a sum's worth, or a maximum above the sum
+         * or below the mean cannot come from passive calibration. */
+        if (v[0] == 0 || v[0] > LEARNED_COUNT_MAX || v[2] > v[1] || v[2] < v[1] / v[0])
+                return "count, sum_ns and max_ns do not fit together";
+        *ret = (PcalSum) { .count = v[0], .sum_ns = v[1], .max_ns = v[2] };
+        return NULL;
+}
+
+static int parse_fail(char **ret_error, unsigned line, const char *why) {
+        if (ret_error) {
+                char *m = NULL;
+                if (asprintf(&m, "line %u: %s", line, why) < 0)
+                        return -ENOMEM;
+                free(*ret_error);
+                *ret_error = m;
+        }
+        return -EINVAL;
+}
+
+enum {
+        HAVE_VERSION = 1 << 0,
+        HAVE_MODEL = 1 << 1,
+        HAVE_FIRMWARE = 1 << 2,
+        HAVE_SERIAL = 1 << 3,
+        HAVE_GAPS = 1 << 4,
+        HAVE_AWAKE = 1 << 5,
+        HAVE_ELAPSED = 1 << 6,
+};
+
+int learned_parse(const char *text, size_t len, Learned *ret, char **ret_error) {
+        Learned l = {};
+        unsigned line = 0, have = 0;
+        uint32_t states = 0;
+        bool bucket_seen[GAP_BUCKETS] = {};
+        size_t p = 0;
+
+        while (p < len) {
+                const char *s = text + p, *eol = memchr(s, '\n', len - p);
+                size_t n = eol ? (size_t) (eol - s) : len - p, kl, vl;
+                const char *why = NULL, *val;
+                unsigned bit = 0;
+
+                p += n + (eol ? 1 : 0);
+                line++;
+                if (n == 0 || s[0] == '#')
+                        continue;
+                if (memchr(s, 0, n))
+                        return parse_fail(ret_error, line, "NUL byte");
+                val = memchr(s, '=', n);
+                if (!val)
+                        return parse_fail(ret_error, line, "expected KEY=VALUE");
+                kl = (size_t) (val - s);
+                val++;
+                vl = n - kl - 1;
+#define KEY(k) (kl == strlen(k) && !memcmp(s, k, kl))
+                if (KEY("version")) {
+                        uint64_t v;
+                        bit = HAVE_VERSION;
+                        if (parse_u64(val, vl, UINT32_MAX, &v) < 0 || v != LEARNED_FORMAT_VERSION)
+                                why = "unsupported version (this nvme-apstd reads version 1)";
+                } else if (!(have & HAVE_VERSION))
+                        why = "the first key must be version=";
+                else if (KEY("model")) {
+                        bit = HAVE_MODEL;
+                        if (copy_string(l.model, sizeof l.model, val, vl) < 0)
+                                why = "model: at most 40 printable characters";
+                } else if (KEY("firmware")) {
+                        bit = HAVE_FIRMWARE;
+                        if (copy_string(l.firmware, sizeof l.firmware, val, vl) < 0)
+                                why = "firmware: at most 8 printable characters";
+                } else if (KEY("serial_hash")) {
+                        bit = HAVE_SERIAL;
+                        if (parse_hex64(val, vl, &l.serial_hash) < 0)
+                                why = "serial_hash: 16 lower-case hex digits";
+                } else if (KEY("gaps_seen")) {
+                        bit = HAVE_GAPS;
+                        if (parse_u64(val, vl, LEARNED_COUNT_MAX, &l.gaps_seen) < 0)
+                                why = "gaps_seen: a number up to 10^15";
+                } else if (KEY("hist_elapsed_ms")) {
+                        bit = HAVE_ELAPSED;
+                        if (parse_u64(val, vl, LEARNED_COUNT_MAX, &l.hist_elapsed_ms) < 0)
+                                why = "hist_elapsed_ms: a number up to 10^15";
+                } else if (KEY("bucket")) {
+                        static const char *const keys[] = { "gaps_milli" };
+                        uint64_t b, v;
+                        why = parse_fields(val, vl, &b, GAP_BUCKETS - 1, keys, 1, LEARNED_COUNT_MAX, &v);
+                        if (!why && bucket_seen[b])
+                                why = "bucket given twice";
+                        else if (!why && v == 0)
+                                why = "a bucket line with no gaps";
+                        else if (!why) {
+                                bucket_seen[b] = true;
+                                l.hist_milli[b] = v;
+                        }
+                } else if (KEY("awake")) {
+                        bit = HAVE_AWAKE;
+                        why = parse_sum(val, vl, NULL, &l.awake);
+                } else if (KEY("state")) {
+                        uint64_t ps = 0;
+                        PcalSum sum;
+                        why = parse_sum(val, vl, &ps, &sum);
+                        if (!why && (ps == 0 || (states & (UINT32_C(1) << ps))))
+                                why = ps == 0 ? "state 0 is not a sleep state" : "state given twice";
+                        else if (!why) {
+                                states |= UINT32_C(1) << ps;
+                                l.state[ps] = sum;
+                        }
+                } else
+                        why = "unknown key";
+#undef KEY
+                if (!why && bit && (have & bit))
+                        why = "key given twice";
+                if (why)
+                        return parse_fail(ret_error, line, why);
+                have |= bit;
+        }
+        if ((have & (HAVE_VERSION | HAVE_MODEL | HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED)) !=
+            (HAVE_VERSION | HAVE_MODEL | HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED))
+                return parse_fail(ret_error, line,
+                                  "incomplete: version, model, firmware, serial_hash, gaps_seen and hist_elapsed_ms "
+                                  "are required");
+        *ret = l;
+        return 0;
+}
+
+static bool sum_equal(const PcalSum *a, const PcalSum *b) {
+        return a->count == b->count && a->sum_ns == b->sum_ns && a->max_ns == b->max_ns;
+}
+
+bool learned_equal(const Learned *a, const Learned *b) {
+        if (strcmp(a->model, b->model) != 0 || strcmp(a->firmware, b->firmware) != 0 ||
+            a->serial_hash != b->serial_hash || a->gaps_seen != b->gaps_seen || a->hist_elapsed_ms != b->hist_elapsed_ms ||
+            !sum_equal(&a->awake, &b->awake))
+                return false;
+        for (unsigned i = 0; i < GAP_BUCKETS; i++)
+                if (a->hist_milli[i] != b->hist_milli[i])
+                        return false;
+        for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
+                if (!sum_equal(&a->state[s], &b->state[s]))
+                        return false;
+        return true;
+}
+
+static void escape(FILE *f, const char *s) {
+        for (; *s; s++) {
+                unsigned char ch = (unsigned char) *s;
+                if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                    ch == '-')
+                        fputc(ch, f);
+                else
+                        fprintf(f, "%%%02X", ch);
+        }
+}
+
+int learned_path(const char *state_dir, const char *model, const char *firmware, uint64_t serial_hash,
+                 char **ret_path) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        if (!state_dir || !*state_dir || !model || !*model || !firmware)
+                return -EINVAL;
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "%s/adaptive/", state_dir);
+        escape(f, model);
+        fputc('@', f);
+        escape(f, firmware);
+        fprintf(f, "@%016" PRIx64 ".learned", serial_hash);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret_path = buf;
+        return 0;
+}

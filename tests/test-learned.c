@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What the adaptive policy learned about a drive, kept across restarts: the file
+ * round-trips, the parser is strict, the serial is only ever a hash, and a policy
+ * that takes up a file knows what the one that wrote it knew.
+ */
+#undef NDEBUG
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adapt.h"
+#include "learned-store.h"
+#include "learned.h"
+#include "sim.h"
+
+static unsigned n_checks, n_failed;
+static const char *current = "";
+
+#define CHECK(cond)                                                                    \
+        do {                                                                           \
+                n_checks++;                                                            \
+                if (!(cond)) {                                                         \
+                        n_failed++;                                                    \
+                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,     \
+                                __LINE__, current, #cond);                             \
+                }                                                                      \
+        } while (0)
+
+#define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
+
+static const char good[] = "# a comment\n"
+                           "version=1\n"
+                           "model=Samsung SSD 970 EVO Plus 2TB\n"
+                           "firmware=2B2QEXM7\n"
+                           "serial_hash=0123456789abcdef\n"
+                           "gaps_seen=1234\n"
+                           "hist_elapsed_ms=28000\n"
+                           "bucket=37 gaps_milli=1500\n"
+                           "bucket=60 gaps_milli=250\n"
+                           "awake=count=10 sum_ns=1000000 max_ns=150000\n"
+                           "state=4 count=6 sum_ns=48600000 max_ns=8200000\n";
+
+static int parse(const char *text, Learned *l, char **err) {
+        return learned_parse(text, strlen(text), l, err);
+}
+
+static void test_round_trip(void) {
+        Learned l, back;
+        char *text = NULL, *err = NULL;
+
+        current = "round trip";
+        CHECK(parse(good, &l, &err) == 0 && err == NULL);
+        CHECK(strcmp(l.model, "Samsung SSD 970 EVO Plus 2TB") == 0 && strcmp(l.firmware, "2B2QEXM7") == 0);
+        CHECK(l.serial_hash == UINT64_C(0x0123456789abcdef) && l.gaps_seen == 1234 && l.hist_elapsed_ms == 28000);
+        CHECK(l.hist_milli[37] == 1500 && l.hist_milli[60] == 250 && l.hist_milli[38] == 0);
+        CHECK(l.awake.count == 10 && l.state[4].sum_ns == 48600000 && l.state[3].count == 0);
+        CHECK(learned_format(&l, &text) == 0);
+        CHECK(parse(text, &back, NULL) == 0 && learned_equal(&l, &back));
+        free(text);
+}
+
+static void test_strict(void) {
+        static const struct {
+                const char *text, *why;
+        } bad[] = {
+                { "model=x\n", "line 1: the first key must be version=" },
+                { "version=2\n", "line 1: unsupported version" },
+                { "version=1\nmodel=a\nfirmware=b\nserial_hash=0123456789abcdef\ngaps_seen=1\n", "incomplete" },
+                { "version=1\nmodel=a\nmodel=b\n", "line 3: key given twice" },
+                { "version=1\nserial_hash=0123456789ABCDEF\n", "line 2: serial_hash" },
+                { "version=1\nserial_hash=SN12345\n", "line 2: serial_hash" },
+                { "version=1\nbucket=98 gaps_milli=1\n", "line 2: expected a number first" },
+                { "version=1\nbucket=3 gaps_milli=1\nbucket=3 gaps_milli=2\n", "line 3: bucket given twice" },
+                { "version=1\nbucket=3 gaps_milli=0\n", "line 2: a bucket line with no gaps" },
+                { "version=1\ngaps_seen=1000000000000001\n", "line 2: gaps_seen" },
+                { "version=1\nstate=0 count=1 sum_ns=1 max_ns=1\n", "line 2: state 0 is not a sleep state" },
+                { "version=1\nstate=4 count=2 sum_ns=10 max_ns=11\n", "line 2: count, sum_ns and max_ns" },
+                { "version=1\nstate=4 count=2 sum_ns=10 max_ns=4\n", "line 2: count, sum_ns and max_ns" },
+                { "version=1\nstate=4 count=0 sum_ns=0 max_ns=0\n", "line 2: count, sum_ns and max_ns" },
+                { "version=1\nstate=4 count=1 sum_ns=5\n", "line 2: a field is missing" },
+                { "version=1\nawake=count=1 sum_ns=5 max_ns=5 extra=1\n", "line 2: unknown key" },
+                { "version=1\nwhat=1\n", "line 2: unknown key" },
+        };
+
+        current = "strict";
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                Learned l;
+                char *err = NULL;
+                int r = parse(bad[i].text, &l, &err);
+                CHECK(r == -EINVAL);
+                CHECK(err && strstr(err, bad[i].why) != NULL);
+                if (!err || !strstr(err, bad[i].why))
+                        fprintf(stderr, "  case %zu: %s\n", i, err ? err : "(none)");
+                free(err);
+        }
+}
+
+static void test_path(void) {
+        char *p = NULL;
+
+        current = "path";
+        CHECK(learned_path("/var/lib/nvme-apstd", "Samsung SSD 970/EVO", "2B2Q", UINT64_C(0xab), &p) == 0);
+        CHECK(p && strcmp(p, "/var/lib/nvme-apstd/adaptive/Samsung%20SSD%20970%2FEVO@2B2Q@00000000000000ab.learned") == 0);
+        free(p);
+        CHECK(learned_path("", "m", "f", 0, &p) == -EINVAL);
+        /* FNV-1a 64 of "" and of "a" (the published test vectors) */
+        CHECK(learned_serial_hash("") == UINT64_C(0xcbf29ce484222325));
+        CHECK(learned_serial_hash("a") == UINT64_C(0xaf63dc4c8601ec8c));
+}
+
+/* Samsung 970 EVO Plus-like: ps3 70 mW (210/1200 µs), ps4 5 mW (2000/8000 µs). */
+static IdCtrl drive(void) {
+        IdCtrl id = { .vid = 0x144d, .npss = 4, .apst_supported = true };
+        strcpy(id.model, "test drive");
+        strcpy(id.firmware, "1.0");
+        strcpy(id.serial, "S4EWNX0R123456");
+        id.psd[0] = (IdPsd) { .max_power_uw = 7500000 };
+        id.psd[1] = (IdPsd) { .max_power_uw = 5900000 };
+        id.psd[2] = (IdPsd) { .max_power_uw = 3600000 };
+        id.psd[3] = (IdPsd) { .max_power_uw = 70000, .non_operational = true, .enlat_us = 210, .exlat_us = 1200 };
+        id.psd[4] = (IdPsd) { .max_power_uw = 5000, .non_operational = true, .enlat_us = 2000, .exlat_us = 8000 };
+        return id;
+}
+
+static void test_restore(void) {
+        static TraceIo io[8192];
+        IdCtrl id = drive();
+        ApstParams p = APST_PARAMS_DEFAULT;
+        SimParams sp = SIM_PARAMS_DEFAULT;
+        SimDrive d;
+        SimPolicy pol;
+        ApstTable t;
+        SimResult r;
+        Adapt *a = calloc(1, sizeof(Adapt)), *b = calloc(1, sizeof(Adapt));
+        Learned l, back;
+        char *text = NULL;
+        size_t n = 0;
+        uint64_t tt = 0;
+
+        current = "restore";
+        assert(a && b);
+        /* A minute of writes every 50 or 400 ms on a drive that wakes 3x slower than it says. */
+        while (n < 8192 && tt < MS(60000)) {
+                io[n++] = (TraceIo) { .t_ns = tt, .bytes = 4096, .op = TRACE_OP_WRITE };
+                tt += n % 3 ? MS(50) : MS(400);
+        }
+        p.policy = APST_POLICY_ADAPTIVE;
+        assert(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
+        assert(sim_drive_scale_exlat(&d, 3.0) == 0);
+        assert(adapt_init(a, &id, NULL, &p, 0, &t) == 0);
+        adapt_sim_policy_gaps(&pol, a);
+        assert(sim_run(&d, io, n, &sp, &pol, &r) == 0);
+        if (getenv("TEST_VERBOSE"))
+                for (size_t i = 0; i < r.n_reprograms; i++)
+                        fprintf(stderr, "%.1f %s\n", r.reprograms[i].t_ns / 1e9, r.reprograms[i].reason);
+        if (getenv("TEST_VERBOSE"))
+                fprintf(stderr, "ps3 %u/%" PRIu64 " ps4 %u/%" PRIu64 " awake %" PRIu64 "\n", shadow_exlat_us(&a->sd, 3),
+                        a->pcal.state[3].count, shadow_exlat_us(&a->sd, 4), a->pcal.state[4].count, a->pcal.awake.count);
+        sim_result_done(&r);
+        CHECK(a->gaps_seen > 100);
+        /* it measured the lie on the states it visited */
+        CHECK(shadow_exlat_us(&a->sd, 3) > 2 * 1200 || shadow_exlat_us(&a->sd, 4) > 2 * 8000);
+
+        adapt_learned_capture(a, &l);
+        CHECK(strcmp(l.model, "test drive") == 0 && l.serial_hash == learned_serial_hash("S4EWNX0R123456"));
+        CHECK(learned_format(&l, &text) == 0);
+        /* the serial is never in the file */
+        CHECK(text && strstr(text, "S4EWNX0R123456") == NULL);
+        CHECK(learned_parse(text, strlen(text), &back, NULL) == 0 && learned_equal(&l, &back));
+
+        /* A new run takes it up: the same exit latencies, the same evidence, the histogram. */
+        assert(adapt_init(b, &id, NULL, &p, 0, &t) == 0);
+        CHECK(adapt_learned_restore(b, &back) == 0);
+        for (unsigned ps = 1; ps <= 4; ps++) {
+                CHECK(shadow_exlat_us(&b->sd, ps) == shadow_exlat_us(&a->sd, ps));
+                CHECK(shadow_exlat_us(&b->sd_cand, ps) == shadow_exlat_us(&a->sd_cand, ps));
+        }
+        CHECK(fabs(b->gaps_seen - a->gaps_seen) < 1 && b->gaps_seen > 100);
+        CHECK(fabs(b->hist.gaps[gaphist_bucket(MS(400))] - a->hist.gaps[gaphist_bucket(MS(400))]) < 0.01);
+
+        /* Another drive of the same model (another serial) takes nothing. */
+        Adapt *c = calloc(1, sizeof(Adapt));
+        assert(c);
+        strcpy(id.serial, "S4EWNX0R999999");
+        assert(adapt_init(c, &id, NULL, &p, 0, &t) == 0);
+        CHECK(adapt_learned_restore(c, &back) == -ESTALE);
+        CHECK(c->gaps_seen == 0);
+        free(c);
+        free(text);
+        free(a);
+        free(b);
+}
+
+static void test_store(void) {
+        char dir[] = "/tmp/test-learned-XXXXXX", *path = NULL, *err = NULL;
+        Learned l, back;
+        struct stat st;
+
+        current = "store";
+        assert(mkdtemp(dir));
+        assert(parse(good, &l, NULL) == 0);
+        CHECK(learned_load(dir, l.model, l.firmware, l.serial_hash, &back, &err) == -ENOENT);
+        CHECK(learned_save(dir, &l) == 0);
+        CHECK(learned_load(dir, l.model, l.firmware, l.serial_hash, &back, &err) == 0 && learned_equal(&l, &back));
+        assert(learned_path(dir, l.model, l.firmware, l.serial_hash, &path) == 0);
+        CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+        /* the file of another drive of the model is not this drive's */
+        CHECK(learned_load(dir, l.model, l.firmware, l.serial_hash + 1, &back, &err) == -ENOENT);
+        /* a file that says it is for another drive is refused, with its path */
+        FILE *f = fopen(path, "w");
+        assert(f);
+        fputs("version=1\nmodel=other\nfirmware=2B2QEXM7\nserial_hash=0123456789abcdef\ngaps_seen=1\n"
+              "hist_elapsed_ms=1\n", f);
+        fclose(f);
+        CHECK(learned_load(dir, l.model, l.firmware, l.serial_hash, &back, &err) == -EINVAL);
+        CHECK(err && strstr(err, path) && strstr(err, "another drive"));
+        free(err);
+        (void) unlink(path);
+        free(path);
+        if (asprintf(&path, "%s/adaptive", dir) > 0) {
+                (void) rmdir(path);
+                free(path);
+        }
+        (void) rmdir(dir);
+}
+
+int main(void) {
+        test_round_trip();
+        test_strict();
+        test_path();
+        test_restore();
+        test_store();
+        printf("%u checks, %u failed\n", n_checks, n_failed);
+        return n_failed ? 1 : 0;
+}
