@@ -32,6 +32,7 @@ typedef enum CtrlJobKind {
         CTRL_JOB_SYNC,       /* controller_sync() */
         CTRL_JOB_PROGRAM,    /* controller_program() with .table */
         CTRL_JOB_RESTORE,    /* controller_restore() */
+        CTRL_JOB_CALL,       /* .call(.data): a verb's own sequence of commands (ctrljob_new_call()) */
         _CTRL_JOB_KIND_MAX,
         _CTRL_JOB_KIND_INVALID = -EINVAL,
 } CtrlJobKind;
@@ -48,6 +49,9 @@ typedef struct CtrlJob {
         Config config;
         SysPlatform platform;
         char *sysfs_root, *dev_dir, *record_dir, *state_dir;
+        int (*call)(void *data);      /* CTRL_JOB_CALL: runs in the thread; @data is the job's */
+        void *data;
+        void (*free_data)(void *data);
 
         /* Out: valid once the job is off the queue. */
         ControllerOutcome outcome;
@@ -65,6 +69,10 @@ typedef struct CtrlJob {
 /* Copy @c, @ctx (and everything it points to) and @reason into a new job. @table: CTRL_JOB_PROGRAM's. */
 int ctrljob_new(CtrlJobKind kind, const Controller *c, const ControllerContext *ctx, const char *reason,
                 const ApstTable *table, CtrlJob **ret);
+/* A job that runs @call(@data) in its thread; @data is the job's from now on (freed with
+ * @free_data by ctrljob_free(), never if the job is given up on): what @call writes there the
+ * caller reads once the job is back. Return: 0 or -ENOMEM (@data then still the caller's). */
+int ctrljob_new_call(int (*call)(void *data), void *data, void (*free_data)(void *data), CtrlJob **ret);
 CtrlJob *ctrljob_free(CtrlJob *j);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CtrlJob *, ctrljob_free);
 

@@ -16,6 +16,7 @@
 #include "verbs.h"
 #include "config-build.h"
 #include "controller.h"
+#include "ctrljob.h"
 #include "log.h"
 
 static void help(void) {
@@ -28,8 +29,23 @@ static void help(void) {
                SYSCONFDIR);
 }
 
+/* The drive did not answer an admin command within @secs: say so, name it. Its table is as found,
+ * unless the command it holds is the Set Features, which the drive may still carry out. */
+static int report_unresponsive(const char *name, unsigned secs) {
+        char s[16];
+
+        (void) snprintf(s, sizeof s, "%u", secs);
+        log_event(LOG_ERR, -ETIMEDOUT, MSGID_CTRL_UNRESPONSIVE,
+                  LOG_FIELDS({ "NVME_CTRL", name }, { "APST_REASON", "apply" }, { "NVME_DEADLINE_SEC", s }),
+                  "%s: no answer to an admin command for %u s; giving up on the controller.", name, secs);
+        printf("%s: FAILED (no answer to an admin command within %u s: the controller is unresponsive; "
+               "giving up on it)\n", name, secs);
+        return -ETIMEDOUT;
+}
+
 /* One line on stdout per controller; the journal entries are the engine's. */
 static int apply_one(const ControllerContext *ctx, const SysCtrl *sys) {
+        _cleanup_(ctrljob_freep) CtrlJob *j = NULL;
         char why[160], desc[1024];
         ControllerOutcome o;
         Controller c;
@@ -37,7 +53,21 @@ static int apply_one(const ControllerContext *ctx, const SysCtrl *sys) {
         int r;
 
         controller_init(&c, sys->name);
-        r = controller_sync(&c, ctx, "apply", &o);
+        /* in a thread of its own: a drive that does not answer is given up on after the deadline */
+        r = ctrljob_new(CTRL_JOB_SYNC, &c, ctx, "apply", NULL, &j);
+        if (r >= 0)
+                r = ctrljob_run(j, (uint64_t) ctx->config->daemon.unresponsive_after_sec * 1000000u);
+        if (r == -ETIMEDOUT) {
+                TAKE_PTR(j);   /* its thread's until the kernel ends the command */
+                return report_unresponsive(sys->name, ctx->config->daemon.unresponsive_after_sec);
+        }
+        if (r < 0) {
+                printf("%s: FAILED (%s)\n", c.name, strerror(-r));
+                return r;
+        }
+        c = j->controller;
+        o = j->outcome;
+        r = j->r;
         switch (o.result) {
         case CONTROLLER_PROGRAMMED:
                 apst_describe(&c.plan.plan.table, &c.id, desc, sizeof desc);

@@ -19,8 +19,10 @@
 
 #include "cpufreq-sysfs.h"
 #include "apply.h"
+#include "apstd-ids.h"
 #include "cli.h"
 #include "config-build.h"
+#include "ctrljob.h"
 #include "nvme-admin.h"
 #include "doctor.h"
 #include "fileio.h"
@@ -330,12 +332,57 @@ static int parse_doctor_options(int argc, char *argv[], DoctorOptions *o) {
 
 /* Read the selected controllers into @ctrls and the names of the PCIe ones into @names.
  * Return: how many were read. */
+typedef struct DoctorProbe {
+        SysCtrl sys;
+        DoctorCtrl d;
+} DoctorProbe;
+
+static int probe_call(void *data) {
+        DoctorProbe *p = data;
+
+        read_ctrl(&p->sys, &p->d);
+        return 0;
+}
+
+/* read_ctrl() in a thread of its own, given up on after @secs without an answer from the drive. */
+static void read_ctrl_bounded(const SysCtrl *sys, DoctorCtrl *d, unsigned secs) {
+        _cleanup_(ctrljob_freep) CtrlJob *j = NULL;
+        DoctorProbe *p = calloc(1, sizeof *p);
+        int r;
+
+        if (!p || ctrljob_new_call(probe_call, p, free, &j) < 0) {
+                free(p);
+                read_ctrl(sys, d);
+                return;
+        }
+        p->sys = *sys;
+        r = ctrljob_run(j, (uint64_t) secs * 1000000u);
+        if (r == -ETIMEDOUT) {
+                char s[16];
+
+                TAKE_PTR(j);   /* its thread's until the kernel ends the command */
+                *d = (DoctorCtrl) { .sys = *sys, .id_error = -ETIMEDOUT, .table_error = -ENOMSG };
+                (void) snprintf(d->id_error_text, sizeof d->id_error_text,
+                                "no answer to an admin command within %u s: the controller is unresponsive", secs);
+                (void) snprintf(s, sizeof s, "%u", secs);
+                log_event(LOG_ERR, -ETIMEDOUT, MSGID_CTRL_UNRESPONSIVE,
+                          LOG_FIELDS({ "NVME_CTRL", sys->name }, { "APST_REASON", "doctor" }, { "NVME_DEADLINE_SEC", s }),
+                          "%s: no answer to an admin command for %u s; giving up on the controller.", sys->name, secs);
+                return;
+        }
+        if (r < 0) {
+                read_ctrl(sys, d);
+                return;
+        }
+        *d = p->d;
+}
+
 static size_t read_selected_ctrls(const CliSelection *sel, DoctorCtrl *ctrls, const char **names,
-                                  size_t *ret_n_pcie) {
+                                  size_t *ret_n_pcie, unsigned secs) {
         size_t n_pcie = 0;
 
         for (size_t k = 0; k < sel->n; k++) {
-                read_ctrl(&sel->ctrls[k], &ctrls[k]);
+                read_ctrl_bounded(&sel->ctrls[k], &ctrls[k], secs);
                 if (strcmp(sel->ctrls[k].transport, "pcie") == 0)
                         names[n_pcie++] = ctrls[k].sys.name;
         }
@@ -398,7 +445,7 @@ int verb_doctor(int argc, char *argv[]) {
                 const char *names[sel.n + 1];
                 size_t n_pcie;
 
-                n = read_selected_ctrls(&sel, ctrls, names, &n_pcie);
+                n = read_selected_ctrls(&sel, ctrls, names, &n_pcie, cfg.daemon.unresponsive_after_sec);
                 s = (DoctorSnapshot) {
                         .sysfs_root = arg_sysfs_root,
                         .proc_root = arg_proc_root,

@@ -288,6 +288,7 @@ static void manager_ctrl_request(ManagerCtrl *c, CtrlJobKind kind, const ApstTab
                 c->queued |= MANAGER_QUEUED_SYNC;
                 (void) snprintf(c->sync_reason, sizeof c->sync_reason, "%s", reason);
                 break;
+        case CTRL_JOB_CALL:        /* the verbs' */
         case _CTRL_JOB_KIND_MAX:
         case _CTRL_JOB_KIND_INVALID:
                 break;

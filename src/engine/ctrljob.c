@@ -41,7 +41,7 @@ int ctrljob_new(CtrlJobKind kind, const Controller *c, const ControllerContext *
         _cleanup_(ctrljob_freep) CtrlJob *j = NULL;
         int r;
 
-        if (kind < 0 || kind >= _CTRL_JOB_KIND_MAX || (kind == CTRL_JOB_PROGRAM && !table))
+        if (kind < 0 || kind >= _CTRL_JOB_KIND_MAX || kind == CTRL_JOB_CALL || (kind == CTRL_JOB_PROGRAM && !table))
                 return -EINVAL;
         j = calloc(1, sizeof *j);
         if (!j)
@@ -75,9 +75,25 @@ int ctrljob_new(CtrlJobKind kind, const Controller *c, const ControllerContext *
         return 0;
 }
 
+int ctrljob_new_call(int (*call)(void *data), void *data, void (*free_data)(void *data), CtrlJob **ret) {
+        CtrlJob *j = calloc(1, sizeof *j);
+
+        if (!j)
+                return -ENOMEM;
+        config_init(&j->config);
+        j->kind = CTRL_JOB_CALL;
+        j->call = call;
+        j->data = data;
+        j->free_data = free_data;
+        *ret = j;
+        return 0;
+}
+
 CtrlJob *ctrljob_free(CtrlJob *j) {
         if (!j)
                 return NULL;
+        if (j->free_data)
+                j->free_data(j->data);
         config_done(&j->config);
         free(j->sysfs_root);
         free(j->dev_dir);
@@ -100,6 +116,9 @@ void ctrljob_execute(CtrlJob *j) {
                 break;
         case CTRL_JOB_RESTORE:
                 j->r = controller_restore(c, &j->ctx, j->reason, &j->outcome);
+                break;
+        case CTRL_JOB_CALL:
+                j->r = j->call(j->data);
                 break;
         case _CTRL_JOB_KIND_MAX:
         case _CTRL_JOB_KIND_INVALID:

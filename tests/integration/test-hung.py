@@ -420,7 +420,39 @@ def scenario_lifecycle():
             d.stop()
 
 
+def scenario_verbs():
+    # apply and doctor give up on a controller that does not answer after the deadline, name it,
+    # and do the rest; nvme0's table is as it was.
+    conf = config(deadline=2)
+    w = want(conf)
+    ctl("fault", "nvme0", "get-apst=delay=6000:once")
+    t = time.monotonic()
+    p = run("apply", "--config", conf, timeout=60 * SCALE)
+    took = time.monotonic() - t
+    check(p.returncode == 1, "verbs: apply exits 1")
+    check(re.search(r"^nvme0: FAILED \(no answer to an admin command within 2 s: the controller is unresponsive; "
+                    r"giving up on it\)$", p.stdout, re.M) is not None, "verbs: apply names nvme0 and why")
+    check(re.search(r"MESSAGE_ID=a8fb70c46bde42d48fe8056e2a9341ac.*NVME_CTRL=nvme0", p.stderr) is not None,
+          "verbs: apply logs it with its MESSAGE_ID")
+    check(re.search(r"^nvme1: programmed and verified", p.stdout, re.M) is not None and read_table("nvme1") == w["nvme1"],
+          "verbs: apply programs nvme1 all the same")
+    check(read_table("nvme0") == ORIG["nvme0"] and count_cmds("nvme0", SET) == 0,
+          "verbs: nvme0 as apply found it, no Set Features sent")
+    check(took <= 4 * SCALE, f"verbs: apply gave up after the deadline ({took:.1f} s)")
+    wait_for(lambda: count_cmds("nvme0", GET) >= 1, 10 * SCALE, "the held Get Features")
+
+    ctl("fault", "nvme0", "identify=delay=6000:once")
+    t = time.monotonic()
+    p = run("doctor", "--config", conf, timeout=60 * SCALE)
+    took = time.monotonic() - t
+    check(re.search(r"nvme0: Identify Controller failed: no answer to an admin command within 2 s: the controller is "
+                    r"unresponsive", p.stdout + p.stderr) is not None, "verbs: doctor names nvme0 and why")
+    check(took <= 4 * SCALE, f"verbs: doctor gave up after the deadline ({took:.1f} s)")
+    check(read_table("nvme0") == ORIG["nvme0"], "verbs: nvme0 as doctor found it")
+
+
 SCENARIOS = {
+    "verbs": scenario_verbs,
     "identify-start": scenario_identify_start,
     "get-start-reload": scenario_get_start_reload,
     "set-stop": scenario_set_stop,
