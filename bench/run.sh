@@ -72,7 +72,7 @@ quirks=yes
 root=$(cd "$(dirname "$0")/.." && pwd)
 pictures=$root/build/bench-run
 xscale=
-target=adaptive
+checked=adaptive
 
 usage() {
         sed -n '/^#   bench/,/^#  *\[-s/p' "$0" | sed 's/^# *//' >&2
@@ -88,7 +88,7 @@ while getopts b:D:p:s:d:w:x:T:nRo:h opt; do
         d) duration=$OPTARG ;;
         w) power=$OPTARG ;;
         x) xscale=$OPTARG ;;
-        T) target=$OPTARG ;;
+        T) checked=$OPTARG ;;
         n) quirks=no ;;
         R) real=no ;;
         o) pictures=$OPTARG ;;
@@ -274,7 +274,7 @@ done >"$tmp/rows"
 end=$(date +%s)
 
 awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${power:-default}" -v quirks="$quirks" \
-    -v xscale="${xscale:-1}" -v tp="$target" '
+    -v xscale="${xscale:-1}" -v tp="$checked" '
         BEGIN {
                 printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s, exit latencies x%s\n\n", seed, dur, power, quirks, xscale
                 printf "%-11s %-11s %-13s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"

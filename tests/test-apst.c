@@ -628,17 +628,17 @@ static void test_build_errors(void) {
         assert(apst_build(&id, NULL, &p, &plan) == -EINVAL);
         assert(apst_build(NULL, NULL, &p, &plan) == -EINVAL);
 
-        /* NULL platform = unknown: no PCI or DMI quirks, the default policy is the budget one */
+        /* NULL platform = unknown: no PCI or DMI quirks, the default (adaptive) policy starts from the stall-bounded table */
         p = APST_PARAMS_DEFAULT;
         assert(apst_build(&id, NULL, &p, &plan) == 0);
         assert(plan.quirks == 0 && plan.table.apste && plan.table.entry[0] == ENT(3, 1030));
 }
 
-/* /apst/params/defaults: the header's defaults are nvme_core's, and the budget policy is the default. */
+/* /apst/params/defaults: the header's defaults are nvme_core's, and the adaptive policy is the default. */
 static void test_defaults(void) {
         ApstParams p = APST_PARAMS_DEFAULT;
 
-        assert(p.policy == APST_POLICY_BUDGET);
+        assert(p.policy == APST_POLICY_ADAPTIVE);
         assert(p.max_latency_us == 100000 && p.primary_timeout_ms == 100 && p.secondary_timeout_ms == 2000);
         assert(p.primary_latency_tol_us == 15000 && p.secondary_latency_tol_us == 100000 && !p.force);
         assert(APST_P0_DEFAULT_UW == 300000);

@@ -40,7 +40,7 @@ done
 echo "ok   tradeoff.svg drawn"
 
 printf '0 R 4096\n0.5 W 4096\n3 R 4096\n' >"$tmp/trace.txt"
-"$bin" simulate --id-ctrl "$src/tests/data/idctrl/00-intel-ssdpekkw256g7.bin" --trace "$tmp/trace.txt" --json --timeline \
+"$bin" simulate --id-ctrl "$src/tests/data/idctrl/00-intel-ssdpekkw256g7.bin" --trace "$tmp/trace.txt" --policy budget --json --timeline \
         >"$tmp/sim.json"
 "$py" "$src/bench/plot.py" timeline --from 0 --to 3.1 --trace "$tmp/trace.txt" "$tmp/timeline.svg" "$tmp/sim.json"
 for want in ">none<" ">kernel<" ">budget<" "INTEL SSDPEKKW256G7" ">ps4<"; do

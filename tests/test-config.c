@@ -49,7 +49,7 @@ static void assert_defaults(const Config *c) {
         ApstParams d = APST_PARAMS_DEFAULT;
 
         assert(apst_equal(&c->apst, &d));
-        assert(c->apst.policy == APST_POLICY_BUDGET);
+        assert(c->apst.policy == APST_POLICY_ADAPTIVE);
         assert(c->apst.max_latency_us == 100000);
         assert(c->daemon.unresponsive_after_sec == UNRESPONSIVE_AFTER_SEC_DEFAULT);
         assert(c->apst.primary_timeout_ms == 100);
@@ -340,17 +340,17 @@ typedef struct ResolveCase {
           .secondary_timeout_ms = st, .primary_latency_tol_us = ptol,                          \
           .secondary_latency_tol_us = stol, .force = f }
 /* [apst] of resolve_text */
-#define BASE P(BUDGET, 50000, 300, 2000, 15000, 100000, false)
+#define BASE P(ADAPTIVE, 50000, 300, 2000, 15000, 100000, false)
 
 static const ResolveCase resolve_cases[] = {
         { "/config/resolve/pci-and-firmware",
           { .name = "nvme0", .model = "KINGSTON SA2000M8500G", .firmware = "S5Z42105",
             .pci_vendor = 0x2646, .pci_device = 0x2263 },
-          "kingston-a2000", true, P(BUDGET, 1500, 300, 2000, 15000, 100000, false) },
+          "kingston-a2000", true, P(ADAPTIVE, 1500, 300, 2000, 15000, 100000, false) },
         { "/config/resolve/first-match-wins-over-later-glob",
           { .name = "nvme1", .model = "KINGSTON SA2000M8500G", .firmware = "S5Z42105",
             .pci_vendor = 0x2646, .pci_device = 0x2263 },
-          "kingston-a2000", true, P(BUDGET, 1500, 300, 2000, 15000, 100000, false) },
+          "kingston-a2000", true, P(ADAPTIVE, 1500, 300, 2000, 15000, 100000, false) },
         { "/config/resolve/all-keys-must-match-then-next",
           { .name = "nvme0", .model = "KINGSTON SA2000M8500G", .firmware = "S5Z35000",
             .pci_vendor = 0x2646, .pci_device = 0x2263 },
@@ -364,7 +364,7 @@ static const ResolveCase resolve_cases[] = {
         { "/config/resolve/name",
           { .name = "nvme1", .model = "Other" },
           "second-controller", true,
-          P(BUDGET, 50000, 300, 9000, 1, 2, false) },
+          P(ADAPTIVE, 50000, 300, 9000, 1, 2, false) },
         { "/config/resolve/unknown-pci-never-matches",
           { .name = "nvme5", .model = "Other" },
           NULL, true, BASE },

@@ -202,9 +202,9 @@ checks=$((checks + 1))
 "$bin" simulate --json -c "$tmp/zero.conf" -i "$intel_bin" -t "$tmp/tiny.txt" >"$tmp/sim-zero.json" 2>"$tmp/err" ||
         fail "simulate, max_latency_us = 0: $(cat "$tmp/err")"
 # APST off: the chosen policy's first programmed table has APSTE clear, and it spends what "none" spends
-grep -q '^"policy":"budget",$' "$tmp/sim-zero.json" && grep -q '^"config_section":"intel",$' "$tmp/sim-zero.json" &&
-        [ "$(field "$tmp/sim-zero.json" budget energy_j)" = "$(field "$tmp/sim-zero.json" none energy_j)" ] ||
-        fail "simulate, max_latency_us = 0 in [device intel]: budget is not APST off"
+grep -q '^"policy":"adaptive",$' "$tmp/sim-zero.json" && grep -q '^"config_section":"intel",$' "$tmp/sim-zero.json" &&
+        [ "$(field "$tmp/sim-zero.json" adaptive energy_j)" = "$(field "$tmp/sim-zero.json" none energy_j)" ] ||
+        fail "simulate, max_latency_us = 0 in [device intel]: adaptive is not APST off"
 
 echo "$checks checks, $failed failed"
 [ $failed -eq 0 ]

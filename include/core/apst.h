@@ -48,7 +48,7 @@ ApstPolicyKind apst_policy_from_string(const char *s);
 
 /* The knobs, named and defaulted like nvme_core's module parameters (doc/kernel-apst.md). */
 typedef struct ApstParams {
-        ApstPolicyKind policy;             /* default APST_POLICY_BUDGET */
+        ApstPolicyKind policy;             /* default APST_POLICY_ADAPTIVE */
         uint32_t max_latency_us;           /* default 100000; 0 = APST off (APSTE=0, all-zero table) */
         uint32_t primary_timeout_ms;       /* default 100 */
         uint32_t secondary_timeout_ms;     /* default 2000 */
@@ -73,7 +73,7 @@ typedef struct ApstParams {
 
 #define APST_PARAMS_DEFAULT                                                             \
         ((ApstParams) {                                                                 \
-                .policy = APST_POLICY_BUDGET,                                           \
+                .policy = APST_POLICY_ADAPTIVE,                                         \
                 .max_latency_us = 100000,                                               \
                 .primary_timeout_ms = 100,                                              \
                 .secondary_timeout_ms = 2000,                                           \

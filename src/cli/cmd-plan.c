@@ -87,6 +87,10 @@ static void print_human(const PlanEntry *e) {
                        e->plan.section ? " (from [device " : "", e->plan.section ? e->plan.section : "",
                        e->plan.section ? "])" : "", q, p->quirks_overridden ? " (overridden by force = yes)" : "");
                 printf("  APST: %s\n", desc);
+                if (e->plan.params.policy == APST_POLICY_ADAPTIVE && p->table.apste)
+                        printf("  adaptive: starts here (on exact gaps, eBPF: on the kernel's table), then the least\n"
+                               "  energy whose wake-up delay is no more than the kernel's table's on the same I/O;\n"
+                               "  back to the kernel's table when its own does more than 2%% worse\n");
                 if (e->plan.calib_changed_table) {
                         apst_describe(&e->plan.uncalibrated_table, &e->id, desc, sizeof desc);
                         printf("  (from the descriptors alone: %s)\n", desc);

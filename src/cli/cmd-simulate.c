@@ -68,7 +68,7 @@ static void help(void) {
                "                        text output; - reads standard input\n"
                "  -c --config FILE      nvme-apstd.conf to take the policy and its knobs from\n"
                "                        (the drive is matched as controller \"sim0\")\n"
-               "  -p --policy NAME      budget (default), kernel, adaptive or none; overrides the config\n"
+               "  -p --policy NAME      adaptive (default), budget, kernel or none; overrides the config\n"
                "  -w --idle-power-w W   PS0 idle power when the drive reports none (default %.1f)\n"
                "  -s --service-us US    time to serve one I/O (default %u)\n"
                "  -x --exlat-scale X    the drive really wakes X times slower than it advertises\n"

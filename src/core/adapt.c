@@ -519,21 +519,22 @@ static void update_exlat(Adapt *a) {
 
         if (pc->awake.count >= PCAL_MIN_SAMPLES)
                 a->awake_svc_ns = (double) pc->awake.sum_ns / (double) pc->awake.count;
-        for (unsigned s = 1; s <= a->sd.npss && s < SHADOW_STATES && s < IDCTRL_MAX_PS; s++) {
+        _Static_assert(SHADOW_STATES == IDCTRL_MAX_PS, "one index for both");
+        for (unsigned s = 1; s <= a->sd.npss && s < SHADOW_STATES; s++) {
                 PcalEstimate e;
                 uint64_t ns;
 
                 if (pcal_estimate(pc, s, &e) == 0)
                         ns = e.exlat_ns;
-                else if (pc->state[s].count >= ADAPT_EXLAT_EARLY_SAMPLES)
+                else if (pc->state[s].count >= ADAPT_EXLAT_EARLY_SAMPLES) {
+                        uint64_t mean = pc->state[s].sum_ns / pc->state[s].count;
                         /* Too few for passive calibration's own estimate, or no awake request
                          * seen yet (every request came after a long gap, as in the seed job):
                          * the whole first-request time less what is known of the service, an
                          * upper bound, so neither the wake delay allowed nor the kernel's
                          * table's is judged on a latency the drive was seen to exceed. */
-                        ns = pc->state[s].sum_ns / pc->state[s].count -
-                             (uint64_t) MIN(MAX(a->awake_svc_ns, 0.0), (double) (pc->state[s].sum_ns / pc->state[s].count));
-                else
+                        ns = mean - (uint64_t) MIN(MAX(a->awake_svc_ns, 0.0), (double) mean);
+                } else
                         continue;
                 uint64_t us = (ns + 500) / 1000;
                 a->sd.exlat_seen_us[s] = us > UINT32_MAX ? UINT32_MAX : (uint32_t) us;
@@ -618,8 +619,7 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
                         if (snprintf(d.reason, sizeof d.reason, "the kernel's table again: the table in force spent %s",
                                      why) < 0)
                                 d.reason[0] = 0;
-                        if (chain_equal(&a->current, &a->kernel) &&
-                            memcmp(&a->current_table, &a->kernel_table, sizeof(ApstTable)) == 0)
+                        if (chain_equal(&a->current, &a->kernel) && apst_table_equal(&a->current_table, &a->kernel_table))
                                 return 0;
                         return program(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
                 }

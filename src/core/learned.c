@@ -198,7 +198,7 @@ int learned_parse(const char *text, size_t len, Learned *ret, char **ret_error) 
 
                 p += n + (eol ? 1 : 0);
                 line++;
-                if (n == 0 || s[0] == '#')
+                if (eol == s || s[0] == '#')
                         continue;
                 if (memchr(s, 0, n))
                         return parse_fail(ret_error, line, "NUL byte");

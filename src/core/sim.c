@@ -430,6 +430,17 @@ static uint64_t wake_for_arrival(Sim *s, SimResult *res, uint64_t a) {
         return a + wait;
 }
 
+/* The exact source: a gap of @gap_ns ended; its first request takes @svc_ns and completes at
+ * @done_ns. The previous gap's first request completed by now. */
+static void gap_ended(Run *run, uint64_t gap_ns, uint64_t svc_ns, uint64_t done_ns) {
+        if (run->pending)
+                gaphist_add_gap(&run->delta, run->pending_gap, run->pending_svc);
+        run->pending = true;
+        run->pending_gap = gap_ns;
+        run->pending_svc = svc_ns;
+        run->pending_done = done_ns;
+}
+
 /* Serve I/O @k issued at @a: after a wake-up if the drive was idle, else behind the previous one. */
 static void run_io(Run *run, size_t k, uint64_t a, uint64_t service_ns) {
         uint64_t prev_done = k > 0 ? run->comp[k - 1] : 0, start;
@@ -439,16 +450,10 @@ static void run_io(Run *run, size_t k, uint64_t a, uint64_t service_ns) {
                 /* The exact source counts the gap that ended here, with this request's
                  * service time once it completes (the previous gap's completed by now). */
                 if (k > 0) {
-                        if (run->pending)
-                                gaphist_add_gap(&run->delta, run->pending_gap, run->pending_svc);
-                        run->pending = true;
-                        run->pending_gap = a - prev_done;
-                        run->pending_svc = start + service_ns - a;
-                        run->pending_done = start + service_ns;
-                }
-                /* A new busy period: close the previous one for io_ticks. */
-                if (k > 0)
+                        gap_ended(run, a - prev_done, start + service_ns - a, start + service_ns);
+                        /* A new busy period: close the previous one for io_ticks. */
                         run->cnt.busy_closed_ns += prev_done - run->cnt.busy_start;
+                }
                 run->cnt.busy_start = a;
         } else {
                 start = prev_done;

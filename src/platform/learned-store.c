@@ -34,7 +34,9 @@ int learned_load(const char *state_dir, const char *model, const char *firmware,
                        l.serial_hash != serial_hash)) {
                 r = -EINVAL;
                 free(err);
-                err = strdup("learned on another drive");
+                err = NULL;
+                if (asprintf(&err, "learned on another drive (model \"%s\" firmware \"%s\")", l.model, l.firmware) < 0)
+                        err = NULL;
         }
         if (r < 0) {
                 if (ret_error && asprintf(ret_error, "%s: %s", path, err ? err : strerror(-r)) < 0)
