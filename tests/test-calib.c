@@ -168,6 +168,28 @@ static void test_apply(void) {
         assert(out.psd[4].exlat_us == 30100 && out.psd[4].enlat_us == 2000 && out.psd[3].exlat_us == 300);
 }
 
+/* A passive measurement merged in: a larger wake cost wins, a smaller one does not, a new state
+ * comes with the descriptors' figures. */
+static void test_raise(void) {
+        Calibration c = sample();
+        IdCtrl id = { .npss = 4 }, out;
+
+        id.psd[2] = (IdPsd) { .non_operational = true, .enlat_us = 500, .exlat_us = 700 };
+        id.psd[3] = (IdPsd) { .non_operational = true, .enlat_us = 10000, .exlat_us = 300 };
+        id.psd[4] = (IdPsd) { .non_operational = true, .enlat_us = 2000, .exlat_us = 10000 };
+        size_t n = c.n_states;
+        assert(calib_raise(&c, &id, 4, 20000, 7) == 0);           /* below the stored 30100 */
+        assert(calib_exlat_us(&c, 4, 10000) == 30100);
+        assert(calib_raise(&c, &id, 4, 45000, 7) == 0);
+        assert(calib_exlat_us(&c, 4, 10000) == 45000 && calib_find(&c, 4)->samples == 7);
+        assert(c.n_states == n);
+        assert(calib_raise(&c, &id, 2, 2100, 5) == 0);
+        assert(c.n_states == n + 1);
+        assert(calib_find(&c, 2)->advertised_exlat_us == 700 && calib_find(&c, 2)->advertised_enlat_us == 500);
+        assert(calib_apply(&c, &id, &out) == ((1u << 4) | (1u << 2)));
+        assert(out.psd[2].exlat_us == 2100 && out.psd[4].exlat_us == 45000);
+}
+
 /* The seed drive, its PCI id unknown (so NO_DEEPEST_PS does not hide ps4), budget 15000 µs. */
 static void test_seed(void) {
         _cleanup_free_ char *buf = NULL;
@@ -221,6 +243,7 @@ int main(void) {
         test_path();
         test_load_save();
         test_apply();
+        test_raise();
         test_seed();
         printf("test-calib: ok\n");
         return 0;

@@ -65,6 +65,7 @@ static void assert_defaults(const Config *c) {
         assert(c->cpu.select == CPU_SELECT_ALL);
         assert(cpuset_is_empty(&c->cpu.cpus));
         assert(!c->metrics.path);
+        assert(c->watch.source == WATCH_SOURCE_AUTO);
 }
 
 /* ---- good files ---- */
@@ -159,6 +160,14 @@ static void check_unresponsive_3(const Config *c) {
         assert(c->apst.max_latency_us == 100000 && c->cpu.pin == CPU_PIN_OFF && !c->metrics.path);
 }
 
+static void check_watch_stat(const Config *c) {
+        assert(c->watch.source == WATCH_SOURCE_STAT);
+}
+
+static void check_watch_bpf(const Config *c) {
+        assert(c->watch.source == WATCH_SOURCE_BPF);
+}
+
 static void check_metrics_path(const Config *c) {
         assert(c->metrics.path);
         assert(strcmp(c->metrics.path, "/var/lib/prometheus/node-exporter/nvme-apstd.prom") == 0);
@@ -225,6 +234,9 @@ static const GoodCase good_cases[] = {
         { "/config/good/metrics/empty-section-is-off", "[metrics]\n", check_defaults },
         { "/config/good/daemon/unresponsive", "[daemon]\nunresponsive_after_sec = 3\n", check_unresponsive_3 },
         { "/config/good/daemon/empty", "[daemon]\n", check_defaults },
+        { "/config/good/watch/empty-section-is-auto", "[watch]\n", check_defaults },
+        { "/config/good/watch/stat", "[watch]\nsource = stat\n", check_watch_stat },
+        { "/config/good/watch/bpf", "[watch]\nsource = bpf\n", check_watch_bpf },
         { "/config/good/stall/half", "[apst]\npolicy = adaptive\nstall_budget_pct = 0.5\n", check_stall_half },
         { "/config/good/stall/trailing-zeros", "[apst]\npolicy = adaptive\nstall_budget_pct = 0.500\n", check_stall_half },
         { "/config/good/stall/whole", "[apst]\nstall_budget_pct = 3\n", check_stall_whole },
@@ -652,9 +664,9 @@ static const BadCase bad_cases[] = {
         { "/config/bad/stall/dot", "[apst]\nstall_budget_pct = 2.\n", -EINVAL,
           "2: [apst] stall_budget_pct = 2.: not a percentage (a decimal number such as 2 or 0.5, at most two decimals)" },
         { "/config/bad/section/unknown", "[apst]\n[foo]\n", -EINVAL,
-          "2: [foo]: unknown section (expected [apst], [cpu], [metrics], [daemon] or [device NAME])" },
+          "2: [foo]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])" },
         { "/config/bad/section/unknown-empty-at-end", "[apst]\nforce = no\n[cpus]\n", -EINVAL,
-          "3: [cpus]: unknown section (expected [apst], [cpu], [metrics], [daemon] or [device NAME])" },
+          "3: [cpus]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])" },
         { "/config/bad/section/apst-twice", "[apst]\nforce = no\n[apst]\npolicy = kernel\n", -EINVAL,
           "3: [apst]: section given twice" },
         { "/config/bad/section/cpu-twice", "[cpu]\n[cpu]\n", -EINVAL, "2: [cpu]: section given twice" },
@@ -669,7 +681,7 @@ static const BadCase bad_cases[] = {
           "1: [device a b]: no [device a] section above it (a situation section refines one that has the "
           "match_ keys)" },
         { "/config/bad/section/device-glued", "[devicea]\n", -EINVAL,
-          "1: [devicea]: unknown section (expected [apst], [cpu], [metrics], [daemon] or [device NAME])" },
+          "1: [devicea]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])" },
         { "/config/bad/section/device-without-match",
           "[device everything]\nmax_latency_us = 0\n[apst]\n", -EINVAL,
           "1: [device everything]: no match_ key (match_name, match_model, match_serial, match_pci or "
@@ -747,6 +759,12 @@ static const BadCase bad_cases[] = {
           "2: [apst] unresponsive_after_sec = 5: unknown key in this section (it belongs in [daemon])" },
 
         /* [metrics] */
+        { "/config/bad/watch/unknown-source", "[watch]\nsource = ebpf\n", -EINVAL,
+          "2: [watch] source = ebpf: unknown source (auto, bpf or stat)" },
+        { "/config/bad/watch/situation", "[watch on-battery]\n", -EINVAL,
+          "1: [watch on-battery]: [watch] is the same in every situation" },
+        { "/config/bad/watch/key-elsewhere", "[apst]\nsource = bpf\n", -EINVAL,
+          "2: [apst] source = bpf: unknown key in this section (it belongs in [watch])" },
         { "/config/bad/metrics/relative", "[metrics]\npath = nvme-apstd.prom\n", -EINVAL,
           "2: [metrics] path = nvme-apstd.prom: not an absolute path" },
         { "/config/bad/metrics/not-prom", "[metrics]\npath = /var/lib/nvme-apstd.txt\n", -EINVAL,
@@ -765,7 +783,7 @@ static const BadCase bad_cases[] = {
 
         /* keys */
         { "/config/bad/key/outside-section", "policy = kernel\n[apst]\n", -EINVAL,
-          "1: policy = kernel: outside any section; put it under [apst], [cpu], [metrics], [daemon] or [device NAME]" },
+          "1: policy = kernel: outside any section; put it under [apst], [cpu], [metrics], [daemon], [watch] or [device NAME]" },
         { "/config/bad/key/unknown", "[apst]\nmax_latency = 5\n", -EINVAL,
           "2: [apst] max_latency = 5: unknown key" },
         { "/config/bad/key/cpu-key-in-apst", "[apst]\npin = busy\n", -EINVAL,
@@ -1001,7 +1019,7 @@ static void test_null_filename(void) {
         Config c;
 
         assert(config_parse_string("[x]\n", NULL, &c, &error) == -EINVAL);
-        assert(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu], [metrics], [daemon] or [device NAME])") == 0);
+        assert(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])") == 0);
         assert(config_parse_string("", NULL, &c, NULL) == 0);
         assert(strcmp(c.path, "<string>") == 0);
         config_done(&c);

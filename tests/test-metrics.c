@@ -34,6 +34,7 @@ static const MetricsController example_ctrls[] = {
                 .kernel_overwrites = 2,
                 .errors = 1,
                 .have_watcher = true,
+                .watch_source = "bpf",
                 .observed_ios = 1234567,
                 .observed_stall_us = 430000,
                 .have_energy = true,
@@ -108,6 +109,9 @@ static const char example_text[] =
         "# HELP nvme_apstd_observed_ios_total I/Os completed on the controller's namespaces, as the I/O watcher saw them.\n"
         "# TYPE nvme_apstd_observed_ios_total counter\n"
         "nvme_apstd_observed_ios_total{controller=\"nvme0\"} 1234567\n"
+        "# HELP nvme_apstd_watch_source_info Where the I/O watcher sees a watched controller's I/O: source bpf (the eBPF program, every idle gap) or stat (sampling the block stat) (value 1).\n"
+        "# TYPE nvme_apstd_watch_source_info gauge\n"
+        "nvme_apstd_watch_source_info{controller=\"nvme0\",source=\"bpf\"} 1\n"
         "# HELP nvme_apstd_observed_stall_seconds_total Time the I/O watcher attributes to commands waiting for the drive to wake.\n"
         "# TYPE nvme_apstd_observed_stall_seconds_total counter\n"
         "nvme_apstd_observed_stall_seconds_total{controller=\"nvme0\"} 0.430000\n"
@@ -156,7 +160,7 @@ static void test_empty(void) {
                 else
                         samples++;
         }
-        assert(help == 14 && type == 14);
+        assert(help == 15 && type == 15);
         assert(samples == 3);
         assert(strstr(t, "\nnvme_apstd_start_time_seconds 0.000\n"));
         printf("ok /metrics/empty\n");

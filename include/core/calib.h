@@ -53,6 +53,14 @@ const CalibState *calib_find(const Calibration *c, uint8_t ps);
  * @advertised_exlat_us, else @advertised_exlat_us (also when @c is NULL or @ps not measured). */
 uint32_t calib_exlat_us(const Calibration *c, uint8_t ps, uint32_t advertised_exlat_us);
 
+/**
+ * calib_raise() - merge a measurement of @ps (a wake cost of @wake_us over @samples wake-ups, from
+ * another source: the eBPF program's passive calibration) into @c: a new state is added with
+ * @id's descriptors, a known one keeps the larger wake cost. @c must be for @id's model and
+ * firmware. Return: 0, or -ENOSPC when @c has no room (it never has more than IDCTRL_MAX_PS).
+ */
+int calib_raise(Calibration *c, const IdCtrl *id, uint8_t ps, uint32_t wake_us, uint32_t samples);
+
 /* *ret = *id with each measured state's exit latency raised per calib_exlat_us(). Return the
  * mask of the states raised (bit N = psN). @c must be for @id's model and firmware. */
 uint32_t calib_apply(const Calibration *c, const IdCtrl *id, IdCtrl *ret);

@@ -14,6 +14,7 @@
  *   [cpu]           pin, release_after_ms, governor, min_freq, max_freq,
  *                   energy_performance_preference, cpus
  *   [metrics]       path (a Prometheus text file for node_exporter; unset = off)
+ *   [watch]         source (where the I/O watcher sees idle gaps: auto, bpf, stat)
  *
  * Situation sections refine [apst], [cpu] and [device NAME] for one power
  * situation (situation.h): [apst on-battery], [cpu on-ac],
@@ -140,6 +141,22 @@ typedef struct DaemonConfig {
         uint32_t unresponsive_after_sec;  /* 1..UNRESPONSIVE_AFTER_SEC_MAX; default 10 */
 } DaemonConfig;
 
+/* [watch] source: how the daemon sees a watched controller's I/O (doc/watch.md). */
+typedef enum WatchSourceMode {
+        WATCH_SOURCE_AUTO,          /* the eBPF program where it loads, else the sysfs sampler (default) */
+        WATCH_SOURCE_BPF,           /* the eBPF program; where it cannot load, the sampler, with a warning */
+        WATCH_SOURCE_STAT,          /* the sampler of /sys/block/<disk>/stat only */
+        _WATCH_SOURCE_MAX,
+        _WATCH_SOURCE_INVALID = -EINVAL,
+} WatchSourceMode;
+
+const char *watch_source_mode_to_string(WatchSourceMode m);
+WatchSourceMode watch_source_mode_from_string(const char *s);
+
+typedef struct WatchConfig {
+        WatchSourceMode source;     /* default WATCH_SOURCE_AUTO */
+} WatchConfig;
+
 typedef enum OverlayTarget {
         OVERLAY_APST,               /* [apst WHEN] */
         OVERLAY_CPU,                /* [cpu WHEN] */
@@ -179,6 +196,7 @@ typedef struct Config {
         CpuConfig cpu;              /* [cpu] */
         MetricsConfig metrics;      /* [metrics] */
         DaemonConfig daemon;        /* [daemon]: also what the verbs wait for a command */
+        WatchConfig watch;          /* [watch] */
         ConfigOverlay *overlays;    /* situation sections in file order; none in a config_situate() result */
         size_t n_overlays;
 } Config;

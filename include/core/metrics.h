@@ -30,7 +30,8 @@ typedef struct MetricsController {
         uint64_t kernel_overwrites;     /* times our table was found replaced (reset, resume) */
         uint64_t errors;                /* admin commands that failed, verifications that did not match */
         bool unresponsive;              /* an admin command outlived the deadline and has not returned */
-        bool have_watcher;              /* the I/O watcher ran: the next two are meaningful */
+        bool have_watcher;              /* the I/O watcher ran: the next three are meaningful */
+        const char *watch_source;       /* where it sees the I/O: "bpf" or "stat" */
         uint64_t observed_ios;          /* I/Os completed, as the watcher saw them in the block stats */
         uint64_t observed_stall_us;     /* time the watcher attributes to waking the drive */
         bool have_energy;               /* the estimate below is meaningful */

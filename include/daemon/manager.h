@@ -29,6 +29,7 @@
 #include <systemd/sd-device.h>
 #include <systemd/sd-event.h>
 
+#include "bpfwatch.h"
 #include "bus-api.h"
 #include "config.h"
 #include "controller.h"
@@ -152,6 +153,8 @@ struct Manager {
         ManagerCtrl **ctrls;
         size_t n_ctrls;
 
+        BpfWatch *bpf;             /* the eBPF I/O gap program, while a watcher reads it (manager-watch.c) */
+        bool bpf_tried;            /* loading it was tried (and said, once) since the start or reload */
         CpuPin *cpupin;
         CpuSet irq_cpus;           /* CPUs servicing the controllers' interrupts (cpus = nvme-irq) */
         ManagerMetrics *metrics;   /* src/daemon/manager-metrics.c; NULL until the first update */
@@ -202,6 +205,10 @@ ManagerWatch *manager_watch_free(ManagerWatch *w);
 /* What @c's watcher has seen since it (re)started: I/Os completed and time the I/O waited for the
  * drive to wake. Return: false (and zeros) when the controller is not watched. */
 bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *ret_stall_us);
+/* "bpf" or "stat": where @c's watcher sees its I/O; NULL when it is not watched. */
+const char *manager_watch_source(const ManagerCtrl *c);
+/* Unload the eBPF program once no watcher reads it (stop, or a reload to source = stat). */
+void manager_watch_release_bpf(Manager *m);
 
 /* The kernel's rewrite on a pm_qos_latency_tolerance_us write (src/daemon/manager-qos.c): one inotify
  * watch per managed controller on that attribute, (re)tried after every engine run on it (the

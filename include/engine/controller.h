@@ -67,6 +67,10 @@ typedef struct Controller {
         ApstTable learned;
         bool not_live_logged;      /* "not live" said once until it is live again */
         bool calib_error_logged;   /* a malformed calibration file said once until it reads again */
+        /* Exit latencies the daemon measured passively (the eBPF source, passive-calib.h), µs per
+         * state, 0 = none: planned with like a stored calibration's (the larger of the two wins). */
+        uint32_t passive_exlat_us[IDCTRL_MAX_PS];
+        uint32_t passive_samples[IDCTRL_MAX_PS];
 } Controller;
 
 typedef enum ControllerResult {

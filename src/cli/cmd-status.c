@@ -308,7 +308,8 @@ static void print_ctrl(const Props *c) {
                prop_t(c, "TableWrites"), prop_t(c, "KernelOverwrites"), prop_t(c, "Errors"));
         if (prop(c, "Watched") && prop_t(c, "Watched")) {   /* only a watched controller has observations */
                 format_usec(prop_t(c, "ObservedStallUSec"), t2, sizeof t2);
-                printf("   Observed: %" PRIu64 " I/Os, %s of stall\n", prop_t(c, "ObservedIOs"), t2);
+                printf("   Observed: %" PRIu64 " I/Os, %s of stall (source: %s)\n", prop_t(c, "ObservedIOs"), t2,
+                       prop(c, "WatchSource") && prop_s(c, "WatchSource")[0] ? prop_s(c, "WatchSource") : "stat");
         }
 }
 

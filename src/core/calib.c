@@ -255,6 +255,32 @@ bool calib_equal(const Calibration *a, const Calibration *b) {
         return true;
 }
 
+int calib_raise(Calibration *c, const IdCtrl *id, uint8_t ps, uint32_t wake_us, uint32_t samples) {
+        for (size_t i = 0; i < c->n_states; i++) {
+                CalibState *s = &c->states[i];
+
+                if (s->ps != ps)
+                        continue;
+                if (wake_us > s->wake_median_us) {
+                        s->wake_median_us = wake_us;
+                        s->wake_p99_us = MAX(s->wake_p99_us, wake_us);
+                        s->samples = samples;
+                }
+                return 0;
+        }
+        if (c->n_states >= IDCTRL_MAX_PS || ps >= IDCTRL_MAX_PS)
+                return -ENOSPC;
+        c->states[c->n_states++] = (CalibState) {
+                .ps = ps,
+                .advertised_enlat_us = id->psd[ps].enlat_us,
+                .advertised_exlat_us = id->psd[ps].exlat_us,
+                .samples = samples,
+                .wake_median_us = wake_us,
+                .wake_p99_us = wake_us,
+        };
+        return 0;
+}
+
 const CalibState *calib_find(const Calibration *c, uint8_t ps) {
         if (!c)
                 return NULL;

@@ -71,6 +71,7 @@ typedef enum SectionKind {
         SECTION_CPU,
         SECTION_METRICS,
         SECTION_DAEMON,
+        SECTION_WATCH,
         _SECTION_KIND_MAX,
         _SECTION_KIND_INVALID = -EINVAL,
 } SectionKind;
@@ -103,7 +104,7 @@ typedef struct Parser {
         size_t overlay;         /* the current section is overlays[overlay - 1]; 0 = a plain section */
         char section_name[SECTION_NAME_MAX + 1];  /* as written between the brackets */
         unsigned section_line;
-        bool seen_apst, seen_cpu, seen_metrics, seen_daemon;
+        bool seen_apst, seen_cpu, seen_metrics, seen_daemon, seen_watch;
         unsigned *key_line;     /* per row: line where the current section set it, 0 = not yet */
         unsigned min_freq_line, max_freq_line;
 
@@ -322,6 +323,34 @@ static int parse_pin(const ConfigKey *k, const char *v, void *dest, char *reason
         return 0;
 }
 
+static const char *const watch_source_table[_WATCH_SOURCE_MAX] = {
+        [WATCH_SOURCE_AUTO] = "auto",
+        [WATCH_SOURCE_BPF] = "bpf",
+        [WATCH_SOURCE_STAT] = "stat",
+};
+
+const char *watch_source_mode_to_string(WatchSourceMode m) {
+        return m >= 0 && m < _WATCH_SOURCE_MAX ? watch_source_table[m] : NULL;
+}
+
+WatchSourceMode watch_source_mode_from_string(const char *s) {
+        for (size_t i = 0; s && i < ELEMENTSOF(watch_source_table); i++)
+                if (strcmp(s, watch_source_table[i]) == 0)
+                        return (WatchSourceMode) i;
+        return _WATCH_SOURCE_INVALID;
+}
+
+static int parse_watch_source(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        WatchSourceMode m = watch_source_mode_from_string(v);
+
+        if (m < 0) {
+                snprintf(reason, n, "unknown source (auto, bpf or stat)");
+                return -EINVAL;
+        }
+        *(WatchSourceMode *) dest = m;
+        return 0;
+}
+
 static int parse_freq(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
         size_t len = strlen(v);
         uint32_t x;
@@ -462,6 +491,8 @@ static const ConfigKey config_keys[] = {
 
         { "unresponsive_after_sec", SEC(SECTION_DAEMON), parse_u32, offsetof(DaemonConfig, unresponsive_after_sec),
           1, UNRESPONSIVE_AFTER_SEC_MAX, 0 },
+
+        { "source", SEC(SECTION_WATCH), parse_watch_source, offsetof(WatchConfig, source), 0, 0, 0 },
 };
 
 static const ConfigKey *key_find(const char *name) {
@@ -793,7 +824,7 @@ static int section_begin(Parser *p, const char *name, size_t len) {
         nw = section_words(name, len, w, wl, ELEMENTSOF(w));
         if (nw == 0)
                 return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics], "
-                            "[daemon] or [device NAME])", q);
+                            "[daemon], [watch] or [device NAME])", q);
 
         if (word_is(w[0], wl[0], "apst") || word_is(w[0], wl[0], "cpu")) {
                 bool apst = w[0][0] == 'a';
@@ -828,6 +859,15 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 p->section = SECTION_DAEMON;
                 return 0;
         }
+        if (word_is(w[0], wl[0], "watch")) {
+                if (nw > 1)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: [watch] is the same in every situation", q);
+                if (p->seen_watch)
+                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
+                p->seen_watch = true;
+                p->section = SECTION_WATCH;
+                return 0;
+        }
         if (word_is(w[0], wl[0], "device")) {
                 const char *dn = nw > 1 ? w[1] : NULL;
                 size_t dl = nw > 1 ? wl[1] : 0;
@@ -840,7 +880,7 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 return device_situation_begin(p, q, dn, dl, w[2], wl[2]);
         }
 
-        return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics], [daemon] or [device NAME])", q);
+        return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])", q);
 }
 
 static bool is_blank(char c) {
@@ -965,6 +1005,8 @@ static void *key_base(Parser *p, const ConfigKey *k) {
                 return &p->config.metrics;
         case SECTION_DAEMON:
                 return &p->config.daemon;
+        case SECTION_WATCH:
+                return &p->config.watch;
         case SECTION_NONE:
         case _SECTION_KIND_MAX:
         case _SECTION_KIND_INVALID:
@@ -989,7 +1031,7 @@ static int handler(void *user, const char *section, const char *name, const char
 
         if (p->section == SECTION_NONE) {
                 fail_key(p, name, value, -EINVAL,
-                         "outside any section; put it under [apst], [cpu], [metrics], [daemon] or [device NAME]");
+                         "outside any section; put it under [apst], [cpu], [metrics], [daemon], [watch] or [device NAME]");
                 return 0;
         }
         if (strcmp(section, p->section_name) != 0) {
@@ -1012,6 +1054,7 @@ static int handler(void *user, const char *section, const char *name, const char
                          k->sections & SEC(SECTION_CPU) ? "[cpu]" :
                          k->sections & SEC(SECTION_METRICS) ? "[metrics]" :
                          k->sections & SEC(SECTION_DAEMON) ? "[daemon]" :
+                         k->sections & SEC(SECTION_WATCH) ? "[watch]" :
                          k->sections & SEC(SECTION_APST) ? "[apst] or [device NAME]" : "[device NAME]");
                 return 0;
         }

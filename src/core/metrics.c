@@ -183,6 +183,19 @@ int metrics_format(const MetricsState *s, char **ret) {
                         fprintf(f, "%" PRIu64 "\n", ctrl_counter(c, k));
                 }
         }
+        family(f, "nvme_apstd_watch_source_info", "gauge",
+               "Where the I/O watcher sees a watched controller's I/O: source bpf (the eBPF program, every "
+               "idle gap) or stat (sampling the block stat) (value 1).");
+        for (size_t i = 0; i < s->n_controllers; i++) {
+                const MetricsController *c = &s->controllers[i];
+                if (!c->have_watcher)
+                        continue;
+                fputs("nvme_apstd_watch_source_info{controller=\"", f);
+                label_value(f, c->name);
+                fputs("\",source=\"", f);
+                label_value(f, c->watch_source);
+                fputs("\"} 1\n", f);
+        }
         family(f, "nvme_apstd_observed_stall_seconds_total", "counter",
                "Time the I/O watcher attributes to commands waiting for the drive to wake.");
         for (size_t i = 0; i < s->n_controllers; i++) {

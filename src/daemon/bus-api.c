@@ -40,6 +40,7 @@ typedef struct CtrlView {
         uint64_t max_latency_usec;
         ManagerCtrlStats stats;
         bool watched;
+        char watch_source[8];
         uint64_t observed_ios;
         uint64_t observed_stall_usec;
 } CtrlView;
@@ -77,6 +78,7 @@ static const Field ctrl_fields[] = {
         F("LastChangeUSec", FIELD_U64, stats.last_change_usec),
         F("LastChangeReason", FIELD_STRING, stats.last_change_reason),
         F("Watched", FIELD_BOOL, watched),
+        F("WatchSource", FIELD_STRING, watch_source),
         F("ObservedIOs", FIELD_U64, observed_ios),
         F("ObservedStallUSec", FIELD_U64, observed_stall_usec),
 };
@@ -131,6 +133,7 @@ static void ctrl_view(const ManagerCtrl *c, CtrlView *v) {
         v->stats = c->stats;
         v->stats.last_change_reason[sizeof v->stats.last_change_reason - 1] = 0;
         v->watched = manager_watch_observed(c, &v->observed_ios, &v->observed_stall_usec);
+        (void) snprintf(v->watch_source, sizeof v->watch_source, "%s", strempty(manager_watch_source(c)));
 }
 
 static const Field *field_find(const char *property) {
@@ -333,6 +336,7 @@ static const sd_bus_vtable ctrl_vtable[] = {
         SD_BUS_PROPERTY("Watched", "b", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("ObservedIOs", "t", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("ObservedStallUSec", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("WatchSource", "s", ctrl_get, 0, CHANGES),
         SD_BUS_VTABLE_END,
 };
 #undef CHANGES

@@ -151,6 +151,7 @@ static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t siz
         row->kernel_overwrites = c->stats.kernel_overwrites;
         row->errors = c->stats.errors;
         row->have_watcher = manager_watch_observed(c, &row->observed_ios, &row->observed_stall_us);
+        row->watch_source = manager_watch_source(c);
 }
 
 void manager_metrics_update(Manager *m) {

@@ -20,6 +20,16 @@
  * What the policy learned lives in the Adapt (kept across resets, resume and
  * reloads) and in the engine's learned table; both are dropped only when the
  * configuration for that controller changed.
+ *
+ * Two sources ([watch] source, doc/watch.md). stat: the sampler above. bpf: the
+ * eBPF program (bpfwatch.h) counts every idle gap of the controller's namespace
+ * disks in the kernel; the timer reads its maps every ADAPT_GAPS_PERIOD_NS
+ * while gaps end (when the policy decides), then backs off by doubling to
+ * WATCH_BPF_IDLE_NS: an idle daemon wakes about once in 20 to 22.5 s. Each delta
+ * goes to adapt_observe_gaps() and to the passive calibration (passive-calib.h),
+ * whose exit latencies the engine then plans with like a stored calibration's.
+ * Where the program cannot load, the sampler takes over and the reason is said
+ * once.
  */
 
 #include <errno.h>
@@ -30,13 +40,24 @@
 #include "adapt.h"
 #include "apstd-ids.h"
 #include "learned-store.h"
+#include "bpfwatch.h"
+#include "gaphist.h"
 #include "log.h"
 #include "manager.h"
+#include "passive-calib.h"
 #include "watch.h"
 
 #define NS_PER_USEC UINT64_C(1000)
 #define WATCH_ACCURACY_MIN_USEC UINT64_C(1000)
 #define WATCH_ACCURACY_LONG_USEC UINT64_C(1000000)
+/* The eBPF source's longest wait between two readings of an idle disk: what it counts is exact
+ * whenever it is read, so the wait only delays a decision; 20 s (plus up to half of
+ * WATCH_SLOW_NS of slack) keeps an idle daemon at <= 0.05 wake-ups a second. */
+#define WATCH_BPF_IDLE_NS UINT64_C(20000000000)
+/* Namespaces of one controller the program tells apart (bpfwatch.h: a slot's disks). */
+#define WATCH_BPF_DISKS 32u
+/* A passive estimate replans when it moved by more than this share from the one planned with. */
+#define WATCH_PCAL_REPLAN_CHANGE 0.25
 
 struct ManagerWatch {
         ManagerCtrl *ctrl;
@@ -48,6 +69,19 @@ struct ManagerWatch {
         uint64_t last_ios;
         uint64_t verify_ios;       /* the I/O count at the last verification look */
         uint64_t verify_due_usec;
+
+        /* source = bpf */
+        AdaptSource source;
+        bool no_bpf;               /* its disks cannot be watched with the program: the sampler for good */
+        int slot;                  /* the program's slot for this controller's disks; -1 = none */
+        GapHist last_hist;         /* the previous reading (cumulative since the slot was made) */
+        uint64_t last_issued;
+        unsigned idle_reads;       /* readings in a row without I/O: the wait doubles */
+        uint64_t next_usec;
+        uint64_t total_requests;   /* since the watcher (re)started */
+        uint64_t total_excess_ns;  /* first requests' service beyond an awake one's: the wake-ups paid */
+        PassiveCalib pcal;
+        uint32_t pcal_logged;      /* states whose disagreement with the descriptor was said */
 };
 
 static Watch *watcher(ManagerWatch *w) {
@@ -62,6 +96,11 @@ bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *r
         *ret_stall_us = 0;
         if (!w)
                 return false;
+        if (w->source == ADAPT_SOURCE_BPF) {
+                *ret_ios = w->total_requests;
+                *ret_stall_us = (w->total_excess_ns + 500) / 1000;
+                return true;
+        }
         x = w->adapt ? &w->adapt->watch : &w->watch;
         *ret_ios = x->total_ios;
         *ret_stall_us = x->total_wake_ms > 0 ? (uint64_t) (x->total_wake_ms * 1000.0 + 0.5) : 0;
@@ -121,9 +160,22 @@ static void adapt_stop(ManagerWatch *w) {
         w->adapt = NULL;
 }
 
+const char *manager_watch_source(const ManagerCtrl *c) {
+        return c->watch ? adapt_source_to_string(c->watch->source) : NULL;
+}
+
+static void bpf_release_slot(ManagerWatch *w) {
+        Manager *m = w->ctrl->manager;
+
+        if (w->slot >= 0 && m->bpf)
+                bpfwatch_slot_release(m->bpf, (unsigned) w->slot);
+        w->slot = -1;
+}
+
 ManagerWatch *manager_watch_free(ManagerWatch *w) {
         if (!w)
                 return NULL;
+        bpf_release_slot(w);
         sd_event_source_disable_unref(w->timer);
         adapt_stop(w);
         free(w);
@@ -194,6 +246,153 @@ static bool verify_due(ManagerWatch *w, uint64_t now, const WatchStat *st) {
         return due;
 }
 
+/* Say once per state when a passive estimate disagrees with the descriptor, and hand estimates that
+ * exceed what the plan uses to the engine. Return whether the controller should be planned again. */
+static bool pcal_review(ManagerWatch *w, const PcalReach *reach) {
+        Controller *ct = &w->ctrl->controller;
+        bool replan = false;
+
+        for (unsigned k = 0; k < reach->n; k++) {
+                unsigned ps = reach->state[k];
+                uint32_t adv = ct->id.psd[ps].exlat_us, old = ct->passive_exlat_us[ps];
+                char meas[24], advs[24], n[24], awake[24], pss[8];
+                PcalEstimate e;
+                uint64_t us;
+
+                if (pcal_estimate(&w->pcal, ps, &e) < 0)
+                        continue;
+                us = (e.exlat_ns + 999) / 1000;
+                if (!(w->pcal_logged & (1u << ps)) && pcal_disagrees(e.exlat_ns, adv)) {
+                        w->pcal_logged |= 1u << ps;
+                        (void) snprintf(pss, sizeof pss, "ps%u", ps);
+                        (void) snprintf(meas, sizeof meas, "%" PRIu64, us);
+                        (void) snprintf(advs, sizeof advs, "%" PRIu32, adv);
+                        (void) snprintf(n, sizeof n, "%" PRIu64, e.samples);
+                        (void) snprintf(awake, sizeof awake, "%" PRIu64, (e.awake_mean_ns + 500) / 1000);
+                        log_event(LOG_NOTICE, 0, MSGID_PASSIVE_CALIBRATION,
+                                  LOG_FIELDS({ "NVME_CTRL", ct->name }, { "NVME_MODEL", controller_model(ct) },
+                                             { "NVME_FIRMWARE", controller_firmware(ct) },
+                                             { "APST_POWER_STATE", pss }, { "APST_MEASURED_EXLAT_US", meas },
+                                             { "APST_ADVERTISED_EXLAT_US", advs }, { "APST_SAMPLES", n },
+                                             { "APST_AWAKE_SERVICE_US", awake }),
+                                  "%s: %s wakes in %s µs as the block layer sees it (%s wake-ups after an idle "
+                                  "gap that reached it, %s µs for an awake request), not the %s µs its "
+                                  "descriptor advertises.",
+                                  ct->name, pss, meas, n, awake, advs);
+                }
+                /* Planned with only when longer than advertised (max(advertised, measured)), and
+                 * again when it moved by more than a quarter. Not while an engine step works on
+                 * its copy of the controller: the next reading hands it over. */
+                if (w->ctrl->job || us <= adv || us > UINT32_MAX)
+                        continue;
+                if (old != 0 && (double) us <= old * (1.0 + WATCH_PCAL_REPLAN_CHANGE) &&
+                    (double) us >= old * (1.0 - WATCH_PCAL_REPLAN_CHANGE))
+                        continue;
+                ct->passive_exlat_us[ps] = (uint32_t) us;
+                ct->passive_samples[ps] = e.samples > UINT32_MAX ? UINT32_MAX : (uint32_t) e.samples;
+                replan = true;
+        }
+        return replan;
+}
+
+/* The slot's disks: the controller's namespaces, looked up again at every reading (a namespace
+ * may come or go, a rescan gives a disk a new diskseq). */
+static int bpf_refresh_disks(ManagerWatch *w) {
+        Manager *m = w->ctrl->manager;
+        uint64_t seqs[WATCH_BPF_DISKS];
+        size_t n = 0;
+        int r;
+
+        r = sysfs_ctrl_diskseqs(m->sysfs_root, w->ctrl->controller.name, seqs, ELEMENTSOF(seqs), &n);
+        if (r < 0)
+                return r;
+        return bpfwatch_slot_set_disks(m->bpf, (unsigned) w->slot, seqs, n);
+}
+
+static void set_source(ManagerWatch *w, AdaptSource source, uint64_t now);
+
+static int on_bpf_timer(ManagerWatch *w) {
+        ManagerCtrl *c = w->ctrl;
+        Manager *m = c->manager;
+        uint64_t now = now_usec(m), wait, deadline = UINT64_MAX;
+        bool busy, program = false, verify = false, replan = false;
+        GapHist h, delta;
+        BpfSlotState st;
+        AdaptDecision why;
+        ApstTable table;
+        uint64_t gaps;
+        int r;
+
+        r = bpf_refresh_disks(w);
+        if (r >= 0)
+                r = bpfwatch_read(m->bpf, (unsigned) w->slot, &h, &st);
+        if (r < 0) {
+                /* Its namespaces went away (or lost their diskseq): the sampler, which waits for them. */
+                log_debug_errno(r, "%s: cannot read the eBPF program's counters: %m; sampling its block stat.",
+                                c->controller.name);
+                set_source(w, ADAPT_SOURCE_STAT, now);
+                w->no_bpf = true;
+                watch_arm(w, now, now + WATCH_SLOW_NS / NS_PER_USEC);
+                return 0;
+        }
+        if (gaphist_delta(&h, &w->last_hist, &delta) < 0)
+                log_debug("%s: the program's counters went back; counting from here.", c->controller.name);
+        w->last_hist = h;
+        gaps = gaphist_total_gaps(&delta);
+        busy = delta.requests > 0 || st.inflight > 0 || st.issued != w->last_issued;
+        w->last_issued = st.issued;
+        w->total_requests += delta.requests;
+
+        /* What the table in force charged: the gaps it took the drive to sleep and where to. */
+        if (gaps > 0 && c->controller.have_written) {
+                PcalReach reach;
+
+                pcal_reach_from_table(&c->controller.written, &c->controller.plan.plan_id, &reach);
+                pcal_feed(&w->pcal, &delta, &reach);
+                if (w->pcal.awake.count > 0) {
+                        uint64_t awake = w->pcal.awake.sum_ns / w->pcal.awake.count;
+                        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                                if (delta.wake_sum_ns[b] > delta.wake_count[b] * awake)
+                                        w->total_excess_ns += delta.wake_sum_ns[b] - delta.wake_count[b] * awake;
+                }
+                replan = pcal_review(w, &reach);
+        }
+        if (w->adapt && gaps > 0)
+                program = adapt_observe_gaps(w->adapt, &delta, now * NS_PER_USEC, &table, &why) > 0;
+        if (m->cpupin && m->config.cpu.pin == CPU_PIN_BUSY) {
+                bool was = cpupin_is_pinned(m->cpupin);
+                (void) cpupin_busy_hook(m->cpupin, busy, now, &deadline);
+                if (cpupin_is_pinned(m->cpupin) != was)
+                        manager_metrics_update(m);
+        }
+
+        /* While gaps end, read as often as the policy decides; then back off to the idle wait
+         * (pin = busy needs to see the first I/O of a busy spell within WATCH_SLOW_NS). */
+        if (busy || gaps > 0)
+                w->idle_reads = 0;
+        else if (w->idle_reads < 16)
+                w->idle_reads++;
+        wait = ADAPT_GAPS_PERIOD_NS << w->idle_reads;
+        wait = MIN(wait, m->config.cpu.pin == CPU_PIN_BUSY ? WATCH_SLOW_NS : WATCH_BPF_IDLE_NS);
+        w->next_usec = now + wait / NS_PER_USEC;
+        watch_arm(w, now, deadline != UINT64_MAX ? MIN(w->next_usec, deadline) : w->next_usec);
+        if (now >= w->verify_due_usec) {
+                verify = w->total_requests != w->verify_ios && c->controller.have_written;
+                w->verify_ios = w->total_requests;
+                w->verify_due_usec = now + m->verify_interval_usec;
+        }
+
+        /* The engine steps run in the controller's thread; what they did is published when back. */
+        if (replan && manager_replan_all(m, "passive-calibration") > 0)
+                return 0;
+        if (program) {
+                log_decision(c, &why);
+                manager_ctrl_program(c, &table, "adaptive");
+        } else if (verify)
+                manager_ctrl_sync(c, "verify");
+        return 0;
+}
+
 static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         ManagerWatch *w = userdata;
         ManagerCtrl *c = w->ctrl;
@@ -204,6 +403,8 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         WatchStat st;
         bool busy, program = false, verify;
 
+        if (w->source == ADAPT_SOURCE_BPF)
+                return on_bpf_timer(w);
         if (sysfs_ctrl_block_stat(m->sysfs_root, c->controller.name, &st) < 0) {
                 /* no namespace (yet): look again when idle would */
                 watch_arm(w, now, now + WATCH_SLOW_NS / NS_PER_USEC);
@@ -275,6 +476,77 @@ static void adapt_start(ManagerWatch *w, uint64_t now) {
         log_debug("%s: adaptive policy started.", ct->name);
 }
 
+/* The source the configuration asks for and the machine allows; loading the program is tried
+ * (and its failure said) once per start or reload. */
+static AdaptSource wanted_source(Manager *m) {
+        char reason[256];
+        int r;
+
+        if (m->config.watch.source == WATCH_SOURCE_STAT)
+                return ADAPT_SOURCE_STAT;
+        if (!m->bpf && !m->bpf_tried) {
+                m->bpf_tried = true;
+                r = bpfwatch_open(&m->bpf, reason, sizeof reason);
+                if (r < 0)
+                        log_event(m->config.watch.source == WATCH_SOURCE_BPF ? LOG_WARNING : LOG_INFO, r,
+                                  MSGID_WATCH_SOURCE,
+                                  LOG_FIELDS({ "APST_WATCH_SOURCE", "stat" }, { "APST_WATCH_SOURCE_REASON", reason }),
+                                  "Cannot watch I/O with eBPF: %s; sampling /sys/block/*/stat instead.", reason);
+                else
+                        log_event(LOG_INFO, 0, MSGID_WATCH_SOURCE, LOG_FIELDS({ "APST_WATCH_SOURCE", "bpf" }),
+                                  "Watching I/O with the eBPF program: every idle gap, counted in the kernel.");
+        }
+        return m->bpf ? ADAPT_SOURCE_BPF : ADAPT_SOURCE_STAT;
+}
+
+/* Switch @w to @source (a new slot, or the sampler from scratch). */
+static void set_source(ManagerWatch *w, AdaptSource source, uint64_t now) {
+        Manager *m = w->ctrl->manager;
+        int slot;
+
+        if (source == ADAPT_SOURCE_BPF) {
+                uint64_t seqs[WATCH_BPF_DISKS];
+                size_t n;
+
+                /* Disks are told apart by diskseq (kernel >= 5.15): without one, the sampler. */
+                if (sysfs_ctrl_diskseqs(m->sysfs_root, w->ctrl->controller.name, seqs, ELEMENTSOF(seqs), &n) < 0) {
+                        log_debug("%s: no namespace disk with a diskseq; sampling its block stat.",
+                                  w->ctrl->controller.name);
+                        source = ADAPT_SOURCE_STAT;
+                        w->no_bpf = true;
+                }
+        }
+        if (source == ADAPT_SOURCE_BPF) {
+                slot = bpfwatch_slot_new(m->bpf);
+                if (slot < 0) {
+                        log_warning_errno(slot, "%s: no room in the eBPF program: %m; sampling its block stat.",
+                                          w->ctrl->controller.name);
+                        source = ADAPT_SOURCE_STAT;
+                }
+        }
+        bpf_release_slot(w);
+        if (source == ADAPT_SOURCE_BPF)
+                w->slot = slot;
+        w->source = source;
+        w->last_hist = (GapHist) {};
+        w->last_issued = 0;
+        w->idle_reads = 0;
+        w->total_requests = w->total_excess_ns = 0;
+        w->pcal = (PassiveCalib) {};
+        w->pcal_logged = 0;
+        w->known = false;
+        watch_init(&w->watch, now * NS_PER_USEC);
+        log_debug("%s: watching its I/O with %s.", w->ctrl->controller.name, adapt_source_to_string(source));
+}
+
+void manager_watch_release_bpf(Manager *m) {
+        for (size_t i = 0; i < m->n_ctrls; i++)
+                if (m->ctrls[i]->watch)
+                        bpf_release_slot(m->ctrls[i]->watch);
+        m->bpf = bpfwatch_free(m->bpf);
+        m->bpf_tried = false;
+}
+
 /* The verify timer only runs for controllers no watcher looks after. */
 static void verify_timer_update(Manager *m) {
         bool any = false;
@@ -308,6 +580,7 @@ void manager_watch_ctrl(ManagerCtrl *c) {
                         return;
                 }
                 w->ctrl = c;
+                w->slot = -1;
                 r = sd_event_add_time(m->event, &w->timer, CLOCK_MONOTONIC, now, WATCH_ACCURACY_MIN_USEC,
                                       on_watch_timer, w);
                 if (r < 0) {
@@ -320,6 +593,15 @@ void manager_watch_ctrl(ManagerCtrl *c) {
                 watch_init(&w->watch, now * NS_PER_USEC);
                 c->watch = w;
                 verify_timer_update(m);
+                set_source(w, wanted_source(m), now);
+        } else {
+                AdaptSource want = wanted_source(m);
+                if (want == ADAPT_SOURCE_BPF && w->no_bpf)
+                        want = ADAPT_SOURCE_STAT;
+                if (want != w->source) {
+                        set_source(w, want, now);
+                        watch_arm(w, now, now);
+                }
         }
         if (!adaptive) {
                 if (w->adapt) {
@@ -339,6 +621,9 @@ void manager_watch_ctrl(ManagerCtrl *c) {
 }
 
 void manager_watch_all(Manager *m) {
+        /* source = stat now: the watchers go back to the sampler and the program is unloaded */
+        if (m->config.watch.source == WATCH_SOURCE_STAT && (m->bpf || m->bpf_tried))
+                manager_watch_release_bpf(m);
         for (size_t i = 0; i < m->n_ctrls; i++)
                 manager_watch_ctrl(m->ctrls[i]);
         verify_timer_update(m);

@@ -808,6 +808,7 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_ctrls; i++)
                 manager_ctrl_free(m->ctrls[i]);
         free(m->ctrls);
+        bpfwatch_free(m->bpf);
         cpupin_free(m->cpupin);
         manager_metrics_free(m);
         sd_event_source_disable_unref(m->verify_timer);

@@ -347,6 +347,25 @@ static bool load_calibration(Controller *c, const ControllerContext *ctx, Calibr
         return false;
 }
 
+/* Merge what the daemon measured passively into the stored calibration (or make one of it).
+ * Return whether there is a calibration to plan with. */
+static bool merge_passive(const Controller *c, bool have_calib, Calibration *calib) {
+        bool any = false;
+
+        for (unsigned ps = 0; ps <= c->id.npss && ps < IDCTRL_MAX_PS; ps++) {
+                if (c->passive_exlat_us[ps] == 0)
+                        continue;
+                if (!have_calib && !any) {
+                        *calib = (Calibration) {};
+                        (void) snprintf(calib->model, sizeof calib->model, "%s", c->id.model);
+                        (void) snprintf(calib->firmware, sizeof calib->firmware, "%s", c->id.firmware);
+                }
+                any = true;
+                (void) calib_raise(calib, &c->id, (uint8_t) ps, c->passive_exlat_us[ps], c->passive_samples[ps]);
+        }
+        return have_calib || any;
+}
+
 /* The measured exit latencies gave another table than the descriptors: say which, and both tables. */
 static void log_calibration_used(const Controller *c, const Calibration *calib) {
         char states[64] = "", adv[128] = "", meas[128] = "", with[512], without[512], hex[32 * 19 + 1];
@@ -381,7 +400,7 @@ int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_cha
         int r;
 
         Calibration calib;
-        bool have_calib = load_calibration(c, ctx, &calib);
+        bool have_calib = merge_passive(c, load_calibration(c, ctx, &calib), &calib);
 
         r = device_plan_calibrated(ctx->config, ctx->platform, c->name, &c->sys, &c->id,
                                    have_calib ? &calib : NULL, &c->plan);

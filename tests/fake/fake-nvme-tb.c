@@ -56,6 +56,7 @@ typedef struct Ctrl {
         unsigned pci_vendor, pci_device;
         bool multipath;
         char *pci_syspath, *syspath, *ns_syspath, *hidden_ns_syspath, *subsys_syspath;
+        char *diskseq;  /* diskseq=N: the I/O disk's diskseq, a real disk's for the eBPF source */
         FILE *log;
         char *table_path;
 } Ctrl;
@@ -625,6 +626,7 @@ static void ctrl_free(Ctrl *c)
         g_free(c->syspath);
         g_free(c->ns_syspath);
         g_free(c->hidden_ns_syspath);
+        g_free(c->diskseq);
         g_free(c->subsys_syspath);
         g_free(c->table_path);
         g_free(c);
@@ -701,6 +703,8 @@ static Ctrl *ctrl_parse(Harness *h, const char *spec, GError **error)
                         g_free(c->state), c->state = g_strdup(v);
                 else if (!strcmp(*p, "transport"))
                         g_free(c->transport), c->transport = g_strdup(v);
+                else if (!strcmp(*p, "diskseq"))
+                        g_free(c->diskseq), c->diskseq = g_strdup(v);
                 else if (!strcmp(*p, "multipath"))
                         c->multipath = !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true");
                 else if (!strcmp(*p, "initial-table"))
@@ -807,6 +811,11 @@ static bool ctrl_add(Harness *h, Ctrl *c, GError **error)
         rec = ctrl_record(c);
         if (!umockdev_testbed_add_from_string(h->tb, rec, error))
                 return false;
+        /* The eBPF source tells disks apart by diskseq: naming a real disk's makes the kernel's
+         * counts of that disk this controller's. */
+        if (c->diskseq)
+                umockdev_testbed_set_attribute(h->tb, c->hidden_ns_syspath ? c->hidden_ns_syspath : c->ns_syspath,
+                                               "diskseq", c->diskseq);
         log_path = g_strdup_printf("%s/%s.log", h->state_dir, c->name);
         c->log = fopen(log_path, "ae"); /* O_APPEND | O_CLOEXEC */
         if (!c->log) {
@@ -1530,6 +1539,7 @@ static void usage(FILE *f, const char *prog)
                 "         [,transport=pcie|tcp|rdma|fc|loop][,multipath=1][,apsta=0|1]\n"
                 "         [,initial-table=FILE|kernel|zero][,apste=0|1]       (repeatable; default: --ctrl nvme0)\n"
                 "         [,exlat-scale-percent=P][,exlat-scale-ps=N]   a drive that wakes slower than it says\n"
+                "         [,diskseq=N]   the namespace disk's diskseq (a real disk's: the eBPF source counts it)\n"
                 "  --no-ctrl                no controller at all\n"
                 "  --fault nvmeN:WHAT=RESULT[:WHEN]  WHAT identify|get-apst|set-apst|any, RESULT 0x4002|EIO|...,\n"
                 "                           WHEN always|once|after=N (repeatable)\n"
@@ -1781,6 +1791,20 @@ int main(int argc, char **argv)
                 }
                 g_signal_connect(h.ctl, "incoming", G_CALLBACK(on_ctl_incoming), &h);
                 g_socket_service_start(h.ctl);
+        }
+
+        /* The eBPF source (a --ctrl with diskseq=): libbpf reads the kernel's BTF and the possible
+         * CPUs under /sys, which the preload redirects here: point them at the real files (the
+         * kernel follows an absolute symlink from the real root). */
+        for (guint i = 0; i < h.ctrls->len; i++) {
+                g_autofree char *possible = g_build_filename(h.sys, "devices/system/cpu/possible", NULL);
+
+                if (!((Ctrl *) h.ctrls->pdata[i])->diskseq)
+                        continue;
+                sys_symlink(&h, "/sys/kernel/btf/vmlinux", "kernel/btf/vmlinux");
+                if (!g_file_test(possible, G_FILE_TEST_EXISTS))
+                        sys_symlink(&h, "/sys/devices/system/cpu/possible", "devices/system/cpu/possible");
+                break;
         }
 
         /* child: the testbed's environment (UMOCKDEV_DIR), our preload before umockdev's */
