@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "controller.h"
 #include "sysinfo.h"
 
 /* Default configuration file: $CONFIGURATION_DIRECTORY/nvme-apstd.conf, else SYSCONFDIR/nvme-apstd.conf. */
@@ -34,6 +35,11 @@ extern const char *arg_proc_root;
 extern const char *arg_state_dir;
 /* arg_state_dir, or the default ($STATE_DIRECTORY, else /var/lib/nvme-apstd) in @buf. */
 const char *cli_state_dir(char *buf, size_t n);
+
+/* The engine's context for a verb in @mode: the command line's roots, @cfg, @plat (may be NULL) and the
+ * state directory (written into @state_dir, which must outlive the context). */
+ControllerContext cli_controller_context(ControllerMode mode, const Config *cfg, const SysPlatform *plat,
+                                         char *state_dir, size_t n);
 
 /* The controllers a verb works on: every one in SYSFS/class/nvme, or those named on its command line. */
 typedef struct CliSelection {

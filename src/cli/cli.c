@@ -26,6 +26,18 @@ const char *cli_state_dir(char *buf, size_t n) {
         return calib_default_state_dir(buf, n);
 }
 
+ControllerContext cli_controller_context(ControllerMode mode, const Config *cfg, const SysPlatform *plat,
+                                         char *state_dir, size_t n) {
+        return (ControllerContext) {
+                .mode = mode,
+                .sysfs_root = arg_sysfs_root,
+                .dev_dir = arg_dev_dir,
+                .state_dir = cli_state_dir(state_dir, n),
+                .config = cfg,
+                .platform = plat,
+        };
+}
+
 const char *cli_default_config_path(char *buf, size_t n) {
         const char *d = getenv("CONFIGURATION_DIRECTORY");
 

@@ -152,14 +152,7 @@ int verb_apply(int argc, char *argv[]) {
         int r, failed = 0;
         Config cfg;
         char state_dir[4096];
-        ControllerContext ctx = {
-                .mode = CONTROLLER_MODE_APPLY,
-                .sysfs_root = arg_sysfs_root,
-                .dev_dir = arg_dev_dir,
-                .state_dir = cli_state_dir(state_dir, sizeof state_dir),
-                .config = &cfg,
-                .platform = &plat,
-        };
+        ControllerContext ctx;
 
         r = parse_argv(argc, argv, &config_path);
         if (r <= 0)
@@ -169,6 +162,7 @@ int verb_apply(int argc, char *argv[]) {
         if (r < 0)
                 return 1;
         sysfs_read_platform(arg_sysfs_root, &plat);
+        ctx = cli_controller_context(CONTROLLER_MODE_APPLY, &cfg, &plat, state_dir, sizeof state_dir);
         r = cli_select_controllers(argv + optind, (size_t) (argc - optind), &sel);
         if (r < 0) {
                 config_done(&cfg);

@@ -388,13 +388,7 @@ static int plan_collect_from(const Config *cfg, PlanEntry *files, size_t n_files
         _cleanup_free_ PlanEntry *live = NULL;
         SysPlatform plat = {};
         char state_dir[4096];
-        ControllerContext ctx = {
-                .mode = CONTROLLER_MODE_PLAN,
-                .sysfs_root = arg_sysfs_root,
-                .dev_dir = arg_dev_dir,
-                .state_dir = cli_state_dir(state_dir, sizeof state_dir),
-                .config = cfg,
-        };
+        ControllerContext ctx = cli_controller_context(CONTROLLER_MODE_PLAN, cfg, NULL, state_dir, sizeof state_dir);
         PlanResult p = { .entries = files, .n = n_files };
         int r;
 

@@ -322,6 +322,16 @@ static int json_need(struct json_object *top, const char *key, Why *why, struct 
         return 0;
 }
 
+static int json_need_string(struct json_object *top, const char *key, char *dst, size_t len, Why *why) {
+        struct json_object *v;
+        int r;
+
+        r = json_need(top, key, why, &v);
+        if (r < 0)
+                return r;
+        return json_field_string(v, key, dst, len, why);
+}
+
 static int json_need_uint(struct json_object *top, const char *key, uint64_t max, Why *why, uint64_t *ret) {
         struct json_object *v;
         char where[16];
@@ -400,16 +410,10 @@ static int idctrl_parse_json_len(const char *text, size_t len, IdCtrl *ret, Why 
                 if (r < 0)
                         return r;
         }
-        r = json_need(top, "mn", why, &v);
+        r = json_need_string(top, "mn", id.model, IDCTRL_LEN_MN, why);
         if (r < 0)
                 return r;
-        r = json_field_string(v, "mn", id.model, IDCTRL_LEN_MN, why);
-        if (r < 0)
-                return r;
-        r = json_need(top, "fr", why, &v);
-        if (r < 0)
-                return r;
-        r = json_field_string(v, "fr", id.firmware, IDCTRL_LEN_FR, why);
+        r = json_need_string(top, "fr", id.firmware, IDCTRL_LEN_FR, why);
         if (r < 0)
                 return r;
         r = json_need_uint(top, "npss", UINT8_MAX, why, &u);

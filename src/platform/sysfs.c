@@ -184,6 +184,17 @@ static bool is_namespace_of(const char *ctrl, const char *entry) {
         return true;
 }
 
+/* Open SYSROOT/class/nvme/NAME (its path into @dir). Return: the directory, or NULL with errno set
+ * (EINVAL: not a controller name). */
+static DIR *open_ctrl_dir(const char *sysroot, const char *name, char *dir, size_t n) {
+        if (!sysfs_is_ctrl_name(name)) {
+                errno = EINVAL;
+                return NULL;
+        }
+        (void) snprintf(dir, n, "%s/class/nvme/%s", sysroot, name);
+        return opendir(dir);
+}
+
 int sysfs_ctrl_block_stat(const char *sysroot, const char *name, WatchStat *ret) {
         char dir[256], path[600], buf[512];
         WatchStat total = {};
@@ -191,10 +202,7 @@ int sysfs_ctrl_block_stat(const char *sysroot, const char *name, WatchStat *ret)
         struct dirent *de;
         DIR *d;
 
-        if (!sysfs_is_ctrl_name(name))
-                return -EINVAL;
-        (void) snprintf(dir, sizeof dir, "%s/class/nvme/%s", sysroot, name);
-        d = opendir(dir);
+        d = open_ctrl_dir(sysroot, name, dir, sizeof dir);
         if (!d)
                 return negative_errno();
         while ((de = readdir(d))) {
@@ -255,10 +263,7 @@ int sysfs_ctrl_diskseqs(const char *sysroot, const char *name, uint64_t *ret, si
         size_t n = 0;
         DIR *d;
 
-        if (!sysfs_is_ctrl_name(name))
-                return -EINVAL;
-        (void) snprintf(dir, sizeof dir, "%s/class/nvme/%s", sysroot, name);
-        d = opendir(dir);
+        d = open_ctrl_dir(sysroot, name, dir, sizeof dir);
         if (!d)
                 return negative_errno();
         while ((de = readdir(d)) && n < max) {
