@@ -37,9 +37,12 @@ static const MetricsController example_ctrls[] = {
                 .watch_source = "bpf",
                 .observed_ios = 1234567,
                 .observed_stall_us = 430000,
-                .have_energy = true,
-                .energy_joules = 812.25,
-                .kernel_energy_joules = 640.5,
+                .have_shadow = true,
+                .energy_joules = 640.5,
+                .kernel_energy_joules = 812.25,
+                .wake_delay_seconds = 1.2,
+                .kernel_wake_delay_seconds = 1.9,
+                .guard_fallbacks = 1,
         },
         {
                 /* a hostile model string: quote, backslash, newline, invalid UTF-8 */
@@ -115,10 +118,17 @@ static const char example_text[] =
         "# HELP nvme_apstd_observed_stall_seconds_total Time the I/O watcher attributes to commands waiting for the drive to wake.\n"
         "# TYPE nvme_apstd_observed_stall_seconds_total counter\n"
         "nvme_apstd_observed_stall_seconds_total{controller=\"nvme0\"} 0.430000\n"
-        "# HELP nvme_apstd_estimated_energy_joules_total Estimated energy of the drive since start: table=\"in-force\" with the table in force, table=\"kernel\" had the kernel's table stayed.\n"
+        "# HELP nvme_apstd_estimated_energy_joules_total Estimated idle and wake-up energy of the drive since start: table=\"applied\" with the tables the daemon applied, table=\"kernel\" had the kernel's table been in force on the same I/O.\n"
         "# TYPE nvme_apstd_estimated_energy_joules_total counter\n"
-        "nvme_apstd_estimated_energy_joules_total{controller=\"nvme0\",table=\"in-force\"} 812.250\n"
-        "nvme_apstd_estimated_energy_joules_total{controller=\"nvme0\",table=\"kernel\"} 640.500\n"
+        "nvme_apstd_estimated_energy_joules_total{controller=\"nvme0\",table=\"applied\"} 640.500\n"
+        "nvme_apstd_estimated_energy_joules_total{controller=\"nvme0\",table=\"kernel\"} 812.250\n"
+        "# HELP nvme_apstd_wake_delay_seconds_total Time I/O waited for the drive to wake since start: table=\"applied\" as measured with the tables the daemon applied, table=\"kernel\" had the kernel's table been in force.\n"
+        "# TYPE nvme_apstd_wake_delay_seconds_total counter\n"
+        "nvme_apstd_wake_delay_seconds_total{controller=\"nvme0\",table=\"applied\"} 1.200000\n"
+        "nvme_apstd_wake_delay_seconds_total{controller=\"nvme0\",table=\"kernel\"} 1.900000\n"
+        "# HELP nvme_apstd_guard_fallbacks_total Times the adaptive policy's guard put the kernel's table back (its own did more than 2% worse).\n"
+        "# TYPE nvme_apstd_guard_fallbacks_total counter\n"
+        "nvme_apstd_guard_fallbacks_total{controller=\"nvme0\"} 1\n"
         "# HELP nvme_apstd_cpufreq_policy_pinned 1 while the [cpu] settings are in force on the cpufreq policy, else 0.\n"
         "# TYPE nvme_apstd_cpufreq_policy_pinned gauge\n"
         "nvme_apstd_cpufreq_policy_pinned{policy=\"policy0\",cpus=\"0-3\"} 1\n"
@@ -151,7 +161,8 @@ static void test_empty(void) {
         unsigned help = 0, type = 0, samples = 0;
 
         assert(metrics_format(&s, &t) == 0);
-        /* every family announced, only the daemon-wide ones with samples */
+        /* every family announced but the shadow kernel's three (no controller has its figures),
+         * only the daemon-wide ones with samples */
         for (const char *l = t; *l; l = strchr(l, '\n') + 1) {
                 if (strncmp(l, "# HELP ", 7) == 0)
                         help++;
@@ -160,9 +171,11 @@ static void test_empty(void) {
                 else
                         samples++;
         }
-        assert(help == 15 && type == 15);
+        assert(help == 14 && type == 14);
         assert(samples == 3);
         assert(strstr(t, "\nnvme_apstd_start_time_seconds 0.000\n"));
+        assert(!strstr(t, "nvme_apstd_estimated_energy_joules_total") && !strstr(t, "nvme_apstd_wake_delay_seconds_total") &&
+               !strstr(t, "nvme_apstd_guard_fallbacks_total"));
         printf("ok /metrics/empty\n");
 }
 

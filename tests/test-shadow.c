@@ -177,11 +177,48 @@ static void test_describe(void) {
         CHECK(strcmp(buf, "41 J (69%) more than the kernel's table, wake delay 1.9 s against its 1.2 s") == 0);
 }
 
+static void test_report(void) {
+        ShadowDrive d = drive();
+        ShadowChain early = after(&d, 10), kernel = after(&d, 100);
+        ShadowReport r;
+        ShadowSums a, k;
+        Shadow s;
+        GapHist h = gaps(30, 50, 2.1);
+        char res[128];
+        const uint64_t min = MS(60000);
+
+        current = "report";
+        shadow_init(&s, 0);
+        shadow_report_init(&r, &s, 0);
+        CHECK(!shadow_report_due(&r, &s, 90 * min));          /* nothing seen: nothing to say */
+        shadow_account(&s, &d, &early, &kernel, &h, 0.1e6, MS(1000));
+        CHECK(!shadow_report_due(&r, &s, 59 * min));          /* not an hour yet, nothing marked */
+        CHECK(shadow_report_due(&r, &s, 60 * min));
+        shadow_report_period(&r, &s, &a, &k);
+        /* 30 gaps of 50 ms land in the bucket [5, 6) x 2^23 ns, scored over it: on average
+         * 46.137344 ms, of which 10 ms in ps0, 1 ms entering ps1 and 35.137344 ms in ps1 */
+        CHECK(NEAR(a.gaps, 30) && NEAR(a.entries, 30));
+        CHECK(NEAR(a.resident_ns[0], 30 * 10e6) && NEAR(a.resident_ns[1], 30 * 35.137344e6));
+        shadow_residency_describe(&a, res, sizeof res);
+        CHECK(strcmp(res, "ps0 22.2%, ps1 77.8%") == 0);
+        shadow_report_mark(&r, &s, 60 * min);
+        /* the same again: not due before another hour, and the period starts afresh */
+        shadow_account(&s, &d, &early, &kernel, &h, 0.1e6, 61 * min);
+        CHECK(!shadow_report_due(&r, &s, 70 * min));
+        shadow_report_period(&r, &s, &a, &k);
+        CHECK(NEAR(a.gaps, 30));
+        /* a guard fallback is a marked change: due after five minutes, not before */
+        s.fallbacks++;
+        CHECK(!shadow_report_due(&r, &s, 64 * min));
+        CHECK(shadow_report_due(&r, &s, 65 * min));
+}
+
 int main(void) {
         test_gap_cost();
         test_chain_from_table();
         test_accounting_and_guard();
         test_describe();
+        test_report();
         printf("%u checks, %u failed\n", n_checks, n_failed);
         return n_failed ? 1 : 0;
 }

@@ -34,9 +34,14 @@ typedef struct MetricsController {
         const char *watch_source;       /* where it sees the I/O: "bpf" or "stat" */
         uint64_t observed_ios;          /* I/Os completed, as the watcher saw them in the block stats */
         uint64_t observed_stall_us;     /* time the watcher attributes to waking the drive */
-        bool have_energy;               /* the estimate below is meaningful */
-        double energy_joules;           /* estimated energy with the table in force, since start */
-        double kernel_energy_joules;    /* the same estimate for the kernel's table */
+        /* The shadow kernel (shadow.h): what the tables applied cost since start, and what the
+         * kernel's table would have cost on the same I/O. Only with the exact (eBPF) source. */
+        bool have_shadow;               /* the figures below are meaningful */
+        double energy_joules;           /* estimated idle + wake-up energy, tables applied */
+        double kernel_energy_joules;    /* the same for the kernel's table */
+        double wake_delay_seconds;      /* wake-up delay paid (measured), tables applied */
+        double kernel_wake_delay_seconds; /* what the kernel's table would have made I/O wait */
+        uint64_t guard_fallbacks;       /* times the guard put the kernel's table back */
 } MetricsController;
 
 /* One cpufreq policy. */
@@ -61,7 +66,11 @@ typedef struct MetricsState {
  * @ret: malloc'd, NUL-terminated text ending in a newline (caller frees)
  *
  * Every family has its HELP and TYPE lines even when it has no samples (no
- * controllers), so the set of names is always the same. Label values are
+ * controllers), so the set of names is always the same; except the shadow kernel's
+ * families (nvme_apstd_estimated_energy_joules_total,
+ * nvme_apstd_wake_delay_seconds_total, nvme_apstd_guard_fallbacks_total), which appear
+ * only when a controller has the figures: an empty family of estimates reads as "no
+ * savings" on a dashboard. Label values are
  * escaped (backslash, double quote, newline); bytes that are not printable
  * ASCII or UTF-8 are replaced by '?'. Deterministic: equal states give equal
  * text, which is what lets the writer skip unchanged updates.

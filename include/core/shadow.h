@@ -96,6 +96,8 @@ typedef struct ShadowSums {
         double wake_ns;
         double gaps;
         double wakes;                       /* gaps that ended with the drive out of PS0 */
+        double entries;                     /* state entries begun (transitions into a sleep state) */
+        double resident_ns[SHADOW_STATES];  /* idle time resting in each state (the model's) */
 } ShadowSums;
 
 typedef struct Shadow {
@@ -139,6 +141,32 @@ typedef enum ShadowVerdict {
  * gets the figures in words.
  */
 ShadowVerdict shadow_guard(const Shadow *s, char *why, size_t n);
+
+/* The journal's periodic account of one drive: what happened since the last one. */
+#define SHADOW_REPORT_EVERY_NS UINT64_C(3600000000000)     /* at most hourly ... */
+#define SHADOW_REPORT_SOONEST_NS UINT64_C(300000000000)    /* ... sooner, for a marked change, after 5 min */
+#define SHADOW_REPORT_MARKED 0.10                          /* energy vs the kernel's moved by 10 points */
+
+typedef struct ShadowReport {
+        bool started;
+        uint64_t last_ns;                   /* when the last account was given (or the start) */
+        ShadowSums applied_at, kernel_at;   /* the totals then */
+        uint64_t fallbacks_at;
+        double last_ratio;                  /* applied / kernel energy in the last account; < 0 none yet */
+} ShadowReport;
+
+/* Start counting at @now_ns (nothing reported yet). */
+void shadow_report_init(ShadowReport *r, const Shadow *s, uint64_t now_ns);
+/* Is an account due: an hour since the last one with gaps since, or, five minutes at least
+ * since the last one, a marked change (a guard fallback, or the period's energy against the
+ * kernel's table 10 points from the last account's)? */
+bool shadow_report_due(const ShadowReport *r, const Shadow *s, uint64_t now_ns);
+/* The period's sums since the last account. */
+void shadow_report_period(const ShadowReport *r, const Shadow *s, ShadowSums *ret_applied, ShadowSums *ret_kernel);
+/* An account was given at @now_ns. */
+void shadow_report_mark(ShadowReport *r, const Shadow *s, uint64_t now_ns);
+/* "ps0 81.2%, ps3 10.1%, ps4 8.7%": the share of idle time resting in each state that had any. */
+void shadow_residency_describe(const ShadowSums *x, char *buf, size_t n);
 
 /* "41 J (38%) less than the kernel's table, wake delay 1.2 s against its 1.9 s" */
 void shadow_describe(const ShadowSums *applied, const ShadowSums *kernel, char *buf, size_t n);

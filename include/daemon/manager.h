@@ -36,6 +36,7 @@
 #include "cpupin.h"
 #include "cpuset.h"
 #include "macro.h"
+#include "shadow.h"
 #include "situation.h"
 #include "sysfs.h"
 
@@ -209,6 +210,16 @@ bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *r
 const char *manager_watch_source(const ManagerCtrl *c);
 /* Unload the eBPF program once no watcher reads it (stop, or a reload to source = stat). */
 void manager_watch_release_bpf(Manager *m);
+
+/* The shadow kernel's figures for one controller (the adaptive policy on the exact source). */
+typedef struct ManagerSavings {
+        const char *source;             /* "bpf", "stat"; NULL when the controller is not watched */
+        bool known;                     /* the figures below are meaningful (exact source) */
+        ShadowSums total_applied, total_kernel;     /* since the policy started */
+        ShadowSums window_applied, window_kernel;   /* the guard's window (SHADOW_SLOTS x SHADOW_SLOT_NS) */
+        uint64_t fallbacks;             /* times the guard put the kernel's table back */
+} ManagerSavings;
+void manager_watch_savings(const ManagerCtrl *c, ManagerSavings *ret);
 
 /* The kernel's rewrite on a pm_qos_latency_tolerance_us write (src/daemon/manager-qos.c): one inotify
  * watch per managed controller on that attribute, (re)tried after every engine run on it (the

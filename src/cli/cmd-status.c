@@ -26,6 +26,7 @@
 #include "json-out.h"
 #include "plan.h"
 #include "log.h"
+#include "shadow.h"
 #include "verbs.h"
 
 #define STATUS_MAX_PROPS 48
@@ -310,6 +311,31 @@ static void print_ctrl(const Props *c) {
                 format_usec(prop_t(c, "ObservedStallUSec"), t2, sizeof t2);
                 printf("   Observed: %" PRIu64 " I/Os, %s of stall (source: %s)\n", prop_t(c, "ObservedIOs"), t2,
                        prop(c, "WatchSource") && prop_s(c, "WatchSource")[0] ? prop_s(c, "WatchSource") : "stat");
+        }
+        if (prop(c, "SavingsKnown") && prop_t(c, "SavingsKnown")) {
+                /* the shadow kernel: what the applied tables cost beside what the kernel's would have */
+                ShadowSums a = { .energy_uwns = (double) prop_t(c, "EnergyUJ") * 1e9,
+                                 .wake_ns = (double) prop_t(c, "WakeDelayUSec") * 1e3 },
+                           k = { .energy_uwns = (double) prop_t(c, "KernelEnergyUJ") * 1e9,
+                                 .wake_ns = (double) prop_t(c, "KernelWakeDelayUSec") * 1e3 },
+                           wa = { .energy_uwns = (double) prop_t(c, "WindowEnergyUJ") * 1e9,
+                                  .wake_ns = (double) prop_t(c, "WindowWakeDelayUSec") * 1e3 },
+                           wk = { .energy_uwns = (double) prop_t(c, "WindowKernelEnergyUJ") * 1e9,
+                                  .wake_ns = (double) prop_t(c, "WindowKernelWakeDelayUSec") * 1e3 };
+                char total[200], window[200];
+
+                shadow_describe(&a, &k, total, sizeof total);
+                printf("    Savings: since start: %s;\n", total);
+                if (wk.energy_uwns > 0) {
+                        shadow_describe(&wa, &wk, window, sizeof window);
+                        printf("             last %u s: %s\n", (unsigned) (SHADOW_SLOTS * SHADOW_SLOT_NS / 1000000000u),
+                               window);
+                } else
+                        printf("             last %u s: on the kernel's table\n",
+                               (unsigned) (SHADOW_SLOTS * SHADOW_SLOT_NS / 1000000000u));
+                if (prop_t(c, "GuardFallbacks"))
+                        printf("             the guard put the kernel's table back %" PRIu64 " time%s\n",
+                               prop_t(c, "GuardFallbacks"), prop_t(c, "GuardFallbacks") == 1 ? "" : "s");
         }
 }
 

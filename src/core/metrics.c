@@ -204,18 +204,47 @@ int metrics_format(const MetricsState *s, char **ret) {
                 ctrl_label(f, "nvme_apstd_observed_stall_seconds_total", &s->controllers[i]);
                 print_us_as_seconds(f, s->controllers[i].observed_stall_us);
         }
-        family(f, "nvme_apstd_estimated_energy_joules_total", "counter",
-               "Estimated energy of the drive since start: table=\"in-force\" with the table in force, "
-               "table=\"kernel\" had the kernel's table stayed.");
-        for (size_t i = 0; i < s->n_controllers; i++) {
-                const MetricsController *c = &s->controllers[i];
-                if (!c->have_energy)
-                        continue;
-                for (unsigned t = 0; t < 2; t++) {
-                        fputs("nvme_apstd_estimated_energy_joules_total{controller=\"", f);
-                        label_value(f, c->name);
-                        fprintf(f, "\",table=\"%s\"} ", t ? "kernel" : "in-force");
-                        print_double(f, t ? c->kernel_energy_joules : c->energy_joules);
+        /* The shadow kernel's families: only when some controller has the figures. */
+        bool any_shadow = false;
+        for (size_t i = 0; i < s->n_controllers; i++)
+                any_shadow = any_shadow || s->controllers[i].have_shadow;
+        if (any_shadow) {
+                family(f, "nvme_apstd_estimated_energy_joules_total", "counter",
+                       "Estimated idle and wake-up energy of the drive since start: table=\"applied\" with the tables "
+                       "the daemon applied, table=\"kernel\" had the kernel's table been in force on the same I/O.");
+                for (size_t i = 0; i < s->n_controllers; i++) {
+                        const MetricsController *c = &s->controllers[i];
+                        if (!c->have_shadow)
+                                continue;
+                        for (unsigned t = 0; t < 2; t++) {
+                                fputs("nvme_apstd_estimated_energy_joules_total{controller=\"", f);
+                                label_value(f, c->name);
+                                fprintf(f, "\",table=\"%s\"} ", t ? "kernel" : "applied");
+                                print_double(f, t ? c->kernel_energy_joules : c->energy_joules);
+                        }
+                }
+                family(f, "nvme_apstd_wake_delay_seconds_total", "counter",
+                       "Time I/O waited for the drive to wake since start: table=\"applied\" as measured with the "
+                       "tables the daemon applied, table=\"kernel\" had the kernel's table been in force.");
+                for (size_t i = 0; i < s->n_controllers; i++) {
+                        const MetricsController *c = &s->controllers[i];
+                        if (!c->have_shadow)
+                                continue;
+                        for (unsigned t = 0; t < 2; t++) {
+                                fputs("nvme_apstd_wake_delay_seconds_total{controller=\"", f);
+                                label_value(f, c->name);
+                                fprintf(f, "\",table=\"%s\"} ", t ? "kernel" : "applied");
+                                fprintf(f, "%.6f\n", t ? c->kernel_wake_delay_seconds : c->wake_delay_seconds);
+                        }
+                }
+                family(f, "nvme_apstd_guard_fallbacks_total", "counter",
+                       "Times the adaptive policy's guard put the kernel's table back (its own did more than 2% worse).");
+                for (size_t i = 0; i < s->n_controllers; i++) {
+                        const MetricsController *c = &s->controllers[i];
+                        if (!c->have_shadow)
+                                continue;
+                        ctrl_label(f, "nvme_apstd_guard_fallbacks_total", c);
+                        fprintf(f, "%" PRIu64 "\n", c->guard_fallbacks);
                 }
         }
 

@@ -53,7 +53,10 @@ void shadow_chain_from_table(const ShadowDrive *d, bool apste, const uint64_t en
         *ret = c;
 }
 
-void shadow_gap_cost(const ShadowDrive *d, const ShadowChain *c, double g, double *ret_e, double *ret_wait) {
+/* One gap under @c: energy, wait, and (if @resident) the idle time resting in each state and
+ * the entries begun. */
+static void gap_walk(const ShadowDrive *d, const ShadowChain *c, double g, double *ret_e, double *ret_wait,
+                     double *resident, double *entries) {
         double t = 0, e = 0, wait;
         unsigned cur = 0;
 
@@ -63,7 +66,11 @@ void shadow_gap_cost(const ShadowDrive *d, const ShadowChain *c, double g, doubl
                 if (g <= start)
                         break;
                 e += power_uw(d, cur) * (dmax(start, t) - t);
+                if (resident)
+                        resident[cur] += dmax(start, t) - t;
                 t = dmax(start, t);
+                if (entries)
+                        *entries += 1;
                 if (g < t + enter) {
                         wait = t + enter - g + shadow_exlat_us(d, c->state[k]) * NS_PER_US;
                         e += d->p0_uw * (g - t + wait);
@@ -77,8 +84,14 @@ void shadow_gap_cost(const ShadowDrive *d, const ShadowChain *c, double g, doubl
         }
         wait = cur == 0 ? 0 : shadow_exlat_us(d, cur) * NS_PER_US;
         e += power_uw(d, cur) * (g - t) + d->p0_uw * wait;
+        if (resident)
+                resident[cur] += g - t;
         *ret_e = e;
         *ret_wait = wait;
+}
+
+void shadow_gap_cost(const ShadowDrive *d, const ShadowChain *c, double g, double *ret_e, double *ret_wait) {
+        gap_walk(d, c, g, ret_e, ret_wait, NULL, NULL);
 }
 
 /* The span the sub-points of bucket @b cover: the last bucket has no upper bound,
@@ -91,16 +104,17 @@ static void bucket_span(unsigned b, double *ret_lo, double *ret_hi) {
         *ret_hi = hi;
 }
 
-/* A bucket's cost: @n gaps spread evenly over it. */
+/* A bucket's cost: @n gaps spread evenly over it. With @sums, also their residency and entries
+ * (added to it, scaled). */
 static void bucket_cost(const ShadowDrive *d, const ShadowChain *c, unsigned b, double n, double *ret_e,
-                        double *ret_wait, double *ret_wakes) {
-        double lo, hi, e = 0, w = 0, k = 0;
+                        double *ret_wait, double *ret_wakes, ShadowSums *sums) {
+        double lo, hi, e = 0, w = 0, k = 0, resident[SHADOW_STATES] = {}, entries = 0;
 
         bucket_span(b, &lo, &hi);
         for (unsigned i = 0; i < SHADOW_SUBPOINTS; i++) {
                 double g = lo + (hi - lo) * (i + 0.5) / SHADOW_SUBPOINTS, ge, gw;
 
-                shadow_gap_cost(d, c, g, &ge, &gw);
+                gap_walk(d, c, g, &ge, &gw, sums ? resident : NULL, sums ? &entries : NULL);
                 e += ge;
                 w += gw;
                 k += gw > 0;
@@ -109,6 +123,11 @@ static void bucket_cost(const ShadowDrive *d, const ShadowChain *c, unsigned b, 
         *ret_wait = w * n / SHADOW_SUBPOINTS;
         if (ret_wakes)
                 *ret_wakes = k * n / SHADOW_SUBPOINTS;
+        if (sums) {
+                for (unsigned st = 0; st < SHADOW_STATES; st++)
+                        sums->resident_ns[st] += resident[st] * n / SHADOW_SUBPOINTS;
+                sums->entries += entries * n / SHADOW_SUBPOINTS;
+        }
 }
 
 void shadow_hist_from_gaphist(const GapHist *h, ShadowHist *ret) {
@@ -125,7 +144,7 @@ void shadow_hist_cost(const ShadowDrive *d, const ShadowChain *c, const ShadowHi
 
                 if (h->gaps[b] <= 0)
                         continue;
-                bucket_cost(d, c, b, h->gaps[b], &be, &bw, NULL);
+                bucket_cost(d, c, b, h->gaps[b], &be, &bw, NULL, NULL);
                 e += be;
                 w += bw;
         }
@@ -175,11 +194,12 @@ void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied,
         advance(s, now_ns);
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 double n = (double) delta->gaps[b], ae, aw, ak, ke, kw, kk;
+                ShadowSums occ = {};
 
                 if (n <= 0)
                         continue;
-                bucket_cost(d, applied, b, n, &ae, &aw, &ak);
-                bucket_cost(d, kernel, b, n, &ke, &kw, &kk);
+                bucket_cost(d, applied, b, n, &ae, &aw, &ak, &occ);
+                bucket_cost(d, kernel, b, n, &ke, &kw, &kk, NULL);
                 /* The applied table's wake delay as the drive charged it, where it was measured. */
                 double measured = awake_svc_ns >= 0 ? (double) delta->wake_count[b] : 0;
                 if (measured > 0) {
@@ -197,6 +217,10 @@ void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied,
                 }
                 add(&s->total_applied, ae, aw, n, ak);
                 add(&s->total_kernel, ke, kw, n, kk);
+                /* where the applied tables kept the drive (the model's residency) */
+                for (unsigned st = 0; st < SHADOW_STATES; st++)
+                        s->total_applied.resident_ns[st] += occ.resident_ns[st];
+                s->total_applied.entries += occ.entries;
                 /* The window judges our own tables: time on the kernel's says nothing. */
                 if (!same) {
                         add(&s->slot_applied[s->slot], ae, aw, n, ak);
@@ -242,6 +266,78 @@ ShadowVerdict shadow_guard(const Shadow *s, char *why, size_t n) {
                         why[0] = 0;
         }
         return v;
+}
+
+void shadow_report_init(ShadowReport *r, const Shadow *s, uint64_t now_ns) {
+        *r = (ShadowReport) { .started = true, .last_ns = now_ns, .applied_at = s->total_applied,
+                              .kernel_at = s->total_kernel, .fallbacks_at = s->fallbacks, .last_ratio = -1 };
+}
+
+static void diff(const ShadowSums *now, const ShadowSums *then, ShadowSums *ret) {
+        ShadowSums x = {
+                .energy_uwns = now->energy_uwns - then->energy_uwns,
+                .wake_ns = now->wake_ns - then->wake_ns,
+                .gaps = now->gaps - then->gaps,
+                .wakes = now->wakes - then->wakes,
+                .entries = now->entries - then->entries,
+        };
+        for (unsigned i = 0; i < SHADOW_STATES; i++)
+                x.resident_ns[i] = now->resident_ns[i] - then->resident_ns[i];
+        *ret = x;
+}
+
+void shadow_report_period(const ShadowReport *r, const Shadow *s, ShadowSums *ret_applied, ShadowSums *ret_kernel) {
+        diff(&s->total_applied, &r->applied_at, ret_applied);
+        diff(&s->total_kernel, &r->kernel_at, ret_kernel);
+}
+
+bool shadow_report_due(const ShadowReport *r, const Shadow *s, uint64_t now_ns) {
+        ShadowSums a, k;
+
+        if (!r->started || now_ns < r->last_ns)
+                return false;
+        shadow_report_period(r, s, &a, &k);
+        if (a.gaps <= 0)
+                return false;
+        if (now_ns - r->last_ns >= SHADOW_REPORT_EVERY_NS)
+                return true;
+        if (now_ns - r->last_ns < SHADOW_REPORT_SOONEST_NS)
+                return false;
+        if (s->fallbacks != r->fallbacks_at)
+                return true;
+        return r->last_ratio >= 0 && k.energy_uwns > 0 &&
+               fabs(a.energy_uwns / k.energy_uwns - r->last_ratio) > SHADOW_REPORT_MARKED;
+}
+
+void shadow_report_mark(ShadowReport *r, const Shadow *s, uint64_t now_ns) {
+        ShadowSums a, k;
+
+        shadow_report_period(r, s, &a, &k);
+        r->last_ratio = k.energy_uwns > 0 ? a.energy_uwns / k.energy_uwns : -1;
+        r->last_ns = now_ns;
+        r->applied_at = s->total_applied;
+        r->kernel_at = s->total_kernel;
+        r->fallbacks_at = s->fallbacks;
+}
+
+void shadow_residency_describe(const ShadowSums *x, char *buf, size_t n) {
+        double total = 0;
+        size_t off = 0;
+
+        if (n == 0)
+                return;
+        buf[0] = 0;
+        for (unsigned i = 0; i < SHADOW_STATES; i++)
+                total += x->resident_ns[i];
+        for (unsigned i = 0; i < SHADOW_STATES && total > 0 && off < n; i++) {
+                int w;
+                if (x->resident_ns[i] <= 0)
+                        continue;
+                w = snprintf(buf + off, n - off, "%sps%u %.1f%%", off ? ", " : "", i, 100.0 * x->resident_ns[i] / total);
+                if (w < 0)
+                        return;
+                off += (size_t) w;
+        }
 }
 
 static void format_seconds(double ns, char *buf, size_t n) {

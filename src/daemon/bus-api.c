@@ -43,6 +43,11 @@ typedef struct CtrlView {
         char watch_source[8];
         uint64_t observed_ios;
         uint64_t observed_stall_usec;
+        /* the shadow kernel (the adaptive policy on the exact source) */
+        bool savings_known;
+        uint64_t energy_uj, kernel_energy_uj, wake_delay_usec, kernel_wake_delay_usec;
+        uint64_t window_energy_uj, window_kernel_energy_uj, window_wake_delay_usec, window_kernel_wake_delay_usec;
+        uint64_t guard_fallbacks;
 } CtrlView;
 
 typedef enum FieldKind {
@@ -81,6 +86,16 @@ static const Field ctrl_fields[] = {
         F("WatchSource", FIELD_STRING, watch_source),
         F("ObservedIOs", FIELD_U64, observed_ios),
         F("ObservedStallUSec", FIELD_U64, observed_stall_usec),
+        F("SavingsKnown", FIELD_BOOL, savings_known),
+        F("EnergyUJ", FIELD_U64, energy_uj),
+        F("KernelEnergyUJ", FIELD_U64, kernel_energy_uj),
+        F("WakeDelayUSec", FIELD_U64, wake_delay_usec),
+        F("KernelWakeDelayUSec", FIELD_U64, kernel_wake_delay_usec),
+        F("WindowEnergyUJ", FIELD_U64, window_energy_uj),
+        F("WindowKernelEnergyUJ", FIELD_U64, window_kernel_energy_uj),
+        F("WindowWakeDelayUSec", FIELD_U64, window_wake_delay_usec),
+        F("WindowKernelWakeDelayUSec", FIELD_U64, window_kernel_wake_delay_usec),
+        F("GuardFallbacks", FIELD_U64, guard_fallbacks),
 };
 #undef F
 
@@ -134,6 +149,22 @@ static void ctrl_view(const ManagerCtrl *c, CtrlView *v) {
         v->stats.last_change_reason[sizeof v->stats.last_change_reason - 1] = 0;
         v->watched = manager_watch_observed(c, &v->observed_ios, &v->observed_stall_usec);
         (void) snprintf(v->watch_source, sizeof v->watch_source, "%s", strempty(manager_watch_source(c)));
+
+        ManagerSavings sv;
+        manager_watch_savings(c, &sv);
+        v->savings_known = sv.known;
+        if (sv.known) {
+                /* µW·ns = 1e-15 J: / 1e9 gives µJ */
+                v->energy_uj = (uint64_t) (sv.total_applied.energy_uwns / 1e9);
+                v->kernel_energy_uj = (uint64_t) (sv.total_kernel.energy_uwns / 1e9);
+                v->wake_delay_usec = (uint64_t) (sv.total_applied.wake_ns / 1e3);
+                v->kernel_wake_delay_usec = (uint64_t) (sv.total_kernel.wake_ns / 1e3);
+                v->window_energy_uj = (uint64_t) (sv.window_applied.energy_uwns / 1e9);
+                v->window_kernel_energy_uj = (uint64_t) (sv.window_kernel.energy_uwns / 1e9);
+                v->window_wake_delay_usec = (uint64_t) (sv.window_applied.wake_ns / 1e3);
+                v->window_kernel_wake_delay_usec = (uint64_t) (sv.window_kernel.wake_ns / 1e3);
+                v->guard_fallbacks = sv.fallbacks;
+        }
 }
 
 static const Field *field_find(const char *property) {
@@ -337,6 +368,16 @@ static const sd_bus_vtable ctrl_vtable[] = {
         SD_BUS_PROPERTY("ObservedIOs", "t", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("ObservedStallUSec", "t", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("WatchSource", "s", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("SavingsKnown", "b", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("EnergyUJ", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("KernelEnergyUJ", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("WakeDelayUSec", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("KernelWakeDelayUSec", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("WindowEnergyUJ", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("WindowKernelEnergyUJ", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("WindowWakeDelayUSec", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("WindowKernelWakeDelayUSec", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("GuardFallbacks", "t", ctrl_get, 0, CHANGES),
         SD_BUS_VTABLE_END,
 };
 #undef CHANGES

@@ -152,6 +152,16 @@ static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t siz
         row->errors = c->stats.errors;
         row->have_watcher = manager_watch_observed(c, &row->observed_ios, &row->observed_stall_us);
         row->watch_source = manager_watch_source(c);
+        ManagerSavings sv;
+        manager_watch_savings(c, &sv);
+        if (sv.known) {
+                row->have_shadow = true;
+                row->energy_joules = sv.total_applied.energy_uwns / 1e15;
+                row->kernel_energy_joules = sv.total_kernel.energy_uwns / 1e15;
+                row->wake_delay_seconds = sv.total_applied.wake_ns / 1e9;
+                row->kernel_wake_delay_seconds = sv.total_kernel.wake_ns / 1e9;
+                row->guard_fallbacks = sv.fallbacks;
+        }
 }
 
 void manager_metrics_update(Manager *m) {

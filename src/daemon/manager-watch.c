@@ -64,6 +64,7 @@ struct ManagerWatch {
         sd_event_source *timer;
         Adapt *adapt;              /* policy = adaptive; its own Watch is the watcher */
         ApstParams params;         /* what adapt was started with */
+        ShadowReport report;       /* the journal's account of the shadow kernel's figures */
         Watch watch;               /* the watcher without the policy (pin = busy only) */
         bool known;                /* last_ios holds a reading */
         uint64_t last_ios;
@@ -105,6 +106,20 @@ bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *r
         *ret_ios = x->total_ios;
         *ret_stall_us = x->total_wake_ms > 0 ? (uint64_t) (x->total_wake_ms * 1000.0 + 0.5) : 0;
         return true;
+}
+
+void manager_watch_savings(const ManagerCtrl *c, ManagerSavings *ret) {
+        const ManagerWatch *w = c->watch;
+
+        *ret = (ManagerSavings) {};
+        if (!w)
+                return;
+        ret->source = manager_watch_source(c);
+        if (!w->adapt || w->source != ADAPT_SOURCE_BPF || w->adapt->source != ADAPT_SOURCE_BPF)
+                return;
+        ret->known = true;
+        adapt_savings(w->adapt, &ret->total_applied, &ret->total_kernel, &ret->window_applied, &ret->window_kernel);
+        ret->fallbacks = w->adapt->shadow.fallbacks;
 }
 
 static uint64_t now_usec(const Manager *m) {
@@ -233,6 +248,54 @@ static void log_decision(const ManagerCtrl *c, const AdaptDecision *d) {
                   "%s: adaptive policy chose a new APST table: %s.", ct->name, d->reason);
 }
 
+static void log_guard(const ManagerCtrl *c, const AdaptDecision *d, const Shadow *sh) {
+        const Controller *ct = &c->controller;
+        ShadowSums a, k;
+        char e[24], ke[24], w[24], kw[24];
+
+        shadow_window(sh, &a, &k);
+        (void) snprintf(e, sizeof e, "%.3f", a.energy_uwns / 1e15);
+        (void) snprintf(ke, sizeof ke, "%.3f", k.energy_uwns / 1e15);
+        (void) snprintf(w, sizeof w, "%.6f", a.wake_ns / 1e9);
+        (void) snprintf(kw, sizeof kw, "%.6f", k.wake_ns / 1e9);
+        log_event(LOG_NOTICE, 0, MSGID_ADAPT_GUARD,
+                  LOG_FIELDS({ "NVME_CTRL", ct->name }, { "NVME_MODEL", controller_model(ct) },
+                             { "NVME_FIRMWARE", controller_firmware(ct) }, { "APST_POLICY", "adaptive" },
+                             { "APST_REASON", "guard" }, { "APST_ENERGY_J", e }, { "APST_KERNEL_ENERGY_J", ke },
+                             { "APST_WAKE_DELAY_S", w }, { "APST_KERNEL_WAKE_DELAY_S", kw }),
+                  "%s: %s.", ct->name, d->reason);
+}
+
+/* The drive's account since the last one, when due (shadow_report_due()). */
+static void log_account(ManagerWatch *w, uint64_t now_ns) {
+        const Controller *ct = &w->ctrl->controller;
+        const Shadow *sh = &w->adapt->shadow;
+        ShadowSums a, k;
+        char words[200], res[256], tr[24], e[24], ke[24], wd[24], kwd[24], per[24];
+
+        if (!w->report.started)
+                shadow_report_init(&w->report, sh, now_ns);
+        if (!shadow_report_due(&w->report, sh, now_ns))
+                return;
+        shadow_report_period(&w->report, sh, &a, &k);
+        shadow_describe(&a, &k, words, sizeof words);
+        shadow_residency_describe(&a, res, sizeof res);
+        (void) snprintf(tr, sizeof tr, "%.0f", a.entries);
+        (void) snprintf(e, sizeof e, "%.3f", a.energy_uwns / 1e15);
+        (void) snprintf(ke, sizeof ke, "%.3f", k.energy_uwns / 1e15);
+        (void) snprintf(wd, sizeof wd, "%.6f", a.wake_ns / 1e9);
+        (void) snprintf(kwd, sizeof kwd, "%.6f", k.wake_ns / 1e9);
+        (void) snprintf(per, sizeof per, "%.0f", (double) (now_ns - w->report.last_ns) / 1e9);
+        log_event(LOG_INFO, 0, MSGID_APST_SAVINGS,
+                  LOG_FIELDS({ "NVME_CTRL", ct->name }, { "NVME_MODEL", controller_model(ct) },
+                             { "NVME_FIRMWARE", controller_firmware(ct) }, { "APST_POLICY", "adaptive" },
+                             { "APST_SAVINGS", words }, { "APST_RESIDENCY", res }, { "APST_TRANSITIONS", tr },
+                             { "APST_ENERGY_J", e }, { "APST_KERNEL_ENERGY_J", ke }, { "APST_WAKE_DELAY_S", wd },
+                             { "APST_KERNEL_WAKE_DELAY_S", kwd }, { "APST_PERIOD_S", per }),
+                  "%s: in the last %s s: %s; idle in %s; %s state entries.", ct->name, per, words, res, tr);
+        shadow_report_mark(&w->report, sh, now_ns);
+}
+
 /* At most every verify interval, a controller that did I/O since the last look: it was awake. */
 static bool verify_due(ManagerWatch *w, uint64_t now, const WatchStat *st) {
         const Manager *m = w->ctrl->manager;
@@ -357,8 +420,19 @@ static int on_bpf_timer(ManagerWatch *w) {
                 }
                 replan = pcal_review(w, &reach);
         }
+        if (w->adapt && w->adapt->source != ADAPT_SOURCE_BPF) {
+                /* The exact source from now on: a drive with nothing learned yet goes to the kernel's
+                 * table (adapt_start_exact()), which its first deltas then move from. */
+                (void) adapt_start_exact(w->adapt, &table);
+                program = !c->controller.have_written || !apst_table_equal(&table, &c->controller.written);
+                why = (AdaptDecision) { .t_ns = now * NS_PER_USEC, .table = table };
+                (void) snprintf(why.reason, sizeof why.reason,
+                                "every idle gap seen from now on: the kernel's own table until they say otherwise");
+        }
+        if (w->adapt && gaps > 0 && adapt_observe_gaps(w->adapt, &delta, now * NS_PER_USEC, &table, &why) > 0)
+                program = true;
         if (w->adapt && gaps > 0)
-                program = adapt_observe_gaps(w->adapt, &delta, now * NS_PER_USEC, &table, &why) > 0;
+                log_account(w, now * NS_PER_USEC);
         if (m->cpupin && m->config.cpu.pin == CPU_PIN_BUSY) {
                 bool was = cpupin_is_pinned(m->cpupin);
                 (void) cpupin_busy_hook(m->cpupin, busy, now, &deadline);
@@ -386,7 +460,10 @@ static int on_bpf_timer(ManagerWatch *w) {
         if (replan && manager_replan_all(m, "passive-calibration") > 0)
                 return 0;
         if (program) {
-                log_decision(c, &why);
+                if (why.guard)
+                        log_guard(c, &why, &w->adapt->shadow);
+                else
+                        log_decision(c, &why);
                 manager_ctrl_program(c, &table, "adaptive");
         } else if (verify)
                 manager_ctrl_sync(c, "verify");
@@ -437,7 +514,10 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         /* The engine step runs in the controller's thread; what it did is published when it is back. */
         if (program) {
-                log_decision(c, &why);
+                if (why.guard)
+                        log_guard(c, &why, &w->adapt->shadow);
+                else
+                        log_decision(c, &why);
                 manager_ctrl_program(c, &table, "adaptive");
         } else if (verify)
                 manager_ctrl_sync(c, "verify");
@@ -472,6 +552,7 @@ static void adapt_start(ManagerWatch *w, uint64_t now) {
                 return;
         }
         w->params = ct->plan.params;
+        w->report = (ShadowReport) {};
         learned_take(w);
         log_debug("%s: adaptive policy started.", ct->name);
 }
