@@ -273,7 +273,7 @@ void shadow_report_init(ShadowReport *r, const Shadow *s, uint64_t now_ns) {
                               .kernel_at = s->total_kernel, .fallbacks_at = s->fallbacks, .last_ratio = -1 };
 }
 
-static void diff(const ShadowSums *now, const ShadowSums *then, ShadowSums *ret) {
+static void sums_diff(const ShadowSums *now, const ShadowSums *then, ShadowSums *ret) {
         ShadowSums x = {
                 .energy_uwns = now->energy_uwns - then->energy_uwns,
                 .wake_ns = now->wake_ns - then->wake_ns,
@@ -287,8 +287,8 @@ static void diff(const ShadowSums *now, const ShadowSums *then, ShadowSums *ret)
 }
 
 void shadow_report_period(const ShadowReport *r, const Shadow *s, ShadowSums *ret_applied, ShadowSums *ret_kernel) {
-        diff(&s->total_applied, &r->applied_at, ret_applied);
-        diff(&s->total_kernel, &r->kernel_at, ret_kernel);
+        sums_diff(&s->total_applied, &r->applied_at, ret_applied);
+        sums_diff(&s->total_kernel, &r->kernel_at, ret_kernel);
 }
 
 bool shadow_report_due(const ShadowReport *r, const Shadow *s, uint64_t now_ns) {
