@@ -36,7 +36,8 @@ except ImportError:
 # one colour per policy, the same in both pictures
 COLOURS = {"none": "#7f7f7f", "kernel": "#d62728", "budget": "#1f77b4", "adaptive": "#2ca02c",
            "adaptive-stat": "#8c564b", "optimum": "#9467bd"}
-MARKERS = "osD^vP*Xh<>pd"
+# filled shapes first; (n, 1, angle) is an n-pointed star
+MARKERS = list("osD^vP*Xh<>pd") + [(3, 1, 0), (4, 1, 0), (6, 1, 0), "8"]
 # an SVG that stays the same for the same data (no date, fixed hash salt)
 SVG_META = {"Date": None}
 matplotlib.rcParams["svg.hashsalt"] = "nvme-apstd"
