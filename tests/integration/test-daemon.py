@@ -702,6 +702,22 @@ elif scenario == "bpf-source":
                   f"ps{ps}: a loop device wakes at once ({us} µs measured over {n}, {adv} µs advertised)")
         check(wait_for(source_metric, 10, "the watch source in the metrics"), "the metrics say nvme0 is watched with bpf")
 
+        # The shadow kernel: what the tables applied cost beside the kernel's table on the same gaps.
+        def savings_metric():
+            if not os.path.exists(prom):
+                return None
+            with open(prom) as f:
+                t = f.read()
+            need = [rf'^nvme_apstd_{n}\{{controller="nvme0",table="{k}"\}} [0-9.]+$'
+                    for n in ("estimated_energy_joules_total", "wake_delay_seconds_total") for k in ("applied", "kernel")]
+            need.append(r'^nvme_apstd_guard_fallbacks_total\{controller="nvme0"\} [0-9]+$')
+            return t if all(re.search(x, t, re.M) for x in need) else None
+        t = wait_for(savings_metric, 10, "the shadow kernel's figures in the metrics")
+        check(t is not None, "the metrics give the shadow kernel's energy and wake delay for nvme0, applied and kernel")
+        if t:
+            kernel_j = float(re.search(r'estimated_energy_joules_total\{controller="nvme0",table="kernel"\} ([0-9.]+)', t).group(1))
+            check(kernel_j > 0, f"the kernel's table's estimated energy on those gaps is counted ({kernel_j} J)")
+
         def ctxsw():
             n = 0
             for tid in os.listdir(f"/proc/{d.proc.pid}/task"):
