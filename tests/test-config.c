@@ -1258,8 +1258,40 @@ static void test_safe_atou32(void) {
         printf("ok /util/safe_atou32\n");
 }
 
+/* config_copy(): a deep copy (nothing shared with the original, which may be freed), and a plan's
+ * [device] section re-pointed into it by name. */
+static void test_copy(void) {
+        const char *text = "[apst]\nmax_latency_us = 5000\n[daemon]\nunresponsive_after_sec = 7\n"
+                           "[device fast]\nmatch_name = nvme1\nmax_latency_us = 0\n[metrics]\npath = /x/a.prom\n";
+        Config c, x, y;
+        Situation s = {};
+        const char *name;
+
+        assert(config_parse_string(text, NULL, &c, NULL) == 0);
+        assert(config_copy(&c, &x) == 0);
+        assert(x.daemon.unresponsive_after_sec == 7 && x.apst.max_latency_us == 5000 && x.n_devices == 1);
+        assert(x.devices[0].name != c.devices[0].name && strcmp(x.devices[0].name, "fast") == 0);
+        assert(x.metrics.path != c.metrics.path && strcmp(x.metrics.path, "/x/a.prom") == 0);
+        name = config_section_name(&x, c.devices[0].name);
+        assert(name == x.devices[0].name);
+        assert(!config_section_name(&x, "slow") && !config_section_name(&x, NULL));
+        config_done(&c);   /* the copy stands alone */
+        assert(strcmp(name, "fast") == 0 && x.devices[0].apst.max_latency_us == 0);
+        config_done(&x);
+        /* only a resolved configuration (no situation sections) is copied */
+        assert(config_parse_string("[apst on-battery]\nmax_latency_us = 1\n", NULL, &c, NULL) == 0);
+        assert(config_copy(&c, &x) == -EINVAL);
+        assert(config_situate(&c, &s, &x) == 0 && config_copy(&x, &y) == 0);
+        assert(y.apst.max_latency_us == x.apst.max_latency_us);
+        config_done(&y);
+        config_done(&x);
+        config_done(&c);
+        printf("ok /config/copy\n");
+}
+
 int main(void) {
         test_safe_atou32();
+        test_copy();
         for (size_t i = 0; i < ELEMENTSOF(good_cases); i++) {
                 test_good(&good_cases[i]);
                 printf("ok %s\n", good_cases[i].name);

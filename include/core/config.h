@@ -217,6 +217,9 @@ void config_done(Config *c);
 
 /* A deep copy of @c, which must have no situation sections (a config_situate() result). */
 int config_copy(const Config *c, Config *ret);
+/* The name of @c's [device NAME] section called @name, as @c holds it (DevicePlan.section points
+ * into its Config: a plan moved to another Config is re-pointed with this); NULL if none. */
+const char *config_section_name(const Config *c, const char *name);
 
 /**
  * config_parse_string() - parse configuration text

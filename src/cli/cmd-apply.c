@@ -66,6 +66,7 @@ static int apply_one(const ControllerContext *ctx, const SysCtrl *sys) {
                 return r;
         }
         c = j->controller;
+        c.plan.section = config_section_name(ctx->config, j->controller.plan.section);
         o = j->outcome;
         r = j->r;
         switch (o.result) {

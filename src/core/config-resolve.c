@@ -128,6 +128,15 @@ static int overlay_apply(Config *x, const ConfigOverlay *o) {
         return -EINVAL;
 }
 
+const char *config_section_name(const Config *c, const char *name) {
+        if (!name)
+                return NULL;
+        for (size_t i = 0; i < c->n_devices; i++)
+                if (c->devices[i].name && strcmp(c->devices[i].name, name) == 0)
+                        return c->devices[i].name;
+        return NULL;
+}
+
 int config_copy(const Config *c, Config *ret) {
         Config x;
         int r;

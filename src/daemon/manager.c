@@ -338,6 +338,8 @@ static void manager_ctrl_finish(ManagerCtrl *c, CtrlJob *j) {
 
         c->deadline = sd_event_source_disable_unref(c->deadline);   /* lives only while a step runs */
         c->controller = job->controller;
+        /* the plan's [device] section name pointed into the job's copy of the configuration */
+        c->controller.plan.section = config_section_name(&m->config, job->controller.plan.section);
         c->unresponsive = false;
         if (was_unresponsive)
                 log_event(LOG_NOTICE, 0, MSGID_CTRL_RESPONSIVE,
@@ -1085,6 +1087,7 @@ void manager_stop(Manager *m) {
                         continue;
                 }
                 c->controller = j->controller;
+                c->controller.plan.section = config_section_name(&m->config, j->controller.plan.section);
                 if (j->outcome.result == CONTROLLER_RESTORED)
                         m->stop_restored++;
                 else if (j->outcome.result == CONTROLLER_LEFT_ALONE && j->outcome.in_place)

@@ -59,6 +59,8 @@ int ctrljob_new(CtrlJobKind kind, const Controller *c, const ControllerContext *
                 r = config_copy(ctx->config, &j->config);
                 if (r < 0)
                         return r;
+                /* the plan names its [device] section by a pointer into the Config: into ours now */
+                j->controller.plan.section = config_section_name(&j->config, c->plan.section);
         }
         if (ctx->platform)
                 j->platform = *ctx->platform;
