@@ -29,6 +29,8 @@ static void manager_irq_cpus(Manager *m, CpuSet *ret) {
 void manager_cpu_apply(Manager *m, const char *reason) {
         bool irq = m->config.cpu.select == CPU_SELECT_NVME_IRQ;
 
+        if (m->stopping)   /* released for good: the loop only runs on to restore the tables */
+                return;
         manager_watch_all(m);   /* pin = busy needs every controller watched */
         if (!m->cpupin)
                 return;
@@ -41,7 +43,8 @@ void manager_cpu_apply(Manager *m, const char *reason) {
 void manager_cpu_controllers_changed(Manager *m, const char *reason) {
         CpuSet now;
 
-        if (!m->cpupin || m->config.cpu.select != CPU_SELECT_NVME_IRQ || m->config.cpu.pin == CPU_PIN_OFF)
+        if (m->stopping || !m->cpupin || m->config.cpu.select != CPU_SELECT_NVME_IRQ ||
+            m->config.cpu.pin == CPU_PIN_OFF)
                 return;
         manager_irq_cpus(m, &now);
         if (memcmp(&now, &m->irq_cpus, sizeof now) == 0)

@@ -42,6 +42,12 @@ int manager_config_take(Manager *m, Config *loaded) {
                 m->config_file = *loaded;
                 config_init(loaded);
         }
+        /* a plan names its [device] section by a pointer into m->config: into the new one, by name (a
+         * controller whose step runs is planned again only when it is back) */
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                DevicePlan *p = &m->ctrls[i]->controller.plan;
+                p->section = config_section_name(&eff, p->section);
+        }
         config_done(&m->config);
         m->config = eff;
         return 0;

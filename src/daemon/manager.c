@@ -713,9 +713,18 @@ static void manager_check_settled(Manager *m) {
 static void manager_begin_stop(Manager *m) {
         m->stopping = true;
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring the original APST tables...");
+        /* nothing but the restores from here: no timer or watch may start work or pin a CPU again
+         * (pin = busy's watchers would) while the loop runs on for them */
+        m->verify_timer = sd_event_source_disable_unref(m->verify_timer);
+        m->situation_timer = sd_event_source_disable_unref(m->situation_timer);
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                ManagerCtrl *c = m->ctrls[i];
+
+                c->watch = manager_watch_free(c->watch);
+                c->qos = sd_event_source_disable_unref(c->qos);
+        }
         if (m->cpupin)
                 (void) cpupin_release(m->cpupin, "stop");
-        m->verify_timer = sd_event_source_disable_unref(m->verify_timer);
         for (size_t i = 0; i < m->n_ctrls; i++) {
                 ManagerCtrl *c = m->ctrls[i];
 
