@@ -31,11 +31,13 @@
 
 #include "apply.h"
 #include "apst-record.h"
+#include "apstd-ids.h"
 #include "calib-plan.h"
 #include "calib-store.h"
 #include "cli.h"
 #include "config-build.h"
 #include "cpupin.h"
+#include "ctrljob.h"
 #include "nvme-admin.h"
 #include "device.h"
 #include "json-out.h"
@@ -542,6 +544,56 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
         return r;
 }
 
+typedef struct CalibCall {
+        Run *run;
+        const Config *cfg;
+        const SysPlatform *plat;
+        SysCtrl sys;
+        const char *runtime_dir;
+} CalibCall;
+
+static int calib_call(void *data) {
+        CalibCall *a = data;
+
+        return calibrate_one(a->run, a->cfg, a->plat, &a->sys, a->runtime_dir);
+}
+
+/* calibrate_one() in a thread of its own, given up on when an admin command goes unanswered for
+ * [daemon] unresponsive_after_sec (each command counts alone: the measuring's Reads and waits do not).
+ * Return: as calibrate_one(); -ETIMEDOUT when given up on (reported): the thread, still in the
+ * kernel, keeps what it was given, so the caller ends without freeing it. */
+static int calibrate_one_bounded(Run *run, const Config *cfg, const SysPlatform *plat, const SysCtrl *sys,
+                                 const char *runtime_dir) {
+        _cleanup_(ctrljob_freep) CtrlJob *j = NULL;
+        unsigned secs = cfg->daemon.unresponsive_after_sec;
+        CalibCall *a = calloc(1, sizeof *a);
+        char s[16];
+        int r;
+
+        if (!a || ctrljob_new_call(calib_call, a, free, &j) < 0) {
+                free(a);
+                return calibrate_one(run, cfg, plat, sys, runtime_dir);
+        }
+        *a = (CalibCall) { .run = run, .cfg = cfg, .plat = plat, .sys = *sys, .runtime_dir = runtime_dir };
+        r = ctrljob_run(j, (uint64_t) secs * 1000000u);
+        if (r == -ETIMEDOUT) {
+                TAKE_PTR(j);
+                (void) snprintf(s, sizeof s, "%u", secs);
+                log_event(LOG_ERR, -ETIMEDOUT, MSGID_CTRL_UNRESPONSIVE,
+                          LOG_FIELDS({ "NVME_CTRL", sys->name }, { "APST_REASON", "calibrate" },
+                                     { "NVME_DEADLINE_SEC", s }),
+                          "%s: no answer to an admin command for %u s; giving up on the controller.", sys->name, secs);
+                fprintf(run->opt->json ? stderr : stdout,
+                        "%s: FAILED (no answer to an admin command within %u s: the controller is unresponsive; "
+                        "giving up on it. If its table was changed, the original stays recorded in %s/ctrl-%s.orig "
+                        "for the next `calibrate` or daemon start)\n", sys->name, secs, strempty(runtime_dir), sys->name);
+                return -ETIMEDOUT;
+        }
+        if (r < 0)
+                return calibrate_one(run, cfg, plat, sys, runtime_dir);
+        return j->r;
+}
+
 static int parse_argv(int argc, char *argv[], Options *o) {
         enum {
                 ARG_MAX_TIME = _CLI_ARG_FIRST_PRIVATE,
@@ -609,6 +661,7 @@ int verb_calibrate(int argc, char *argv[]) {
         struct sigaction sa = { .sa_handler = on_signal };
         Run run = { .opt = &o, .json_ctrls = ctrls };
         int r, rc = 0, lock_fd = -1;
+        bool abandoned = false;
         SysPlatform plat;
         Config cfg;
 
@@ -656,7 +709,14 @@ int verb_calibrate(int argc, char *argv[]) {
         if (sel.n_present == 0 && optind == argc && !o.json)
                 printf("No NVMe controllers found.\n");
         for (size_t k = 0; k < sel.n && !got_signal; k++) {
-                r = calibrate_one(&run, &cfg, &plat, &sel.ctrls[k], runtime_dir);
+                r = calibrate_one_bounded(&run, &cfg, &plat, &sel.ctrls[k], runtime_dir);
+                if (r == -ETIMEDOUT) {
+                        /* the thread given up on may come back and go on with what it shares with the
+                         * rest (the JSON list, the configuration): no other controller, nothing freed */
+                        abandoned = true;
+                        rc = MAX(rc, 1);
+                        break;
+                }
                 if (r > 128 || rc <= 128)
                         rc = MAX(rc, r);
         }
@@ -670,6 +730,7 @@ out:
         }
         if (lock_fd >= 0)
                 (void) close(lock_fd);
-        config_done(&cfg);
+        if (!abandoned)
+                config_done(&cfg);
         return rc;
 }

@@ -141,6 +141,26 @@ elif scenario == "sigkill-daemon":
     check(read_table("nvme0") == INITIAL, "stopping the daemon puts back the table from before calibrate ran")
     check(not os.path.exists(RECORD), "the record is removed")
 
+elif scenario == "hung":
+    # The Set Features of the first temporary table is held 6 s; with a 2 s deadline calibrate gives
+    # up on the controller, names it, and leaves the original recorded; the held Set lands later
+    # (the drive carries it out), and the next calibrate puts the original back from the record.
+    conf = write_config("[apst]\npolicy = budget\n\n[daemon]\nunresponsive_after_sec = 2\n")
+    ctl("fault", "nvme0", "set-apst=delay=6000:once")
+    t = time.monotonic()
+    p = calibrate("--config", conf, "--samples", "2", "--no-save")
+    took = time.monotonic() - t
+    check(p.returncode == 1, "calibrate exits 1")
+    check(re.search(r"^nvme0: FAILED \(no answer to an admin command within 2 s: the controller is unresponsive; "
+                    r"giving up on it\. If its table was changed, the original stays recorded in .*/ctrl-nvme0\.orig",
+                    p.stdout, re.M) is not None, "it names nvme0 and where its original is")
+    check(took <= (30 if WRAPPER else 4), f"it gave up after the deadline ({took:.1f} s)")
+    check(os.path.exists(RECORD), "the original stays recorded")
+    wait_for(lambda: read_table("nvme0") != INITIAL, 10, "the held Set Features to land")
+    p = calibrate("--config", conf, "--samples", "2", "--no-save")
+    check(p.returncode == 0 and "did not put its table back" in p.stdout, "the next calibrate finds the record")
+    check(read_table("nvme0") == INITIAL and not os.path.exists(RECORD), "and puts the original back")
+
 elif scenario == "busy":
     stop = threading.Event()
 
