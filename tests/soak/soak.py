@@ -66,11 +66,14 @@ max_latency_us = 100000
 max_latency_us = 0
 """
 # Valid configurations: (text, cpu pin mode). Every one puts the liar under policy = adaptive.
+# Two of them shorten the deadline after which a controller that does not answer counts as
+# unresponsive ([daemon] unresponsive_after_sec: the same behaviour, sooner); two keep the default 10 s.
+DEADLINE = "\n[daemon]\nunresponsive_after_sec = 3\n"
 CONFIGS = [
-    ("[apst]\npolicy = budget\nmax_latency_us = 5000\n" + SITUATIONS, "off"),
+    ("[apst]\npolicy = budget\nmax_latency_us = 5000\n" + SITUATIONS + DEADLINE, "off"),
     ("[apst]\npolicy = budget\nmax_latency_us = 5000\n" + SITUATIONS +
      "\n[cpu]\npin = always\ngovernor = performance\nmin_freq = max\ncpus = 0-1\n", "always"),
-    ("[apst]\npolicy = kernel\n" + SITUATIONS +
+    ("[apst]\npolicy = kernel\n" + SITUATIONS + DEADLINE +
      "\n[cpu]\npin = busy\nrelease_after_ms = 500\ngovernor = performance\n", "busy"),
     ("[apst]\npolicy = budget\nstall_budget_pct = 0.5\n" + SITUATIONS, "off"),
 ]
@@ -88,8 +91,13 @@ PROFILES = ["", "balanced", "power-saver", "performance"]
 WEIGHTS = {
     "reset": 10, "resume": 6, "add": 3, "remove": 2, "reload": 6, "reload-broken": 3, "hup-storm": 2,
     "supply": 5, "profile": 5, "io": 14, "silence": 4, "fault": 7, "clear": 3, "not-live": 3, "pmqos": 2,
-    "dbus-read": 4, "sigkill": 2, "stop-start": 1,
+    "dbus-read": 4, "sigkill": 2, "stop-start": 1, "hang": 1,
 }
+# The long hang: a drive that holds one Get Features for 20 s (past the deadline, as a failing drive
+# holds it up to the kernel's 60 s admin timeout); the storm goes on meanwhile. Only Get Features:
+# a held Set would land after a later daemon's write, as on a real drive, and the oracle could not
+# tell which table is right.
+HANG_MS = 20000
 PPD = ("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles")
 SO_TIMESTAMP = getattr(socket, "SO_TIMESTAMP", 29)   # Linux asm-generic; Python 3.11 lacks the name
 BUSNAME, ROOT = "io.github.nvme_apstd", "/io/github/nvme_apstd"
@@ -117,7 +125,7 @@ def generate(seed, n_events):
         k = rng.choices(kinds, weights=[WEIGHTS[x] for x in kinds])[0]
         names = sorted(m.present)
         ev = {"kind": k}
-        if k in ("reset", "remove", "fault", "clear", "not-live", "pmqos", "io") and not names:
+        if k in ("reset", "remove", "fault", "clear", "not-live", "pmqos", "io", "hang") and not names:
             k = ev["kind"] = "add"
         if k == "reset":
             ev["ctrl"] = rng.choice(names)
@@ -174,6 +182,8 @@ def generate(seed, n_events):
             ev["restart_ms"] = rng.randint(0, 500)
         elif k == "stop-start":
             ev["leave_not_live"] = rng.choice([None] + names)
+        elif k == "hang":
+            ev["ctrl"] = rng.choice(names)
         out.append(ev)
         since_check += 1
         if since_check >= gap:
@@ -181,6 +191,12 @@ def generate(seed, n_events):
             since_check = 0
             gap = rng.randint(4, 12)
     out.append({"kind": "quiet"})
+    if not any(e["kind"] == "hang" for e in out):
+        # every storm has one: in place of an event on a controller present then
+        idx = [i for i, e in enumerate(out) if e["kind"] in ("io", "reset")]
+        if idx:
+            i = rng.choice(idx)
+            out[i] = {"kind": "hang", "ctrl": out[i]["ctrl"]}
     return out
 
 
@@ -308,6 +324,8 @@ class Soak:
         self.bus_errors = 0
         self.bus_reads = 0
         self.wd_gaps = []
+        self.hangs = 0            # long hangs that reached the daemon
+        self.hang_until = 0.0     # CLOCK_MONOTONIC when the last held command returns
         self.event_times = []     # (time.time() at its start, event index): which events a long gap spans
         self.expect_dead = False
         self.workdir = tempfile.mkdtemp(prefix="apstd-soak-")
@@ -601,7 +619,11 @@ class Soak:
         return best
 
     def normalise(self):
-        """Before a check: faults cleared and every controller live again, as after the kernel's next reset."""
+        """Before a check: faults cleared and every controller live again, as after the kernel's next reset.
+        A held command returns only when its delay ends: until then its controller is not settled."""
+        wait = self.hang_until - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
         for n, c in self.model.items():
             if c["faulted"] or c["nonlive"] is not None:
                 self.ctl("clear", n)
@@ -685,7 +707,8 @@ class Soak:
         self.checks += 1
 
     def check_watchdog(self, d):
-        limit = int(4000000 * self.slow) / 1e6
+        # strict: half of WATCHDOG_USEC (the daemon pings at most 45 % of it apart), hangs included
+        limit = int(4000000 * self.slow) / 1e6 / 2
         times = [t for t, msg in d.notify_times if re.search(r"^WATCHDOG=1$", msg, re.M)]
         ready = [t for t, msg in d.notify_times if re.search(r"^READY=1$", msg, re.M)]
         if not ready:
@@ -697,7 +720,7 @@ class Soak:
             self.wd_gaps.append(b - a)
             if b - a > limit:
                 during = [i for t, i in self.event_times if a - 1 <= t <= b]
-                self.fail(f"watchdog missed: {b - a:.2f} s between WATCHDOG=1 (WATCHDOG_USEC = {limit:.1f} s), "
+                self.fail(f"watchdog missed: {b - a:.2f} s between WATCHDOG=1 (half of WATCHDOG_USEC = {limit:.1f} s), "
                           f"while events {during} ran")
         self.checks += 1
 
@@ -763,14 +786,16 @@ class Soak:
 
     def check_event_sources(self, sig):
         """The daemon's own event sources (Manager1.EventSources) after a quiet period: what the
-        situation calls for and nothing more. Those are the SIGHUP source and the verification timer,
+        situation calls for and nothing more. Those are the SIGHUP, SIGTERM and SIGINT sources, the
+        finished-steps eventfd, the watchdog and verification timers,
         and per controller its pm_qos watch and I/O watch timer where it has them; a retry timer or the
         situation timer lives only until it has done its work. So the count is the same every time
-        the same controllers, configuration and profile source meet, and within 2 + 3 per controller.
+        the same controllers, configuration and profile source meet, and within 6 + 3 per controller
+        (a step's deadline timer lives only while the step runs).
         Timers and inotify watches share one descriptor each in sd-event: the fd and epoll counts
         cannot see them leak."""
         n = self.bus.get_property(BUSNAME, ROOT, BUSNAME + ".Manager1", "EventSources", int(20000 * self.slow))
-        bound = 2 + 3 * len(self.model)
+        bound = 6 + 3 * len(self.model)
         self.peak_sources = max(self.peak_sources, n)
         self.checks += 1
         if not 2 <= n <= bound:
@@ -821,6 +846,24 @@ class Soak:
         # one loop: no command lands between the reset's state changes)
         self.close_nonlive(name)
         self.ctl("reset", name, path)
+
+    def hang(self, name):
+        """nvme0's next Get Features held HANG_MS, sent at once: the daemon re-checks it after a reset.
+        If nothing sends one soon (not live, not managed), the rule goes, so that it cannot fire at
+        an unknown later time."""
+        if name not in self.model:
+            return
+        m = re.search(r"get_apst=(\d+)", self.ctl("report", name, ok=False).stdout)
+        before = int(m.group(1)) if m else 0
+        self.ctl("fault", name, f"get-apst=delay={HANG_MS}:once")
+        self.model[name]["faulted"] = True
+        t = time.monotonic()
+        self.reset(name)
+        if self.ctl("wait", name, "get-apst", str(before + 1), str(int(3000 * self.slow)), ok=False).returncode == 0:
+            self.hangs += 1
+            self.hang_until = max(self.hang_until, t + HANG_MS / 1000 + 0.5 * self.slow)
+        else:
+            self.ctl("clear", name)
 
     def settle_ctrl(self, name):
         """Let the commands already on their way to @name arrive (the state change races them)."""
@@ -949,6 +992,8 @@ class Soak:
             self.model[ev["ctrl"]]["faulted"] = True
         elif k == "clear":
             self.ctl("clear", ev["ctrl"])
+        elif k == "hang":
+            self.hang(ev["ctrl"])
         elif k == "not-live":
             n = ev["ctrl"]
             self.ctl("set-attr", n, "state", ev["state"])
@@ -1064,6 +1109,7 @@ class Soak:
                  "checks": self.checks, "peak_rss_kib": self.peak_rss, "bus_reads": self.bus_reads,
                  "bus_no_reply": self.bus_errors, "instances": self.instances,
                  "max_watchdog_gap_s": round(gaps, 2), "peak_event_sources": self.peak_sources,
+                 "long_hangs": self.hangs,
                  "journal_entries": self.journal_entries_seen,
                  "violations": len(self.violations)}
         if self.bus_errors:
