@@ -8,8 +8,10 @@
 #   3. fuzz      every libFuzzer target replays its corpus, then fuzzes for
 #                $FUZZ_SECONDS (default 60) s (build-fuzz/, clang)
 #   4. static    cppcheck, clang-tidy, systemd-analyze verify/security (suite 'static')
+#   5. nobpf     a build with -Dbpf=disabled compiles (-Dwerror=true; build-nobpf/): the daemon
+#                then has only the sysfs sampler and `observe` says why it cannot run
 # Usage: tests/ci-extra.sh [MAIN-BUILD-DIR]     (default build/, must be set up)
-#   EXTRA="asan valgrind vgcorpus fuzz static"   the steps to run (default all)
+#   EXTRA="asan valgrind vgcorpus fuzz static nobpf"   the steps to run (default all)
 # Each step is a meson test run with its own testlog JSON; their paths are
 # written to MAIN-BUILD-DIR/meson-logs/ci-extra-logs.txt so that run-all.sh
 # counts them in its "N passed, N failed, N skipped" line. A step whose tool
@@ -19,9 +21,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 src=$PWD
 build=$(realpath "${1:-$src/build}")
-steps=${EXTRA:-asan valgrind vgcorpus fuzz static}
+steps=${EXTRA:-asan valgrind vgcorpus fuzz static nobpf}
 asan_build=${ASAN_BUILD_DIR:-$src/build-asan}
 fuzz_build=${FUZZ_BUILD_DIR:-$src/build-fuzz}
+nobpf_build=${NOBPF_BUILD_DIR:-$src/build-nobpf}
 fuzz_secs=${FUZZ_SECONDS:-60}
 list=$build/meson-logs/ci-extra-logs.txt
 mkdir -p "$build/meson-logs"
@@ -104,6 +107,18 @@ static() {
         "${mtest[@]}" -C "$build" --no-rebuild --logbase testlog-static --suite static
 }
 
+# Compile only: the unit tests are the same code, and the main build runs them.
+nobpf() {
+        if [ ! -f "$nobpf_build/build.ninja" ]; then
+                meson setup "$nobpf_build" -Dwerror=true -Dbpf=disabled >/dev/null || return 1
+        fi
+        meson compile -C "$nobpf_build" >/dev/null || return 1
+        grep -q '^#define HAVE_BPF 0$' "$nobpf_build/config-build.h" || { echo "nobpf: HAVE_BPF is not 0"; return 1; }
+        out=$("$nobpf_build/src/nvme-apstd" observe --seconds 1 2>&1)
+        [ $? -eq 1 ] && [[ $out == *"-Dbpf=disabled"* ]] || { echo "nobpf: observe did not say why: $out"; return 1; }
+        echo "nobpf: compiles; observe says: $out"
+}
+
 for s in $steps; do
         case $s in
         asan) step asan "$asan_build/meson-logs/testlog.json" asan ;;
@@ -111,6 +126,7 @@ for s in $steps; do
         vgcorpus) step vgcorpus "$build/meson-logs/testlog-vgcorpus-valgrind.json" vgcorpus ;;
         fuzz) step fuzz "$fuzz_build/meson-logs/testlog.json" fuzz ;;
         static) step static "$build/meson-logs/testlog-static.json" static ;;
+        nobpf) step nobpf "" nobpf ;;
         *) echo "unknown step $s" >&2; rc=1 ;;
         esac
 done
