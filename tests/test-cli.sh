@@ -7,7 +7,7 @@
 set -u
 bin=$1 version=$2 idfile=$3 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
-for verb in "" run plan apply simulate doctor status calibrate; do
+for verb in "" run plan apply simulate doctor status calibrate observe; do
         out=$("$bin" $verb --help 2>&1); rc=$?
         check "nvme-apstd $verb --help exits 0 with a usage line" '[ $rc -eq 0 ] && printf "%s" "$out" | grep -q "^Usage: nvme-apstd"'
         out=$("$bin" $verb --version 2>&1); rc=$?
@@ -15,10 +15,17 @@ for verb in "" run plan apply simulate doctor status calibrate; do
 done
 "$bin" frobnicate >/dev/null 2>&1; rc=$?
 check "an unknown command exits 2" '[ $rc -eq 2 ]'
-for verb in plan apply run doctor status calibrate; do
+for verb in plan apply run doctor status calibrate observe; do
         "$bin" $verb --no-such-option >/dev/null 2>&1; rc=$?
         check "nvme-apstd $verb --no-such-option exits 2" '[ $rc -eq 2 ]'
 done
+# observe: --seconds is 1..86400; a name that is no whole disk is refused before anything loads
+for n in 0 -1 x 86401; do
+        "$bin" observe --seconds "$n" >/dev/null 2>&1; rc=$?
+        check "observe --seconds $n refused as usage" '[ $rc -eq 2 ]'
+done
+out=$("$bin" observe --seconds 1 no-such-disk-here 2>&1); rc=$?
+check "observe of a disk that does not exist exits 1 and names it" '[ $rc -eq 1 ] && printf "%s" "$out" | grep -q "no-such-disk-here: no such block disk"'
 for id in 8086:f1a5 8086:F1A5; do
         "$bin" plan --id-ctrl "$idfile" --pci-id "$id" >/dev/null 2>&1; rc=$?
         check "plan --pci-id $id accepted" '[ $rc -eq 0 ]'
