@@ -74,7 +74,7 @@ static void note(Sim *s, uint64_t t, unsigned ps, SimActivity a) {
         }
         if (last && last->ps == ps && last->activity == a)
                 return;
-        if (s->n_tl == s->tl_allocated) {
+        if (!s->tl || s->n_tl == s->tl_allocated) {
                 size_t m = s->tl_allocated ? s->tl_allocated * 2 : 64;
                 SimStateChange *q;
                 if (s->n_tl >= SIM_TIMELINE_MAX) {
