@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "calib.h"
+#include "kvtext.h"
 #include "macro.h"
 
 
@@ -45,27 +46,9 @@ int calib_format(const Calibration *c, char **ret_text) {
         return 0;
 }
 
-static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret) {
-        uint64_t v = 0;
-
-        if (n == 0 || n > 20)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
-                        return -ERANGE;
-                v = v * 10 + (uint64_t) (s[i] - '0');
-        }
-        if (v > max)
-                return -ERANGE;
-        *ret = v;
-        return 0;
-}
-
 static int parse_u32(const char *s, size_t n, uint32_t *ret) {
         uint64_t v;
-        int r = parse_u64(s, n, UINT32_MAX, &v);
+        int r = kv_parse_u64(s, n, UINT32_MAX, &v);
 
         if (r < 0)
                 return r;
@@ -73,55 +56,29 @@ static int parse_u32(const char *s, size_t n, uint32_t *ret) {
         return 0;
 }
 
-static int copy_string(char *dst, size_t size, const char *s, size_t n) {
-        if (n >= size)
-                return -ERANGE;
-        for (size_t i = 0; i < n; i++)
-                if ((unsigned char) s[i] < 0x20 || (unsigned char) s[i] > 0x7e)
-                        return -EINVAL;
-        memcpy(dst, s, n);
-        dst[n] = 0;
-        return 0;
-}
-
 /* "state=4 advertised_enlat_us=2000 ..." : every key exactly once. */
 static int parse_state(const char *s, size_t n, CalibState *ret, const char **ret_why) {
         static const char *const keys[] = { "state", "advertised_enlat_us", "advertised_exlat_us",
                                             "samples", "wake_median_us", "wake_p99_us" };
-        uint32_t v[ELEMENTSOF(keys)];
-        unsigned seen = 0;
-        size_t i = 0;
+        uint64_t v[ELEMENTSOF(keys)];
 
-        while (i < n) {
-                size_t w = i, eq, k;
-                while (i < n && s[i] != ' ')
-                        i++;
-                for (eq = w; eq < i && s[eq] != '='; eq++)
-                        ;
-                if (eq == i) {
-                        *ret_why = "expected KEY=VALUE";
-                        return -EINVAL;
-                }
-                for (k = 0; k < ELEMENTSOF(keys); k++)
-                        if (strlen(keys[k]) == eq - w && !memcmp(keys[k], s + w, eq - w))
-                                break;
-                if (k == ELEMENTSOF(keys)) {
-                        *ret_why = "unknown key in a state line";
-                        return -EINVAL;
-                }
-                if (seen & (1u << k)) {
-                        *ret_why = "key repeated in a state line";
-                        return -EINVAL;
-                }
-                if (parse_u32(s + eq + 1, i - eq - 1, &v[k]) < 0) {
-                        *ret_why = "not a number (0..4294967295)";
-                        return -EINVAL;
-                }
-                seen |= 1u << k;
-                while (i < n && s[i] == ' ')
-                        i++;
-        }
-        if (seen != (1u << ELEMENTSOF(keys)) - 1) {
+        switch (kv_parse_fields(s, n, NULL, 0, keys, ELEMENTSOF(keys), UINT32_MAX, v)) {
+        case KV_FIELDS_OK:
+                break;
+        case KV_FIELDS_LEAD:
+        case KV_FIELDS_NOT_PAIR:
+                *ret_why = "expected KEY=VALUE";
+                return -EINVAL;
+        case KV_FIELDS_UNKNOWN:
+                *ret_why = "unknown key in a state line";
+                return -EINVAL;
+        case KV_FIELDS_REPEATED:
+                *ret_why = "key repeated in a state line";
+                return -EINVAL;
+        case KV_FIELDS_NUMBER:
+                *ret_why = "not a number (0..4294967295)";
+                return -EINVAL;
+        case KV_FIELDS_MISSING:
                 *ret_why = "a state line needs state, advertised_enlat_us, advertised_exlat_us, samples, "
                            "wake_median_us and wake_p99_us";
                 return -EINVAL;
@@ -136,24 +93,13 @@ static int parse_state(const char *s, size_t n, CalibState *ret, const char **re
         }
         *ret = (CalibState) {
                 .ps = (uint8_t) v[0],
-                .advertised_enlat_us = v[1],
-                .advertised_exlat_us = v[2],
-                .samples = v[3],
-                .wake_median_us = v[4],
-                .wake_p99_us = v[5],
+                .advertised_enlat_us = (uint32_t) v[1],
+                .advertised_exlat_us = (uint32_t) v[2],
+                .samples = (uint32_t) v[3],
+                .wake_median_us = (uint32_t) v[4],
+                .wake_p99_us = (uint32_t) v[5],
         };
         return 0;
-}
-
-static int parse_fail(char **ret_error, unsigned line, const char *why) {
-        if (ret_error) {
-                char *m = NULL;
-                if (asprintf(&m, "line %u: %s", line, why) < 0)
-                        return -ENOMEM;
-                free(*ret_error);
-                *ret_error = m;
-        }
-        return -EINVAL;
 }
 
 enum {
@@ -166,56 +112,52 @@ enum {
 
 int calib_parse(const char *text, size_t len, Calibration *ret, char **ret_error) {
         Calibration c = {};
-        unsigned line = 0, have = 0;
+        unsigned have = 0;
+        KvLine kvl = {};
         size_t p = 0;
+        int r;
 
-        while (p < len) {
-                const char *s = text + p, *eol = memchr(s, '\n', len - p);
-                size_t n = eol ? (size_t) (eol - s) : len - p, kl;
+        for (;;) {
                 const char *why = NULL, *val;
                 unsigned bit = 0;
-                int r = 0;
+                size_t vl;
 
-                p += n + (eol ? 1 : 0);
-                line++;
-                if (eol == s || s[0] == '#')
-                        continue;
-                if (memchr(s, 0, n))
-                        return parse_fail(ret_error, line, "NUL byte");
-                val = memchr(s, '=', n);
-                if (!val)
-                        return parse_fail(ret_error, line, "expected KEY=VALUE");
-                kl = (size_t) (val - s);
-                val++;
-#define KEY(k) (kl == strlen(k) && !memcmp(s, k, kl))
+                r = kv_next_line(text, len, &p, &kvl, &why);
+                if (r < 0)
+                        return kv_fail(ret_error, kvl.line, why);
+                if (r == 0)
+                        break;
+                val = kvl.val;
+                vl = kvl.val_len;
+#define KEY(k) kv_key_is(&kvl, k)
                 if (KEY("version")) {
                         uint32_t v;
                         bit = HAVE_VERSION;
-                        if (parse_u32(val, n - kl - 1, &v) < 0 || v != CALIB_FORMAT_VERSION)
+                        if (parse_u32(val, vl, &v) < 0 || v != CALIB_FORMAT_VERSION)
                                 why = "unsupported version (this nvme-apstd reads version 1)";
                 } else if (!(have & HAVE_VERSION))
                         why = "the first key must be version=";
                 else if (KEY("model")) {
                         bit = HAVE_MODEL;
-                        r = copy_string(c.model, sizeof c.model, val, n - kl - 1);
+                        r = kv_copy_printable(c.model, sizeof c.model, val, vl);
                         why = r < 0 ? "model: at most 40 printable characters" : NULL;
                 } else if (KEY("firmware")) {
                         bit = HAVE_FIRMWARE;
-                        r = copy_string(c.firmware, sizeof c.firmware, val, n - kl - 1);
+                        r = kv_copy_printable(c.firmware, sizeof c.firmware, val, vl);
                         why = r < 0 ? "firmware: at most 8 printable characters" : NULL;
                 } else if (KEY("measured_realtime_usec")) {
                         bit = HAVE_WHEN;
-                        if (parse_u64(val, n - kl - 1, UINT64_MAX, &c.measured_realtime_usec) < 0)
+                        if (kv_parse_u64(val, vl, UINT64_MAX, &c.measured_realtime_usec) < 0)
                                 why = "not a number";
                 } else if (KEY("awake_median_us")) {
                         bit = HAVE_AWAKE;
-                        if (parse_u32(val, n - kl - 1, &c.awake_median_us) < 0)
+                        if (parse_u32(val, vl, &c.awake_median_us) < 0)
                                 why = "not a number (0..4294967295)";
                 } else if (KEY("state")) {
                         CalibState st;
                         if (c.n_states >= IDCTRL_MAX_PS)
                                 why = "more than 32 states";
-                        else if (parse_state(s, n, &st, &why) >= 0) {
+                        else if (parse_state(kvl.key, kvl.key_len + 1 + kvl.val_len, &st, &why) >= 0) {
                                 if (calib_find(&c, st.ps))
                                         why = "power state measured twice";
                                 else
@@ -227,11 +169,11 @@ int calib_parse(const char *text, size_t len, Calibration *ret, char **ret_error
                 if (!why && bit && (have & bit))
                         why = "key given twice";
                 if (why)
-                        return parse_fail(ret_error, line, why);
+                        return kv_fail(ret_error, kvl.line, why);
                 have |= bit;
         }
         if (have != (HAVE_VERSION | HAVE_MODEL | HAVE_FIRMWARE | HAVE_WHEN | HAVE_AWAKE))
-                return parse_fail(ret_error, line,
+                return kv_fail(ret_error, kvl.line,
                                   "incomplete: version, model, firmware, measured_realtime_usec and "
                                   "awake_median_us are required");
         *ret = c;

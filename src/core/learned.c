@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kvtext.h"
 #include "learned.h"
 #include "macro.h"
 
@@ -58,93 +59,26 @@ int learned_format(const Learned *l, char **ret_text) {
         return 0;
 }
 
-static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret) {
-        uint64_t v = 0;
-
-        if (n == 0 || n > 20)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
-                        return -ERANGE;
-                v = v * 10 + (uint64_t) (s[i] - '0');
-        }
-        if (v > max)
-                return -ERANGE;
-        *ret = v;
-        return 0;
-}
-
-static int parse_hex64(const char *s, size_t n, uint64_t *ret) {
-        uint64_t v = 0;
-
-        if (n != 16)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                unsigned d;
-                if (s[i] >= '0' && s[i] <= '9')
-                        d = (unsigned) (s[i] - '0');
-                else if (s[i] >= 'a' && s[i] <= 'f')
-                        d = (unsigned) (s[i] - 'a' + 10);
-                else
-                        return -EINVAL;
-                v = v << 4 | d;
-        }
-        *ret = v;
-        return 0;
-}
-
-static int copy_string(char *dst, size_t size, const char *s, size_t n) {
-        if (n >= size)
-                return -ERANGE;
-        for (size_t i = 0; i < n; i++)
-                if ((unsigned char) s[i] < 0x20 || (unsigned char) s[i] > 0x7e)
-                        return -EINVAL;
-        memcpy(dst, s, n);
-        dst[n] = 0;
-        return 0;
-}
-
-/* "[LEAD ]k1=v1 k2=v2 ...": @lead (if not NULL) is a bare number first, then every key of @keys
- * exactly once, each at most @max. */
+/* "[LEAD ]k1=v1 k2=v2 ...": kv_parse_fields(), its error in words. */
 static const char *parse_fields(const char *s, size_t n, uint64_t *lead, uint64_t lead_max, const char *const *keys,
                                 size_t n_keys, uint64_t max, uint64_t *v) {
-        unsigned seen = 0;
-        size_t i = 0;
-
-        if (lead) {
-                while (i < n && s[i] != ' ')
-                        i++;
-                if (parse_u64(s, i, lead_max, lead) < 0)
-                        return "expected a number first";
-                while (i < n && s[i] == ' ')
-                        i++;
-        }
-        while (i < n) {
-                size_t w = i, eq, k;
-                while (i < n && s[i] != ' ')
-                        i++;
-                for (eq = w; eq < i && s[eq] != '='; eq++)
-                        ;
-                if (eq == i)
-                        return "expected KEY=VALUE";
-                for (k = 0; k < n_keys; k++)
-                        if (strlen(keys[k]) == eq - w && !memcmp(keys[k], s + w, eq - w))
-                                break;
-                if (k == n_keys)
-                        return "unknown key";
-                if (seen & (1u << k))
-                        return "key repeated";
-                if (parse_u64(s + eq + 1, i - eq - 1, max, &v[k]) < 0)
-                        return "not a number in range";
-                seen |= 1u << k;
-                while (i < n && s[i] == ' ')
-                        i++;
-        }
-        if (seen != (1u << n_keys) - 1)
+        switch (kv_parse_fields(s, n, lead, lead_max, keys, n_keys, max, v)) {
+        case KV_FIELDS_OK:
+                return NULL;
+        case KV_FIELDS_LEAD:
+                return "expected a number first";
+        case KV_FIELDS_NOT_PAIR:
+                return "expected KEY=VALUE";
+        case KV_FIELDS_UNKNOWN:
+                return "unknown key";
+        case KV_FIELDS_REPEATED:
+                return "key repeated";
+        case KV_FIELDS_NUMBER:
+                return "not a number in range";
+        case KV_FIELDS_MISSING:
                 return "a field is missing";
-        return NULL;
+        }
+        return "invalid";
 }
 
 static const char *parse_sum(const char *s, size_t n, uint64_t *lead, PcalSum *ret) {
@@ -162,17 +96,6 @@ static const char *parse_sum(const char *s, size_t n, uint64_t *lead, PcalSum *r
         return NULL;
 }
 
-static int parse_fail(char **ret_error, unsigned line, const char *why) {
-        if (ret_error) {
-                char *m = NULL;
-                if (asprintf(&m, "line %u: %s", line, why) < 0)
-                        return -ENOMEM;
-                free(*ret_error);
-                *ret_error = m;
-        }
-        return -EINVAL;
-}
-
 enum {
         HAVE_VERSION = 1 << 0,
         HAVE_MODEL = 1 << 1,
@@ -185,56 +108,52 @@ enum {
 
 int learned_parse(const char *text, size_t len, Learned *ret, char **ret_error) {
         Learned l = {};
-        unsigned line = 0, have = 0;
+        unsigned have = 0;
         uint32_t states = 0;
         bool bucket_seen[GAP_BUCKETS] = {};
+        KvLine kvl = {};
         size_t p = 0;
+        int r;
 
-        while (p < len) {
-                const char *s = text + p, *eol = memchr(s, '\n', len - p);
-                size_t n = eol ? (size_t) (eol - s) : len - p, kl, vl;
+        for (;;) {
                 const char *why = NULL, *val;
                 unsigned bit = 0;
+                size_t vl;
 
-                p += n + (eol ? 1 : 0);
-                line++;
-                if (eol == s || s[0] == '#')
-                        continue;
-                if (memchr(s, 0, n))
-                        return parse_fail(ret_error, line, "NUL byte");
-                val = memchr(s, '=', n);
-                if (!val)
-                        return parse_fail(ret_error, line, "expected KEY=VALUE");
-                kl = (size_t) (val - s);
-                val++;
-                vl = n - kl - 1;
-#define KEY(k) (kl == strlen(k) && !memcmp(s, k, kl))
+                r = kv_next_line(text, len, &p, &kvl, &why);
+                if (r < 0)
+                        return kv_fail(ret_error, kvl.line, why);
+                if (r == 0)
+                        break;
+                val = kvl.val;
+                vl = kvl.val_len;
+#define KEY(k) kv_key_is(&kvl, k)
                 if (KEY("version")) {
                         uint64_t v;
                         bit = HAVE_VERSION;
-                        if (parse_u64(val, vl, UINT32_MAX, &v) < 0 || v != LEARNED_FORMAT_VERSION)
+                        if (kv_parse_u64(val, vl, UINT32_MAX, &v) < 0 || v != LEARNED_FORMAT_VERSION)
                                 why = "unsupported version (this nvme-apstd reads version 1)";
                 } else if (!(have & HAVE_VERSION))
                         why = "the first key must be version=";
                 else if (KEY("model")) {
                         bit = HAVE_MODEL;
-                        if (copy_string(l.model, sizeof l.model, val, vl) < 0)
+                        if (kv_copy_printable(l.model, sizeof l.model, val, vl) < 0)
                                 why = "model: at most 40 printable characters";
                 } else if (KEY("firmware")) {
                         bit = HAVE_FIRMWARE;
-                        if (copy_string(l.firmware, sizeof l.firmware, val, vl) < 0)
+                        if (kv_copy_printable(l.firmware, sizeof l.firmware, val, vl) < 0)
                                 why = "firmware: at most 8 printable characters";
                 } else if (KEY("serial_hash")) {
                         bit = HAVE_SERIAL;
-                        if (parse_hex64(val, vl, &l.serial_hash) < 0)
+                        if (kv_parse_hex64(val, vl, &l.serial_hash) < 0)
                                 why = "serial_hash: 16 lower-case hex digits";
                 } else if (KEY("gaps_seen")) {
                         bit = HAVE_GAPS;
-                        if (parse_u64(val, vl, LEARNED_COUNT_MAX, &l.gaps_seen) < 0)
+                        if (kv_parse_u64(val, vl, LEARNED_COUNT_MAX, &l.gaps_seen) < 0)
                                 why = "gaps_seen: a number up to 10^15";
                 } else if (KEY("hist_elapsed_ms")) {
                         bit = HAVE_ELAPSED;
-                        if (parse_u64(val, vl, LEARNED_COUNT_MAX, &l.hist_elapsed_ms) < 0)
+                        if (kv_parse_u64(val, vl, LEARNED_COUNT_MAX, &l.hist_elapsed_ms) < 0)
                                 why = "hist_elapsed_ms: a number up to 10^15";
                 } else if (KEY("bucket")) {
                         static const char *const keys[] = { "gaps_milli" };
@@ -267,12 +186,12 @@ int learned_parse(const char *text, size_t len, Learned *ret, char **ret_error) 
                 if (!why && bit && (have & bit))
                         why = "key given twice";
                 if (why)
-                        return parse_fail(ret_error, line, why);
+                        return kv_fail(ret_error, kvl.line, why);
                 have |= bit;
         }
         if ((have & (HAVE_VERSION | HAVE_MODEL | HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED)) !=
             (HAVE_VERSION | HAVE_MODEL | HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED))
-                return parse_fail(ret_error, line,
+                return kv_fail(ret_error, kvl.line,
                                   "incomplete: version, model, firmware, serial_hash, gaps_seen and hist_elapsed_ms "
                                   "are required");
         *ret = l;

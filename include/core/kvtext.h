@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The strict KEY=VALUE text the state files are written in (calib.c's
+ * calibration, learned.c's adaptive learning): the value parsers they share.
+ * Pure. Every parser takes a length, not a NUL-terminated string, and refuses
+ * rather than guesses: no sign, no spaces, no leading "0x", nothing after the
+ * value.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decimal digits only, at most @max. Return: 0, -EINVAL (not a number), -ERANGE (above @max). */
+int kv_parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret);
+/* Exactly 16 lower-case hex digits. Return: 0 or -EINVAL. */
+int kv_parse_hex64(const char *s, size_t n, uint64_t *ret);
+/* Printable ASCII only, shorter than @size (NUL-terminated into @dst). Return: 0, -ERANGE, -EINVAL. */
+int kv_copy_printable(char *dst, size_t size, const char *s, size_t n);
+
+/* What kv_parse_fields() found wrong. */
+typedef enum KvFieldsError {
+        KV_FIELDS_OK = 0,
+        KV_FIELDS_LEAD = -1,         /* @lead asked for, and no number first */
+        KV_FIELDS_NOT_PAIR = -2,     /* a word without '=' */
+        KV_FIELDS_UNKNOWN = -3,      /* a key not in @keys */
+        KV_FIELDS_REPEATED = -4,     /* a key given twice */
+        KV_FIELDS_NUMBER = -5,       /* a value that is not a number up to @max */
+        KV_FIELDS_MISSING = -6,      /* a key of @keys not given */
+} KvFieldsError;
+
+/**
+ * kv_parse_fields() - "[LEAD ]k1=v1 k2=v2 ..." separated by spaces
+ * @lead: if not NULL, a bare number (at most @lead_max) comes first
+ * @keys, @n_keys: every key exactly once, in any order (at most 32)
+ * @v: the values, in the order of @keys, each at most @max
+ * Return: KV_FIELDS_OK or the first error.
+ */
+KvFieldsError kv_parse_fields(const char *s, size_t n, uint64_t *lead, uint64_t lead_max, const char *const *keys,
+                              size_t n_keys, uint64_t max, uint64_t *v);
+
+/* "line N: WHY" into *@ret_error (if not NULL; replacing what was there). Return: -EINVAL, or -ENOMEM. */
+int kv_fail(char **ret_error, unsigned line, const char *why);
+
+/* One KEY=VALUE line. */
+typedef struct KvLine {
+        unsigned line;             /* 1-based */
+        const char *key, *val;
+        size_t key_len, val_len;
+} KvLine;
+
+/**
+ * kv_next_line() - the next KEY=VALUE line of @text, blank lines and "#" comments skipped
+ * @pos: where to read from; advanced past the line
+ * @ret: the line; ret->line counts every line read, so a caller starts it at 0
+ * Return: 1 a line, 0 the end, or -EINVAL with *@ret_why ("NUL byte", "expected KEY=VALUE").
+ */
+int kv_next_line(const char *text, size_t len, size_t *pos, KvLine *ret, const char **ret_why);
+/* Is @l's key @key? */
+bool kv_key_is(const KvLine *l, const char *key);

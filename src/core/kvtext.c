@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The state files' KEY=VALUE value parsers; see kvtext.h. */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvtext.h"
+
+int kv_parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (n == 0 || n > 20)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (s[i] - '0');
+        }
+        if (v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+int kv_parse_hex64(const char *s, size_t n, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (n != 16)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                unsigned d;
+                if (s[i] >= '0' && s[i] <= '9')
+                        d = (unsigned) (s[i] - '0');
+                else if (s[i] >= 'a' && s[i] <= 'f')
+                        d = (unsigned) (s[i] - 'a' + 10);
+                else
+                        return -EINVAL;
+                v = v << 4 | d;
+        }
+        *ret = v;
+        return 0;
+}
+
+int kv_copy_printable(char *dst, size_t size, const char *s, size_t n) {
+        if (n >= size)
+                return -ERANGE;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) s[i] < 0x20 || (unsigned char) s[i] > 0x7e)
+                        return -EINVAL;
+        memcpy(dst, s, n);
+        dst[n] = 0;
+        return 0;
+}
+
+KvFieldsError kv_parse_fields(const char *s, size_t n, uint64_t *lead, uint64_t lead_max, const char *const *keys,
+                              size_t n_keys, uint64_t max, uint64_t *v) {
+        uint32_t seen = 0;
+        size_t i = 0;
+
+        if (lead) {
+                while (i < n && s[i] != ' ')
+                        i++;
+                if (kv_parse_u64(s, i, lead_max, lead) < 0)
+                        return KV_FIELDS_LEAD;
+                while (i < n && s[i] == ' ')
+                        i++;
+        }
+        while (i < n) {
+                size_t w = i, eq, k;
+                while (i < n && s[i] != ' ')
+                        i++;
+                for (eq = w; eq < i && s[eq] != '='; eq++)
+                        ;
+                if (eq == i)
+                        return KV_FIELDS_NOT_PAIR;
+                for (k = 0; k < n_keys; k++)
+                        if (strlen(keys[k]) == eq - w && !memcmp(keys[k], s + w, eq - w))
+                                break;
+                if (k == n_keys)
+                        return KV_FIELDS_UNKNOWN;
+                if (seen & (UINT32_C(1) << k))
+                        return KV_FIELDS_REPEATED;
+                if (kv_parse_u64(s + eq + 1, i - eq - 1, max, &v[k]) < 0)
+                        return KV_FIELDS_NUMBER;
+                seen |= UINT32_C(1) << k;
+                while (i < n && s[i] == ' ')
+                        i++;
+        }
+        if (seen != (UINT32_C(1) << n_keys) - 1)
+                return KV_FIELDS_MISSING;
+        return KV_FIELDS_OK;
+}
+
+int kv_fail(char **ret_error, unsigned line, const char *why) {
+        if (ret_error) {
+                char *m = NULL;
+                if (asprintf(&m, "line %u: %s", line, why) < 0)
+                        return -ENOMEM;
+                free(*ret_error);
+                *ret_error = m;
+        }
+        return -EINVAL;
+}
+
+int kv_next_line(const char *text, size_t len, size_t *pos, KvLine *ret, const char **ret_why) {
+        while (*pos < len) {
+                const char *s = text + *pos, *eol = memchr(s, '\n', len - *pos), *eq;
+                size_t n = eol ? (size_t) (eol - s) : len - *pos;
+
+                *pos += n + (eol ? 1 : 0);
+                ret->line++;
+                if (n == 0 || s[0] == '#')
+                        continue;
+                if (memchr(s, 0, n)) {
+                        *ret_why = "NUL byte";
+                        return -EINVAL;
+                }
+                eq = memchr(s, '=', n);
+                if (!eq) {
+                        *ret_why = "expected KEY=VALUE";
+                        return -EINVAL;
+                }
+                ret->key = s;
+                ret->key_len = (size_t) (eq - s);
+                ret->val = eq + 1;
+                ret->val_len = n - ret->key_len - 1;
+                return 1;
+        }
+        return 0;
+}
+
+bool kv_key_is(const KvLine *l, const char *key) {
+        return l->key_len == strlen(key) && memcmp(l->key, key, l->key_len) == 0;
+}
