@@ -116,19 +116,8 @@ static uint64_t ctrl_counter(const MetricsController *c, CtrlCounter k) {
         return 0;
 }
 
-int metrics_format(const MetricsState *s, char **ret) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        FILE *f;
-
-        for (size_t i = 0; i < s->n_controllers; i++)
-                if (!s->controllers[i].name || !*s->controllers[i].name)
-                        return -EINVAL;
-
-        f = open_memstream(&buf, &size);
-        if (!f)
-                return -ENOMEM;
-
+/* The daemon as a whole: start time, reloads. */
+static void format_daemon(FILE *f, const MetricsState *s) {
         family(f, "nvme_apstd_start_time_seconds", "gauge", "Start time of the daemon, seconds since the Unix epoch.");
         fputs("nvme_apstd_start_time_seconds ", f);
         print_double(f, s->start_time_seconds);
@@ -137,7 +126,10 @@ int metrics_format(const MetricsState *s, char **ret) {
         family(f, "nvme_apstd_config_reload_failures_total", "counter",
                "Configuration reloads rejected (the running configuration was kept).");
         fprintf(f, "nvme_apstd_config_reload_failures_total %" PRIu64 "\n", s->config_reload_failures);
+}
 
+/* Every controller: what it is, its budget and table, its counters. */
+static void format_controllers(FILE *f, const MetricsState *s) {
         family(f, "nvme_apstd_controller_info", "gauge",
                "NVMe controller seen by the daemon: model, firmware, APST policy and the table in force (value 1).");
         for (size_t i = 0; i < s->n_controllers; i++) {
@@ -183,6 +175,10 @@ int metrics_format(const MetricsState *s, char **ret) {
                         fprintf(f, "%" PRIu64 "\n", ctrl_counter(c, k));
                 }
         }
+}
+
+/* The watched controllers: where their I/O is seen, the stall observed. */
+static void format_watch(FILE *f, const MetricsState *s) {
         family(f, "nvme_apstd_watch_source_info", "gauge",
                "Where the I/O watcher sees a watched controller's I/O: source bpf (the eBPF program, every "
                "idle gap) or stat (sampling the block stat) (value 1).");
@@ -204,50 +200,59 @@ int metrics_format(const MetricsState *s, char **ret) {
                 ctrl_label(f, "nvme_apstd_observed_stall_seconds_total", &s->controllers[i]);
                 print_us_as_seconds(f, s->controllers[i].observed_stall_us);
         }
-        /* The shadow kernel's families: only when some controller has the figures. */
+}
+
+/* One sample per table of a shadow-kernel family: table="applied" and table="kernel". @fixed6 prints six
+ * decimals (seconds), else print_double(). */
+static void per_table(FILE *f, const char *name, const MetricsController *c, double applied, double kernel,
+                      bool fixed6) {
+        for (unsigned t = 0; t < 2; t++) {
+                fprintf(f, "%s{controller=\"", name);
+                label_value(f, c->name);
+                fprintf(f, "\",table=\"%s\"} ", t ? "kernel" : "applied");
+                if (fixed6)
+                        fprintf(f, "%.6f\n", t ? kernel : applied);
+                else
+                        print_double(f, t ? kernel : applied);
+        }
+}
+
+/* The shadow kernel's families: only when some controller has the figures. */
+static void format_shadow(FILE *f, const MetricsState *s) {
         bool any_shadow = false;
+
         for (size_t i = 0; i < s->n_controllers; i++)
                 any_shadow = any_shadow || s->controllers[i].have_shadow;
-        if (any_shadow) {
-                family(f, "nvme_apstd_estimated_energy_joules_total", "counter",
-                       "Estimated idle and wake-up energy of the drive since start: table=\"applied\" with the tables "
-                       "the daemon applied, table=\"kernel\" had the kernel's table been in force on the same I/O.");
-                for (size_t i = 0; i < s->n_controllers; i++) {
-                        const MetricsController *c = &s->controllers[i];
-                        if (!c->have_shadow)
-                                continue;
-                        for (unsigned t = 0; t < 2; t++) {
-                                fputs("nvme_apstd_estimated_energy_joules_total{controller=\"", f);
-                                label_value(f, c->name);
-                                fprintf(f, "\",table=\"%s\"} ", t ? "kernel" : "applied");
-                                print_double(f, t ? c->kernel_energy_joules : c->energy_joules);
-                        }
-                }
-                family(f, "nvme_apstd_wake_delay_seconds_total", "counter",
-                       "Time I/O waited for the drive to wake since start: table=\"applied\" as measured with the "
-                       "tables the daemon applied, table=\"kernel\" had the kernel's table been in force.");
-                for (size_t i = 0; i < s->n_controllers; i++) {
-                        const MetricsController *c = &s->controllers[i];
-                        if (!c->have_shadow)
-                                continue;
-                        for (unsigned t = 0; t < 2; t++) {
-                                fputs("nvme_apstd_wake_delay_seconds_total{controller=\"", f);
-                                label_value(f, c->name);
-                                fprintf(f, "\",table=\"%s\"} ", t ? "kernel" : "applied");
-                                fprintf(f, "%.6f\n", t ? c->kernel_wake_delay_seconds : c->wake_delay_seconds);
-                        }
-                }
-                family(f, "nvme_apstd_guard_fallbacks_total", "counter",
-                       "Times the adaptive policy's guard put the kernel's table back (its own did more than 2% worse).");
-                for (size_t i = 0; i < s->n_controllers; i++) {
-                        const MetricsController *c = &s->controllers[i];
-                        if (!c->have_shadow)
-                                continue;
-                        ctrl_label(f, "nvme_apstd_guard_fallbacks_total", c);
-                        fprintf(f, "%" PRIu64 "\n", c->guard_fallbacks);
-                }
+        if (!any_shadow)
+                return;
+        family(f, "nvme_apstd_estimated_energy_joules_total", "counter",
+               "Estimated idle and wake-up energy of the drive since start: table=\"applied\" with the tables "
+               "the daemon applied, table=\"kernel\" had the kernel's table been in force on the same I/O.");
+        for (size_t i = 0; i < s->n_controllers; i++)
+                if (s->controllers[i].have_shadow)
+                        per_table(f, "nvme_apstd_estimated_energy_joules_total", &s->controllers[i],
+                                  s->controllers[i].energy_joules, s->controllers[i].kernel_energy_joules, false);
+        family(f, "nvme_apstd_wake_delay_seconds_total", "counter",
+               "Time I/O waited for the drive to wake since start: table=\"applied\" as measured with the "
+               "tables the daemon applied, table=\"kernel\" had the kernel's table been in force.");
+        for (size_t i = 0; i < s->n_controllers; i++)
+                if (s->controllers[i].have_shadow)
+                        per_table(f, "nvme_apstd_wake_delay_seconds_total", &s->controllers[i],
+                                  s->controllers[i].wake_delay_seconds, s->controllers[i].kernel_wake_delay_seconds,
+                                  true);
+        family(f, "nvme_apstd_guard_fallbacks_total", "counter",
+               "Times the adaptive policy's guard put the kernel's table back (its own did more than 2% worse).");
+        for (size_t i = 0; i < s->n_controllers; i++) {
+                const MetricsController *c = &s->controllers[i];
+                if (!c->have_shadow)
+                        continue;
+                ctrl_label(f, "nvme_apstd_guard_fallbacks_total", c);
+                fprintf(f, "%" PRIu64 "\n", c->guard_fallbacks);
         }
+}
 
+/* The cpufreq policies pinned. */
+static void format_cpu(FILE *f, const MetricsState *s) {
         family(f, "nvme_apstd_cpufreq_policy_pinned", "gauge",
                "1 while the [cpu] settings are in force on the cpufreq policy, else 0.");
         for (size_t i = 0; i < s->n_cpu_policies; i++) {
@@ -256,6 +261,26 @@ int metrics_format(const MetricsState *s, char **ret) {
                 label_value(f, p->cpus);
                 fprintf(f, "\"} %d\n", p->pinned ? 1 : 0);
         }
+}
+
+int metrics_format(const MetricsState *s, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        for (size_t i = 0; i < s->n_controllers; i++)
+                if (!s->controllers[i].name || !*s->controllers[i].name)
+                        return -EINVAL;
+
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+
+        format_daemon(f, s);
+        format_controllers(f, s);
+        format_watch(f, s);
+        format_shadow(f, s);
+        format_cpu(f, s);
 
         if (fclose(f) != 0 || !buf)
                 return -ENOMEM;
