@@ -799,6 +799,18 @@ static size_t section_words(const char *name, size_t len, const char **w, size_t
         return nw;
 }
 
+/* [metrics], [daemon], [watch]: once each, and the same in every situation. */
+static int plain_section_begin(Parser *p, const char *q, size_t nw, const char *kind, SectionKind section,
+                               bool *seen) {
+        if (nw > 1)
+                return fail(p, p->lineno, -EINVAL, "[%s]: [%s] is the same in every situation", q, kind);
+        if (*seen)
+                return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
+        *seen = true;
+        p->section = section;
+        return 0;
+}
+
 static int section_begin(Parser *p, const char *name, size_t len) {
         char q[QUOTE_BUF];
         const char *w[4];
@@ -841,33 +853,12 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 *seen = true;
                 return 0;
         }
-        if (word_is(w[0], wl[0], "metrics")) {
-                if (nw > 1)
-                        return fail(p, p->lineno, -EINVAL, "[%s]: [metrics] is the same in every situation", q);
-                if (p->seen_metrics)
-                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
-                p->seen_metrics = true;
-                p->section = SECTION_METRICS;
-                return 0;
-        }
-        if (word_is(w[0], wl[0], "daemon")) {
-                if (nw > 1)
-                        return fail(p, p->lineno, -EINVAL, "[%s]: [daemon] is the same in every situation", q);
-                if (p->seen_daemon)
-                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
-                p->seen_daemon = true;
-                p->section = SECTION_DAEMON;
-                return 0;
-        }
-        if (word_is(w[0], wl[0], "watch")) {
-                if (nw > 1)
-                        return fail(p, p->lineno, -EINVAL, "[%s]: [watch] is the same in every situation", q);
-                if (p->seen_watch)
-                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice", q);
-                p->seen_watch = true;
-                p->section = SECTION_WATCH;
-                return 0;
-        }
+        if (word_is(w[0], wl[0], "metrics"))
+                return plain_section_begin(p, q, nw, "metrics", SECTION_METRICS, &p->seen_metrics);
+        if (word_is(w[0], wl[0], "daemon"))
+                return plain_section_begin(p, q, nw, "daemon", SECTION_DAEMON, &p->seen_daemon);
+        if (word_is(w[0], wl[0], "watch"))
+                return plain_section_begin(p, q, nw, "watch", SECTION_WATCH, &p->seen_watch);
         if (word_is(w[0], wl[0], "device")) {
                 const char *dn = nw > 1 ? w[1] : NULL;
                 size_t dl = nw > 1 ? wl[1] : 0;
@@ -1015,39 +1006,31 @@ static void *key_base(Parser *p, const ConfigKey *k) {
         return NULL;
 }
 
-static int handler(void *user, const char *section, const char *name, const char *value) {
-        Parser *p = user;
-        const ConfigKey *k;
+/* Which key @name is, and whether it may stand here, once. Return: the key, or NULL (failed: said). */
+static const ConfigKey *key_check(Parser *p, const char *section, const char *name, const char *value) {
         ConfigOverlay *ov = current_overlay(p);
+        const ConfigKey *k;
         size_t idx;
-        void *base;
-        char reason[256];
-        int r;
-
-        if (p->error < 0)
-                return 0;
-        if (!name || !value)    /* INI_ALLOW_NO_VALUE / INI_CALL_HANDLER_ON_NEW_SECTION builds */
-                return 1;
 
         if (p->section == SECTION_NONE) {
                 fail_key(p, name, value, -EINVAL,
                          "outside any section; put it under [apst], [cpu], [metrics], [daemon], [watch] or [device NAME]");
-                return 0;
+                return NULL;
         }
         if (strcmp(section, p->section_name) != 0) {
                 /* Cannot happen while line_check() follows inih; refuse rather than guess. */
                 fail_key(p, name, value, -EINVAL, "section mismatch with the parser (internal error)");
-                return 0;
+                return NULL;
         }
         if (!*name) {
                 fail_key(p, name, value, -EINVAL, "missing key name before '='");
-                return 0;
+                return NULL;
         }
 
         k = key_find(name);
         if (!k) {
                 fail_key(p, name, value, -EINVAL, "unknown key");
-                return 0;
+                return NULL;
         }
         if (!(k->sections & SEC(p->section))) {
                 fail_key(p, name, value, -EINVAL, "unknown key in this section (it belongs in %s)",
@@ -1056,35 +1039,27 @@ static int handler(void *user, const char *section, const char *name, const char
                          k->sections & SEC(SECTION_DAEMON) ? "[daemon]" :
                          k->sections & SEC(SECTION_WATCH) ? "[watch]" :
                          k->sections & SEC(SECTION_APST) ? "[apst] or [device NAME]" : "[device NAME]");
-                return 0;
+                return NULL;
         }
         if (ov && ov->target == OVERLAY_DEVICE && !(k->sections & SEC(SECTION_APST)) &&
             strcmp(k->name, "enable") != 0) {
                 fail_key(p, name, value, -EINVAL, "what a device section matches is the same in every "
                          "situation; put match_ keys in [device %s]", p->config.devices[ov->device].name);
-                return 0;
+                return NULL;
         }
         idx = (size_t) (k - config_keys);
         if (p->key_line[idx] > 0) {
                 fail_key(p, name, value, -EINVAL, "key given twice in this section (first on line %u)",
                          p->key_line[idx]);
-                return 0;
+                return NULL;
         }
         p->key_line[idx] = p->lineno;
+        return k;
+}
 
-        if (!value_check(p, name, value))
-                return 0;
-        base = key_base(p, k);
-        if (!base) {
-                fail_key(p, name, value, -EINVAL, "internal error: no section");
-                return 0;
-        }
-
-        r = k->parse(k, value, (char *) base + k->offset, reason, sizeof(reason));
-        if (r < 0) {
-                fail_key(p, name, value, r, "%s", reason);
-                return 0;
-        }
+/* A value was set: note which key of the section or situation it was, and where min/max_freq stand. */
+static void key_set(Parser *p, const ConfigKey *k, const char *name) {
+        ConfigOverlay *ov = current_overlay(p);
 
         if (ov) {
                 if (p->section == SECTION_CPU)
@@ -1099,6 +1074,35 @@ static int handler(void *user, const char *section, const char *name, const char
                 *(ov ? &ov->min_freq_line : &p->min_freq_line) = p->lineno;
         else if (strcmp(name, "max_freq") == 0)
                 *(ov ? &ov->max_freq_line : &p->max_freq_line) = p->lineno;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value) {
+        Parser *p = user;
+        const ConfigKey *k;
+        void *base;
+        char reason[256];
+        int r;
+
+        if (p->error < 0)
+                return 0;
+        if (!name || !value)    /* INI_ALLOW_NO_VALUE / INI_CALL_HANDLER_ON_NEW_SECTION builds */
+                return 1;
+
+        k = key_check(p, section, name, value);
+        if (!k || !value_check(p, name, value))
+                return 0;
+        base = key_base(p, k);
+        if (!base) {
+                fail_key(p, name, value, -EINVAL, "internal error: no section");
+                return 0;
+        }
+
+        r = k->parse(k, value, (char *) base + k->offset, reason, sizeof(reason));
+        if (r < 0) {
+                fail_key(p, name, value, r, "%s", reason);
+                return 0;
+        }
+        key_set(p, k, name);
         return 1;
 }
 
