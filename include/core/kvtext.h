@@ -60,3 +60,21 @@ typedef struct KvLine {
 int kv_next_line(const char *text, size_t len, size_t *pos, KvLine *ret, const char **ret_why);
 /* Is @l's key @key? */
 bool kv_key_is(const KvLine *l, const char *key);
+
+/* What kv_header_key() read: the bits of a state file's first keys. */
+enum {
+        KV_HAVE_VERSION = 1 << 0,
+        KV_HAVE_MODEL = 1 << 1,
+        KV_HAVE_FIRMWARE = 1 << 2,
+        _KV_HAVE_NEXT = 1 << 3,      /* a file's own keys' bits start here */
+};
+
+/**
+ * kv_header_key() - the keys every state file starts with: version= first, then model= and firmware=
+ * @have: the KV_HAVE_ bits read so far
+ * @version: the one version this reads; @unsupported_why: the words for another one
+ * @ret_bit: the key's KV_HAVE_ bit (0 for a key after the header)
+ * Return: 1 @l was one of them or came before version= (*@ret_why set when it is wrong), 0 it is the file's own.
+ */
+int kv_header_key(const KvLine *l, unsigned have, uint64_t version, const char *unsupported_why, char *model,
+                  size_t model_size, char *firmware, size_t firmware_size, unsigned *ret_bit, const char **ret_why);

@@ -103,12 +103,38 @@ static int parse_state(const char *s, size_t n, CalibState *ret, const char **re
 }
 
 enum {
-        HAVE_VERSION = 1 << 0,
-        HAVE_MODEL = 1 << 1,
-        HAVE_FIRMWARE = 1 << 2,
-        HAVE_WHEN = 1 << 3,
-        HAVE_AWAKE = 1 << 4,
+        HAVE_WHEN = _KV_HAVE_NEXT << 0,
+        HAVE_AWAKE = _KV_HAVE_NEXT << 1,
 };
+
+/* One of the file's own keys. Return: why it is wrong, or NULL; *@ret_bit its HAVE_ bit (0: may repeat). */
+static const char *parse_key(Calibration *c, const KvLine *kvl, unsigned *ret_bit) {
+        const char *val = kvl->val, *why = NULL;
+        size_t vl = kvl->val_len;
+        CalibState st;
+
+        *ret_bit = 0;
+        if (kv_key_is(kvl, "measured_realtime_usec")) {
+                *ret_bit = HAVE_WHEN;
+                if (kv_parse_u64(val, vl, UINT64_MAX, &c->measured_realtime_usec) < 0)
+                        why = "not a number";
+        } else if (kv_key_is(kvl, "awake_median_us")) {
+                *ret_bit = HAVE_AWAKE;
+                if (parse_u32(val, vl, &c->awake_median_us) < 0)
+                        why = "not a number (0..4294967295)";
+        } else if (kv_key_is(kvl, "state")) {
+                if (c->n_states >= IDCTRL_MAX_PS)
+                        why = "more than 32 states";
+                else if (parse_state(kvl->key, kvl->key_len + 1 + kvl->val_len, &st, &why) >= 0) {
+                        if (calib_find(c, st.ps))
+                                why = "power state measured twice";
+                        else
+                                c->states[c->n_states++] = st;
+                }
+        } else
+                why = "unknown key";
+        return why;
+}
 
 int calib_parse(const char *text, size_t len, Calibration *ret, char **ret_error) {
         Calibration c = {};
@@ -118,61 +144,25 @@ int calib_parse(const char *text, size_t len, Calibration *ret, char **ret_error
         int r;
 
         for (;;) {
-                const char *why = NULL, *val;
+                const char *why = NULL;
                 unsigned bit = 0;
-                size_t vl;
 
                 r = kv_next_line(text, len, &p, &kvl, &why);
                 if (r < 0)
                         return kv_fail(ret_error, kvl.line, why);
                 if (r == 0)
                         break;
-                val = kvl.val;
-                vl = kvl.val_len;
-#define KEY(k) kv_key_is(&kvl, k)
-                if (KEY("version")) {
-                        uint32_t v;
-                        bit = HAVE_VERSION;
-                        if (parse_u32(val, vl, &v) < 0 || v != CALIB_FORMAT_VERSION)
-                                why = "unsupported version (this nvme-apstd reads version 1)";
-                } else if (!(have & HAVE_VERSION))
-                        why = "the first key must be version=";
-                else if (KEY("model")) {
-                        bit = HAVE_MODEL;
-                        r = kv_copy_printable(c.model, sizeof c.model, val, vl);
-                        why = r < 0 ? "model: at most 40 printable characters" : NULL;
-                } else if (KEY("firmware")) {
-                        bit = HAVE_FIRMWARE;
-                        r = kv_copy_printable(c.firmware, sizeof c.firmware, val, vl);
-                        why = r < 0 ? "firmware: at most 8 printable characters" : NULL;
-                } else if (KEY("measured_realtime_usec")) {
-                        bit = HAVE_WHEN;
-                        if (kv_parse_u64(val, vl, UINT64_MAX, &c.measured_realtime_usec) < 0)
-                                why = "not a number";
-                } else if (KEY("awake_median_us")) {
-                        bit = HAVE_AWAKE;
-                        if (parse_u32(val, vl, &c.awake_median_us) < 0)
-                                why = "not a number (0..4294967295)";
-                } else if (KEY("state")) {
-                        CalibState st;
-                        if (c.n_states >= IDCTRL_MAX_PS)
-                                why = "more than 32 states";
-                        else if (parse_state(kvl.key, kvl.key_len + 1 + kvl.val_len, &st, &why) >= 0) {
-                                if (calib_find(&c, st.ps))
-                                        why = "power state measured twice";
-                                else
-                                        c.states[c.n_states++] = st;
-                        }
-                } else
-                        why = "unknown key";
-#undef KEY
+                if (!kv_header_key(&kvl, have, CALIB_FORMAT_VERSION,
+                                   "unsupported version (this nvme-apstd reads version 1)", c.model, sizeof c.model,
+                                   c.firmware, sizeof c.firmware, &bit, &why))
+                        why = parse_key(&c, &kvl, &bit);
                 if (!why && bit && (have & bit))
                         why = "key given twice";
                 if (why)
                         return kv_fail(ret_error, kvl.line, why);
                 have |= bit;
         }
-        if (have != (HAVE_VERSION | HAVE_MODEL | HAVE_FIRMWARE | HAVE_WHEN | HAVE_AWAKE))
+        if (have != (KV_HAVE_VERSION | KV_HAVE_MODEL | KV_HAVE_FIRMWARE | HAVE_WHEN | HAVE_AWAKE))
                 return kv_fail(ret_error, kvl.line,
                                   "incomplete: version, model, firmware, measured_realtime_usec and "
                                   "awake_median_us are required");

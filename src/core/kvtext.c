@@ -137,3 +137,27 @@ int kv_next_line(const char *text, size_t len, size_t *pos, KvLine *ret, const c
 bool kv_key_is(const KvLine *l, const char *key) {
         return l->key_len == strlen(key) && memcmp(l->key, key, l->key_len) == 0;
 }
+
+int kv_header_key(const KvLine *l, unsigned have, uint64_t version, const char *unsupported_why, char *model,
+                  size_t model_size, char *firmware, size_t firmware_size, unsigned *ret_bit, const char **ret_why) {
+        uint64_t v;
+
+        *ret_bit = 0;
+        if (kv_key_is(l, "version")) {
+                *ret_bit = KV_HAVE_VERSION;
+                if (kv_parse_u64(l->val, l->val_len, UINT32_MAX, &v) < 0 || v != version)
+                        *ret_why = unsupported_why;
+        } else if (!(have & KV_HAVE_VERSION))
+                *ret_why = "the first key must be version=";
+        else if (kv_key_is(l, "model")) {
+                *ret_bit = KV_HAVE_MODEL;
+                if (kv_copy_printable(model, model_size, l->val, l->val_len) < 0)
+                        *ret_why = "model: at most 40 printable characters";
+        } else if (kv_key_is(l, "firmware")) {
+                *ret_bit = KV_HAVE_FIRMWARE;
+                if (kv_copy_printable(firmware, firmware_size, l->val, l->val_len) < 0)
+                        *ret_why = "firmware: at most 8 printable characters";
+        } else
+                return 0;
+        return 1;
+}

@@ -97,104 +97,104 @@ static const char *parse_sum(const char *s, size_t n, uint64_t *lead, PcalSum *r
 }
 
 enum {
-        HAVE_VERSION = 1 << 0,
-        HAVE_MODEL = 1 << 1,
-        HAVE_FIRMWARE = 1 << 2,
-        HAVE_SERIAL = 1 << 3,
-        HAVE_GAPS = 1 << 4,
-        HAVE_AWAKE = 1 << 5,
-        HAVE_ELAPSED = 1 << 6,
+        HAVE_SERIAL = _KV_HAVE_NEXT << 0,
+        HAVE_GAPS = _KV_HAVE_NEXT << 1,
+        HAVE_AWAKE = _KV_HAVE_NEXT << 2,
+        HAVE_ELAPSED = _KV_HAVE_NEXT << 3,
 };
 
+/* What a learned file's lines add up to, while they are read. */
+typedef struct LearnedParse {
+        Learned l;
+        uint32_t states;
+        bool bucket_seen[GAP_BUCKETS];
+} LearnedParse;
+
+/* One of the file's own keys. Return: why it is wrong, or NULL; *@ret_bit its HAVE_ bit (0: may repeat). */
+static const char *parse_key(LearnedParse *lp, const KvLine *kvl, unsigned *ret_bit) {
+        const char *val = kvl->val, *why = NULL;
+        size_t vl = kvl->val_len;
+        Learned *l = &lp->l;
+
+        *ret_bit = 0;
+#define KEY(k) kv_key_is(kvl, k)
+        if (KEY("serial_hash")) {
+                *ret_bit = HAVE_SERIAL;
+                if (kv_parse_hex64(val, vl, &l->serial_hash) < 0)
+                        why = "serial_hash: 16 lower-case hex digits";
+        } else if (KEY("gaps_seen")) {
+                *ret_bit = HAVE_GAPS;
+                if (kv_parse_u64(val, vl, LEARNED_COUNT_MAX, &l->gaps_seen) < 0)
+                        why = "gaps_seen: a number up to 10^15";
+        } else if (KEY("hist_elapsed_ms")) {
+                *ret_bit = HAVE_ELAPSED;
+                if (kv_parse_u64(val, vl, LEARNED_COUNT_MAX, &l->hist_elapsed_ms) < 0)
+                        why = "hist_elapsed_ms: a number up to 10^15";
+        } else if (KEY("bucket")) {
+                static const char *const keys[] = { "gaps_milli" };
+                uint64_t b, v;
+                why = parse_fields(val, vl, &b, GAP_BUCKETS - 1, keys, 1, LEARNED_COUNT_MAX, &v);
+                if (!why && lp->bucket_seen[b])
+                        why = "bucket given twice";
+                else if (!why && v == 0)
+                        why = "a bucket line with no gaps";
+                else if (!why) {
+                        lp->bucket_seen[b] = true;
+                        l->hist_milli[b] = v;
+                }
+        } else if (KEY("awake")) {
+                *ret_bit = HAVE_AWAKE;
+                why = parse_sum(val, vl, NULL, &l->awake);
+        } else if (KEY("state")) {
+                uint64_t ps = 0;
+                PcalSum sum;
+                why = parse_sum(val, vl, &ps, &sum);
+                if (!why && (ps == 0 || (lp->states & (UINT32_C(1) << ps))))
+                        why = ps == 0 ? "state 0 is not a sleep state" : "state given twice";
+                else if (!why) {
+                        lp->states |= UINT32_C(1) << ps;
+                        l->state[ps] = sum;
+                }
+        } else
+                why = "unknown key";
+#undef KEY
+        return why;
+}
+
 int learned_parse(const char *text, size_t len, Learned *ret, char **ret_error) {
-        Learned l = {};
+        _cleanup_free_ LearnedParse *lp = calloc(1, sizeof *lp);
         unsigned have = 0;
-        uint32_t states = 0;
-        bool bucket_seen[GAP_BUCKETS] = {};
         KvLine kvl = {};
         size_t p = 0;
         int r;
 
+        if (!lp)
+                return -ENOMEM;
         for (;;) {
-                const char *why = NULL, *val;
+                const char *why = NULL;
                 unsigned bit = 0;
-                size_t vl;
 
                 r = kv_next_line(text, len, &p, &kvl, &why);
                 if (r < 0)
                         return kv_fail(ret_error, kvl.line, why);
                 if (r == 0)
                         break;
-                val = kvl.val;
-                vl = kvl.val_len;
-#define KEY(k) kv_key_is(&kvl, k)
-                if (KEY("version")) {
-                        uint64_t v;
-                        bit = HAVE_VERSION;
-                        if (kv_parse_u64(val, vl, UINT32_MAX, &v) < 0 || v != LEARNED_FORMAT_VERSION)
-                                why = "unsupported version (this nvme-apstd reads version 1)";
-                } else if (!(have & HAVE_VERSION))
-                        why = "the first key must be version=";
-                else if (KEY("model")) {
-                        bit = HAVE_MODEL;
-                        if (kv_copy_printable(l.model, sizeof l.model, val, vl) < 0)
-                                why = "model: at most 40 printable characters";
-                } else if (KEY("firmware")) {
-                        bit = HAVE_FIRMWARE;
-                        if (kv_copy_printable(l.firmware, sizeof l.firmware, val, vl) < 0)
-                                why = "firmware: at most 8 printable characters";
-                } else if (KEY("serial_hash")) {
-                        bit = HAVE_SERIAL;
-                        if (kv_parse_hex64(val, vl, &l.serial_hash) < 0)
-                                why = "serial_hash: 16 lower-case hex digits";
-                } else if (KEY("gaps_seen")) {
-                        bit = HAVE_GAPS;
-                        if (kv_parse_u64(val, vl, LEARNED_COUNT_MAX, &l.gaps_seen) < 0)
-                                why = "gaps_seen: a number up to 10^15";
-                } else if (KEY("hist_elapsed_ms")) {
-                        bit = HAVE_ELAPSED;
-                        if (kv_parse_u64(val, vl, LEARNED_COUNT_MAX, &l.hist_elapsed_ms) < 0)
-                                why = "hist_elapsed_ms: a number up to 10^15";
-                } else if (KEY("bucket")) {
-                        static const char *const keys[] = { "gaps_milli" };
-                        uint64_t b, v;
-                        why = parse_fields(val, vl, &b, GAP_BUCKETS - 1, keys, 1, LEARNED_COUNT_MAX, &v);
-                        if (!why && bucket_seen[b])
-                                why = "bucket given twice";
-                        else if (!why && v == 0)
-                                why = "a bucket line with no gaps";
-                        else if (!why) {
-                                bucket_seen[b] = true;
-                                l.hist_milli[b] = v;
-                        }
-                } else if (KEY("awake")) {
-                        bit = HAVE_AWAKE;
-                        why = parse_sum(val, vl, NULL, &l.awake);
-                } else if (KEY("state")) {
-                        uint64_t ps = 0;
-                        PcalSum sum;
-                        why = parse_sum(val, vl, &ps, &sum);
-                        if (!why && (ps == 0 || (states & (UINT32_C(1) << ps))))
-                                why = ps == 0 ? "state 0 is not a sleep state" : "state given twice";
-                        else if (!why) {
-                                states |= UINT32_C(1) << ps;
-                                l.state[ps] = sum;
-                        }
-                } else
-                        why = "unknown key";
-#undef KEY
+                if (!kv_header_key(&kvl, have, LEARNED_FORMAT_VERSION,
+                                   "unsupported version (this nvme-apstd reads version 1)", lp->l.model,
+                                   sizeof lp->l.model, lp->l.firmware, sizeof lp->l.firmware, &bit, &why))
+                        why = parse_key(lp, &kvl, &bit);
                 if (!why && bit && (have & bit))
                         why = "key given twice";
                 if (why)
                         return kv_fail(ret_error, kvl.line, why);
                 have |= bit;
         }
-        if ((have & (HAVE_VERSION | HAVE_MODEL | HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED)) !=
-            (HAVE_VERSION | HAVE_MODEL | HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED))
+        if ((have & (KV_HAVE_VERSION | KV_HAVE_MODEL | KV_HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED)) !=
+            (KV_HAVE_VERSION | KV_HAVE_MODEL | KV_HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED))
                 return kv_fail(ret_error, kvl.line,
-                                  "incomplete: version, model, firmware, serial_hash, gaps_seen and hist_elapsed_ms "
-                                  "are required");
-        *ret = l;
+                               "incomplete: version, model, firmware, serial_hash, gaps_seen and hist_elapsed_ms "
+                               "are required");
+        *ret = lp->l;
         return 0;
 }
 
