@@ -652,6 +652,23 @@ static int parse_argv(int argc, char *argv[], Options *o) {
         return -1;
 }
 
+/* The runtime directory and, exclusively, the lock the daemon holds shared: never both program a table.
+ * Return: 0, or negative errno (said). */
+static int take_lock(char **ret_runtime_dir, int *ret_fd) {
+        int r;
+
+        r = runtime_directory(CPUPIN_RUNTIME_DIR_DEFAULT, ret_runtime_dir);
+        if (r >= 0)
+                r = runlock_take(*ret_runtime_dir, true, false, ret_fd);
+        if (r == -EWOULDBLOCK)
+                return log_error_errno(r, "The nvme-apstd daemon is running (it holds %s/" RUNLOCK_NAME ") and would "
+                                       "fight over the APST tables; stop it first (systemctl stop nvme-apstd), "
+                                       "calibrate, then start it again.", *ret_runtime_dir);
+        if (r < 0)
+                return log_error_errno(r, "Cannot lock %s/" RUNLOCK_NAME ": %m", strempty(*ret_runtime_dir));
+        return 0;
+}
+
 int verb_calibrate(int argc, char *argv[]) {
         Options o = { .samples = CALIB_SAMPLES_DEFAULT, .max_time_s = CALIB_MAX_TIME_DEFAULT_S };
         _cleanup_(json_object_putp) struct json_object *ctrls = json_object_new_array();
@@ -673,18 +690,8 @@ int verb_calibrate(int argc, char *argv[]) {
 
         if (cli_load_config(o.config_path, &cfg) < 0)
                 return 1;
-        r = runtime_directory(CPUPIN_RUNTIME_DIR_DEFAULT, &runtime_dir);
-        if (r >= 0)
-                r = runlock_take(runtime_dir, true, false, &lock_fd);
-        if (r == -EWOULDBLOCK) {
-                log_error("The nvme-apstd daemon is running (it holds %s/" RUNLOCK_NAME ") and would fight over the "
-                          "APST tables; stop it first (systemctl stop nvme-apstd), calibrate, then start it again.",
-                          runtime_dir);
-                config_done(&cfg);
-                return 1;
-        }
+        r = take_lock(&runtime_dir, &lock_fd);
         if (r < 0) {
-                log_error_errno(r, "Cannot lock %s/" RUNLOCK_NAME ": %m", strempty(runtime_dir));
                 config_done(&cfg);
                 return 1;
         }
