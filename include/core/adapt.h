@@ -53,6 +53,12 @@
 #define ADAPT_TRUST_RAMP_GAPS 100.0
 /* Gaps (of at least ADAPT_TRUST_MIN_GAP_NS) seen before the first decision. */
 #define ADAPT_GAPS_WARMUP 2.0
+/* Leaving the kernel's table takes confidence: a candidate's wake delay on the gaps seen,
+ * plus ADAPT_CONFIDENCE_Z standard deviations of its excess over the kernel's table (the
+ * histogram's counts taken as Poisson, and ADAPT_DOUBT_GAPS gaps assumed at every length
+ * of ADAPT_TRUST_MIN_GAP_NS or more where it waits longer), must fit what is allowed. */
+#define ADAPT_CONFIDENCE_Z 2.0
+#define ADAPT_DOUBT_GAPS 1.0
 /* The share of the stall budget a new table may plan to spend. */
 #define ADAPT_BUDGET_FILL 0.8
 /* First requests after gaps settled in a state before its wake cost is believed ahead

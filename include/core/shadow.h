@@ -90,6 +90,10 @@ void shadow_hist_from_gaphist(const GapHist *h, ShadowHist *ret);
 void shadow_hist_cost(const ShadowDrive *d, const ShadowChain *c, const ShadowHist *h, double *ret_energy_uwns,
                       double *ret_wait_ns);
 
+/* The mean wait of one gap in each bucket under @c (the gaps spread over the bucket as
+ * shadow_hist_cost() spreads them), whether or not any was seen. */
+void shadow_bucket_wait(const ShadowDrive *d, const ShadowChain *c, double ret_wait[GAP_BUCKETS]);
+
 /* One side of the accounting. */
 typedef struct ShadowSums {
         double energy_uwns;

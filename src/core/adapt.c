@@ -398,25 +398,62 @@ typedef struct GapSearch {
         const Adapt *a;
         double limit_ns;
         double reference_ns;       /* the kernel's table's own wake delay: always within reach */
+        double kernel_ns;          /* what our tables may cost against the kernel's, margin included */
+        double kernel_wait[GAP_BUCKETS];   /* the kernel's table: mean wait of a gap in each bucket */
         AdaptChain cur, best;
-        double best_e, best_w;
+        double best_e, best_w, best_margin;
         bool found;
 } GapSearch;
 
+/* How much more wake delay than on the gaps seen a candidate may cost on the gaps to come,
+ * against the kernel's table (see doc/policy.md, "Leaving the kernel's table"). Its excess
+ * over the kernel's table is what it loses on the gap lengths where it waits longer (count x
+ * difference per gap, summed over those buckets) less what it saves on the others. The counts
+ * of the histogram are Poisson, so each sum has the variance sum of count x difference²; each
+ * side is bounded on its own, ADAPT_CONFIDENCE_Z standard deviations the pessimistic way: the
+ * loss up, the saving down (never below nothing). Every gap length of ADAPT_TRUST_MIN_GAP_NS
+ * or more where the candidate waits longer counts as if ADAPT_DOUBT_GAPS gaps had been seen
+ * there: a length not seen yet is no evidence that it will not come. A candidate that waits
+ * no longer than the kernel's table at any gap length needs no margin. */
+static double gap_margin(const GapSearch *s, const ShadowChain *sc) {
+        double wait[GAP_BUCKETS], var_loss = 0, var_save = 0, saved = 0;
+        const unsigned first = gaphist_bucket(ADAPT_TRUST_MIN_GAP_NS);
+
+        shadow_bucket_wait(&s->a->sd_cand, sc, wait);
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                double diff = wait[b] - s->kernel_wait[b], n = s->a->hist.gaps[b];
+                if (diff > 0)
+                        var_loss += (n + (b >= first ? ADAPT_DOUBT_GAPS : 0.0)) * diff * diff;
+                else {
+                        var_save += n * diff * diff;
+                        saved -= n * diff;
+                }
+        }
+        return ADAPT_CONFIDENCE_Z * sqrt(var_loss) + MIN(ADAPT_CONFIDENCE_Z * sqrt(var_save), saved);
+}
+
 static void gap_consider(GapSearch *s, bool reference) {
         ShadowChain sc;
-        double e, w, limit = reference ? MAX(s->limit_ns, s->reference_ns) : s->limit_ns;
+        double e, w, margin = 0, limit = reference ? MAX(s->limit_ns, s->reference_ns) : s->limit_ns;
 
         /* The kernel's table is judged on what was measured, as the shadow kernel judges it;
          * our candidates with unmeasured states slowed like the measured ones. */
         chain_to_shadow(s->a, &s->cur, &sc);
         shadow_hist_cost(reference ? &s->a->sd : &s->a->sd_cand, &sc, &s->a->hist, &e, &w);
-        if (w <= limit && (!s->found || e < s->best_e)) {
-                s->best = s->cur;
-                s->best_e = e;
-                s->best_w = w;
-                s->found = true;
+        if (w > limit || (s->found && e >= s->best_e))
+                return;
+        /* Our own tables must fit with the confidence margin; the kernel's is the reference.
+         * Computed only for a candidate that would be the best so far. */
+        if (!reference) {
+                margin = gap_margin(s, &sc);
+                if (w + margin > s->kernel_ns)
+                        return;
         }
+        s->best = s->cur;
+        s->best_e = e;
+        s->best_w = w;
+        s->best_margin = margin;
+        s->found = true;
 }
 
 /* States a table may use: apst_chain()'s, and within max_latency_us with the exit latency seen. */
@@ -655,7 +692,8 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
         k_w = MAX(k_w - MAX(wa.wake_ns - wk.wake_ns, 0.0), 0.0);
         double limit = allowed(a, k_w, budget_w, trust);
 
-        GapSearch s = { .a = a, .limit_ns = limit, .reference_ns = allowed(a, k_ref, budget_w, trust) };
+        GapSearch s = { .a = a, .limit_ns = limit, .reference_ns = allowed(a, k_ref, budget_w, trust), .kernel_ns = k_w };
+        shadow_bucket_wait(&a->sd, &a->kernel_sc, s.kernel_wait);
         gap_search(&s);
         if (!s.found || chain_equal(&s.best, &a->current))
                 return 0;

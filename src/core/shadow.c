@@ -152,6 +152,14 @@ void shadow_hist_cost(const ShadowDrive *d, const ShadowChain *c, const ShadowHi
         *ret_wait = w;
 }
 
+void shadow_bucket_wait(const ShadowDrive *d, const ShadowChain *c, double ret_wait[GAP_BUCKETS]) {
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                double e;
+
+                bucket_cost(d, c, b, 1.0, &e, &ret_wait[b], NULL, NULL);
+        }
+}
+
 void shadow_init(Shadow *s, uint64_t now_ns) {
         *s = (Shadow) { .slot_start_ns = now_ns, .started = true };
 }
