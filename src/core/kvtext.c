@@ -114,7 +114,7 @@ int kv_next_line(const char *text, size_t len, size_t *pos, KvLine *ret, const c
 
                 *pos += n + (eol ? 1 : 0);
                 ret->line++;
-                if (n == 0 || s[0] == '#')
+                if (eol == s || s[0] == '#')
                         continue;
                 if (memchr(s, 0, n)) {
                         *ret_why = "NUL byte";
