@@ -51,6 +51,11 @@
  * unplugs or picks a profile sees the drives follow at once. */
 #define MANAGER_SITUATION_DELAY_USEC (250ULL * 1000ULL)
 
+/* At most this many engine steps (each a thread) at once among controllers that answer; the rest
+ * wait for a slot. A resume over many drives stays a few threads and a few open device nodes; an
+ * unresponsive controller's step holds no slot, so hung drives never hold up the others. */
+#define MANAGER_STEPS_MAX 8u
+
 /* WATCHDOG=1 at most this share of WATCHDOG_USEC apart: under half, so that a single missed
  * ping never lets systemd's watchdog fire, and the gap a test measures has a strict bound. */
 #define MANAGER_WATCHDOG_PING_PCT 45u

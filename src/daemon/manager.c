@@ -17,6 +17,7 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -205,6 +206,8 @@ static void manager_ctrl_arm_deadline(ManagerCtrl *c) {
 
 static void manager_check_settled(Manager *m);
 static void manager_ctrl_finish(ManagerCtrl *c, CtrlJob *j);
+static void manager_start_waiting(Manager *m);
+static void manager_ctrl_queue(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason);
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         ManagerCtrl *c = userdata;
@@ -229,18 +232,47 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
                   "%s: no answer to an admin command (%s) for %s s; the controller is unresponsive: nothing more "
                   "is sent to it until that command returns or it is reset.", c->controller.name, c->job->reason,
                   secs);
+        manager_start_waiting(c->manager);   /* its slot is free */
         manager_notify_status(c->manager, NULL);
         manager_check_settled(c->manager);
         return 0;
 }
 
-/* Start @kind on @c now (no job may be running). Without a thread the step runs here, as before. */
+/* Steps running for controllers that answer. One that is unresponsive holds its thread but no slot:
+ * hung drives never keep the others waiting. */
+static size_t manager_steps_running(const Manager *m) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < m->n_ctrls; i++)
+                if (m->ctrls[i]->job && !m->ctrls[i]->unresponsive)
+                        n++;
+        return n;
+}
+
+static void manager_ctrl_next(ManagerCtrl *c);
+
+/* Start what waits for a slot, in the order the controllers were found. */
+static void manager_start_waiting(Manager *m) {
+        for (size_t i = 0; i < m->n_ctrls && manager_steps_running(m) < MANAGER_STEPS_MAX; i++) {
+                ManagerCtrl *c = m->ctrls[i];
+
+                if (!c->job && c->queued)
+                        manager_ctrl_next(c);
+        }
+}
+
+/* Start @kind on @c now (no job may be running), or when a slot is free (MANAGER_STEPS_MAX).
+ * Without a thread the step runs here, as before. */
 static void manager_ctrl_start(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason) {
         Manager *m = c->manager;
         CtrlJob *j = NULL;
         int r;
 
         assert(!c->job);
+        if (manager_steps_running(m) >= MANAGER_STEPS_MAX) {
+                manager_ctrl_queue(c, kind, table, reason);   /* manager_start_waiting() starts it */
+                return;
+        }
         if (strcmp(reason, "retry") != 0)
                 c->n_retries = 0;   /* an event: a fresh start */
         r = ctrljob_new(kind, &c->controller, &m->ctx, reason, table, &j);
@@ -262,15 +294,10 @@ static void manager_ctrl_start(ManagerCtrl *c, CtrlJobKind kind, const ApstTable
         manager_ctrl_arm_deadline(c);
 }
 
-/* Run @kind now, or queue it behind the running step. The queue keeps one of each kind: a restore
- * supersedes everything queued, a program (adaptive) a sync; the latest reason and table win. */
-static void manager_ctrl_request(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason) {
-        if (c->manager->stopping && kind != CTRL_JOB_RESTORE)
-                return;
-        if (!c->job) {
-                manager_ctrl_start(c, kind, table, reason);
-                return;
-        }
+/* Keep @kind for later: behind the running step, or until a slot is free. One of each kind is
+ * kept: a restore supersedes everything queued, a program (adaptive) a sync; the latest reason and
+ * table win. */
+static void manager_ctrl_queue(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason) {
         switch (kind) {
         case CTRL_JOB_RESTORE:
                 c->queued = MANAGER_QUEUED_RESTORE;
@@ -293,6 +320,16 @@ static void manager_ctrl_request(ManagerCtrl *c, CtrlJobKind kind, const ApstTab
         case _CTRL_JOB_KIND_INVALID:
                 break;
         }
+}
+
+/* Run @kind now, or queue it behind the running step (or until a slot is free). */
+static void manager_ctrl_request(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason) {
+        if (c->manager->stopping && kind != CTRL_JOB_RESTORE)
+                return;
+        if (!c->job)
+                manager_ctrl_start(c, kind, table, reason);
+        else
+                manager_ctrl_queue(c, kind, table, reason);
 }
 
 /* Plan @c again from m->config; write what changed, give back what is no longer ours. */
@@ -400,8 +437,16 @@ static void manager_ctrl_finish(ManagerCtrl *c, CtrlJob *j) {
         }
         if (!c->job && c->queued)
                 manager_ctrl_next(c);
+        manager_start_waiting(m);
         manager_notify_status(m, NULL);
         manager_check_settled(m);
+}
+
+static bool manager_jobs_running(const Manager *m) {
+        for (size_t i = 0; i < m->n_ctrls; i++)
+                if (m->ctrls[i]->job)
+                        return true;
+        return false;
 }
 
 static int on_job_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -419,6 +464,11 @@ static int on_job_done(sd_event_source *s, int fd, uint32_t revents, void *userd
                 c->job = NULL;
                 manager_ctrl_finish(c, j);
         }
+        /* The burst is over (start, resume, reload over many controllers: their steps' copies were
+         * allocated side by side): hand the freed heap back, so that the idle daemon's RSS is what it
+         * was before any step ran, not the burst's high-water mark. */
+        if (!manager_jobs_running(m))
+                (void) malloc_trim(0);
         return 0;
 }
 
@@ -474,6 +524,7 @@ static void manager_remove_controller(Manager *m, const char *name) {
                 manager_ctrl_free(c);
                 memmove(m->ctrls + i, m->ctrls + i + 1, (m->n_ctrls - i - 1) * sizeof *m->ctrls);
                 m->n_ctrls--;
+                manager_start_waiting(m);
                 manager_check_settled(m);
                 return;
         }
@@ -675,9 +726,12 @@ static void manager_log_started(Manager *m) {
 
 /* Every controller's step is back, or its drive does not answer: nothing to wait for. */
 static bool manager_settled(const Manager *m) {
-        for (size_t i = 0; i < m->n_ctrls; i++)
-                if (m->ctrls[i]->job && !m->ctrls[i]->unresponsive)
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                const ManagerCtrl *c = m->ctrls[i];
+
+                if ((c->job && !c->unresponsive) || (!c->job && c->queued))
                         return false;
+        }
         return true;
 }
 
