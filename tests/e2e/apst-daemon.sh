@@ -77,6 +77,11 @@ for s in $APST_SERIALS; do
 	check "start: ${!f} ($c) holds the daemon's planned table" wait_table 20 "$c" "${PLAN[$s]}"
 done
 check "journal: the daemon wrote and verified the tables" dhave 10 "$c0" "$DAEMON_J and (.MESSAGE_ID == \"$MSGID_TABLE_WRITTEN\")"
+# The unit's sandbox lets it load the eBPF I/O gap program (CAP_BPF, CAP_PERFMON, bpf()) on
+# Debian's kernel: the watcher of the adaptive policy (the default) uses it.
+check "journal: under its unit the daemon watches I/O with the eBPF program (APST_WATCH_SOURCE=bpf)" \
+	dhave 20 "$c0" "$DAEMON_J and (.MESSAGE_ID == \"$MSGID_WATCH_SOURCE\") and (.APST_WATCH_SOURCE == \"bpf\")"
+dshow "$c0" "$DAEMON_J and (.MESSAGE_ID == \"$MSGID_WATCH_SOURCE\")"
 dshow "$c0" "$DAEMON_J"
 if [ -z "$DC" ]; then
 	notok "no controller where the daemon's table differs from the kernel's: cannot test rewrites"

@@ -262,6 +262,12 @@ if [ -x "$D/apst-calibrate.sh" ]; then
 	. "$D/apst-calibrate.sh"
 fi
 
+# Passive calibration through the eBPF program (the same lying controller), when present.
+if [ -x "$D/apst-passive.sh" ]; then
+	# shellcheck disable=SC1091
+	. "$D/apst-passive.sh"
+fi
+
 # The daemon's part (keeping its table against the kernel) runs next, when present.
 if [ -x "$D/apst-daemon.sh" ]; then
 	# shellcheck disable=SC1091
