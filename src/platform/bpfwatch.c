@@ -42,26 +42,31 @@ bool bpfwatch_built(void) {
         return true;
 }
 
-/* libbpf's own messages are details: debug level, one line each. */
+/* libbpf's own messages are details: debug level, one journal line per line of theirs (a
+ * verifier log runs to many). */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
-        char buf[512];
-        size_t n;
+        _cleanup_free_ char *buf = NULL;
+        char *line, *save = NULL;
 
         if (level == LIBBPF_DEBUG || log_get_max_level() < LOG_DEBUG)
                 return 0;
-        (void) vsnprintf(buf, sizeof buf, fmt, ap);
-        n = strlen(buf);
-        if (n > 0 && buf[n - 1] == '\n')
-                buf[n - 1] = 0;
-        log_debug("libbpf: %s", buf);
+        if (vasprintf(&buf, fmt, ap) < 0)
+                return 0;
+        for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+                log_debug("libbpf: %s", line);
         return 0;
 }
 
 static int fail(int r, char *buf, size_t n, const char *what) {
         switch (-r) {
         case EPERM:
-        case EACCES:
                 (void) snprintf(buf, n, "%s: not permitted (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)", what);
+                break;
+        case EACCES:
+                /* what the verifier answers for a program it refuses (or, on old kernels, a missing
+                 * capability): its log is at debug level (NVME_APSTD_LOG_LEVEL=debug) */
+                (void) snprintf(buf, n, "%s: refused by the kernel's verifier, or not permitted (the debug "
+                                "log has the verifier's reasons)", what);
                 break;
         case ENOSYS:
                 (void) snprintf(buf, n, "%s: the bpf() system call is not available (CONFIG_BPF_SYSCALL, "

@@ -2,14 +2,14 @@
 /*
  * The eBPF program on a real block device: O_DIRECT reads to a loop device
  * (backed by a file on tmpfs, so nothing else does I/O to it) at scheduled
- * times, with idle gaps of known lengths from 1 ms to 0.7 s. Every gap must be
+ * times, with idle gaps of known lengths from 2 ms to 0.7 s. Every gap must be
  * counted in its bucket, each bucket as often as it was scheduled, with one
  * first-request service time per gap, and every read counted as a request.
  *
- * Each gap is scheduled a quarter of the way into its bucket, measured from the
- * moment the previous read returned to user space: the block layer's gap is
- * that plus the return and submission paths (tens of µs), which the bucket's
- * remaining three quarters (>= 190 µs here) absorb.
+ * Each gap is scheduled an eighth of the way into its bucket, measured from the
+ * moment the previous read returned to user space; the test knows the gap the
+ * block layer saw to within the two reads' system call times, and checks each
+ * count against that.
  *
  * Needs root, a kernel with BTF and eBPF, and losetup: else exit 77.
  */
@@ -80,10 +80,9 @@ int main(void) {
         static const struct {
                 double ms;
                 unsigned count;
-        } plan[] = { { 1.05, 4 }, { 4.19, 5 }, { 12.6, 2 }, { 29.4, 3 }, { 41.9, 6 }, { 134, 1 }, { 268, 2 },
+        } plan[] = { { 2.10, 4 }, { 4.19, 5 }, { 12.6, 2 }, { 29.4, 3 }, { 41.9, 6 }, { 134, 1 }, { 268, 2 },
                      { 671, 1 } };
         unsigned order[64], n = 0, bucket_of[8];
-        uint64_t expect[GAP_BUCKETS] = {};
         char reason[256], *disk;
         BpfWatch *bw = NULL;
         void *buf = NULL;
@@ -93,6 +92,7 @@ int main(void) {
         int fd, slot, r;
 
         signal(SIGABRT, on_abort);
+        setvbuf(stdout, NULL, _IONBF, 0);   /* what a failed assertion leaves must be seen */
         if (geteuid() != 0)
                 return skip("needs root (loop devices, eBPF)");
         r = bpfwatch_open(&bw, reason, sizeof reason);
@@ -123,7 +123,6 @@ int main(void) {
         /* the buckets, and an interleaved order in which their gaps come */
         for (unsigned i = 0; i < 8; i++) {
                 bucket_of[i] = gaphist_bucket((uint64_t) (plan[i].ms * 1e6) + 1000);
-                expect[bucket_of[i]] = plan[i].count;
         }
         for (unsigned round = 0; round < 6; round++)
                 for (unsigned i = 0; i < 8; i++)
@@ -140,36 +139,64 @@ int main(void) {
         assert(slot >= 0);
         assert(bpfwatch_slot_set_disks(bw, (unsigned) slot, &seq, 1) == 0);
 
-        /* n gaps need n + 1 reads; the first read's gap started before the program counted */
-        assert(pread(fd, buf, BLOCK, 0) == BLOCK);
-        for (unsigned i = 0; i < n; i++) {
-                unsigned b = bucket_of[order[i]];
-                uint64_t lo = gaphist_bucket_lower_ns(b), hi = gaphist_bucket_upper_ns(b);
-                uint64_t done = now_ns();
+        /* n gaps need n + 1 reads; the first read's gap started before the program counted.
+         * The block layer's gap runs from the previous read's completion (between its call and
+         * its return) to this read's issue (between its call and its return): it lies in
+         * [call - previous return, return - previous call]. A gap whose bounds fall in one bucket
+         * must be counted there; on a busy machine a late wake-up or a slow return can leave the
+         * bounds in two buckets, and then either may count it. */
+        uint64_t lo_count[GAP_BUCKETS] = {}, may_count[GAP_BUCKETS] = {};
+        uint64_t prev_call = now_ns(), prev_ret;
+        unsigned ambiguous = 0;
 
-                sleep_until(done + lo + (hi - lo) / 4);
+        assert(pread(fd, buf, BLOCK, 0) == BLOCK);
+        prev_ret = now_ns();
+        for (unsigned i = 0; i < n; i++) {
+                unsigned b = bucket_of[order[i]], blo, bhi;
+                uint64_t lo = gaphist_bucket_lower_ns(b), hi = gaphist_bucket_upper_ns(b), call, ret;
+
+                sleep_until(prev_ret + lo + (hi - lo) / 8);
+                call = now_ns();
                 assert(pread(fd, buf, BLOCK, (off_t) (i + 1) * BLOCK * 16) == BLOCK);
+                ret = now_ns();
+                blo = gaphist_bucket(call - prev_ret);
+                bhi = gaphist_bucket(ret - prev_call);
+                if (blo == bhi)
+                        lo_count[blo]++;
+                else {
+                        ambiguous++;
+                        printf("gap %u (scheduled in bucket %u): between %" PRIu64 " and %" PRIu64
+                               " ns, buckets %u..%u\n", i, b, call - prev_ret, ret - prev_call, blo, bhi);
+                }
+                for (unsigned k = blo; k <= bhi; k++)
+                        may_count[k]++;
+                prev_call = call;
+                prev_ret = ret;
         }
         usleep(1000);
         assert(bpfwatch_read(bw, (unsigned) slot, &h, NULL) == 0);
 
-        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
-                if (h.gaps[b] != expect[b] || h.wake_count[b] != expect[b])
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                if (h.gaps[b] < lo_count[b] || h.gaps[b] > may_count[b] || h.wake_count[b] != h.gaps[b])
                         printf("bucket %u [%" PRIu64 ", %" PRIu64 ") ns: %" PRIu64 " gaps, %" PRIu64
-                               " first requests; scheduled %" PRIu64 "\n",
+                               " first requests; expected %" PRIu64 "..%" PRIu64 "\n",
                                b, gaphist_bucket_lower_ns(b), gaphist_bucket_upper_ns(b), h.gaps[b], h.wake_count[b],
-                               expect[b]);
-                assert(h.gaps[b] == expect[b]);
-                assert(h.wake_count[b] == expect[b]);
-                if (expect[b] > 0) {
+                               lo_count[b], may_count[b]);
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                assert(h.gaps[b] >= lo_count[b] && h.gaps[b] <= may_count[b]);
+                assert(h.wake_count[b] == h.gaps[b]);
+                if (h.gaps[b] > 0) {
                         /* a read from tmpfs through the loop worker: between 1 µs and a scheduling slice */
-                        assert(h.wake_sum_ns[b] >= expect[b] * 1000u);
+                        assert(h.wake_sum_ns[b] >= h.gaps[b] * 1000u);
                         assert(h.wake_max_ns[b] > 0 && h.wake_max_ns[b] <= h.wake_sum_ns[b]);
                 }
         }
+        assert(gaphist_total_gaps(&h) == n);
+        /* most gaps came where they were scheduled: the test says something about the buckets */
+        assert(ambiguous <= n / 4);
         assert(h.requests == n + 1);
-        printf("%s: %u gaps in %zu buckets, %" PRIu64 " requests, every gap in its bucket\n", loopdev, n,
-               sizeof plan / sizeof plan[0], h.requests);
+        printf("%s: %u gaps in %zu buckets, %" PRIu64 " requests, every gap in its bucket (%u between two)\n",
+               loopdev, n, sizeof plan / sizeof plan[0], h.requests, ambiguous);
 
         free(buf);
         close(fd);

@@ -72,13 +72,26 @@ static __always_inline __u32 *slot_of(struct request *rq) {
         return bpf_map_lookup_elem(&disks, &seq);
 }
 
+/*
+ * A bucket index the verifier can see is in range, whatever the compiler does with it: the check
+ * and the clamp are on one 64-bit register. (Written in C, clang may compare one 32-bit copy and
+ * index with another; 6.1's verifier does not carry the bound across that copy and refuses the
+ * "unbounded" access, 6.18's does.) Every caller's value is below GAPK_BUCKETS already.
+ */
+static __always_inline __u64 bucket_index(__u64 b) {
+        asm volatile("if %[b] < %[n] goto +1\n\t"
+                     "%[b] = %[last]\n\t"
+                     : [b] "+r"(b)
+                     : [n] "i"(GAPK_BUCKETS), [last] "i"(GAPK_BUCKETS - 1));
+        return b;
+}
+
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(iogap_issue, struct request *rq) {
         struct gapk_state *s;
         struct gapk_hist *h;
-        __u64 now, old, since, gap;
+        __u64 now, old, since, gap, b;
         __u32 *slot, k;
-        unsigned b;
 
         slot = slot_of(rq);
         if (!slot)
@@ -98,9 +111,7 @@ int BPF_PROG(iogap_issue, struct request *rq) {
         if (!since)
                 return 0;
         gap = now > since ? now - since : 0;
-        b = gapk_bucket(gap);
-        if (b >= GAPK_BUCKETS)
-                return 0;
+        b = bucket_index(gapk_bucket(gap));
         h->gaps[b]++;
         h->gap_sum_ns += gap;
         s->first_issue_ns = now;
@@ -127,14 +138,12 @@ int BPF_PROG(iogap_complete, struct request *rq) {
         now = bpf_ktime_get_ns();
         if (s->first_rq == (__u64) rq) {
                 s->first_rq = 0;
-                b = s->first_bucket;
+                b = bucket_index(s->first_bucket);
                 svc = now > s->first_issue_ns ? now - s->first_issue_ns : 0;
-                if (b < GAPK_BUCKETS) {
-                        h->wake_count[b]++;
-                        h->wake_sum_ns[b] += svc;
-                        if (svc > h->wake_max_ns[b])
-                                h->wake_max_ns[b] = svc;
-                }
+                h->wake_count[b]++;
+                h->wake_sum_ns[b] += svc;
+                if (svc > h->wake_max_ns[b])
+                        h->wake_max_ns[b] = svc;
         }
         h->requests++;
         /* Written before the decrement: the issue that sees 0 in flight reads the time of the
