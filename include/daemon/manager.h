@@ -183,8 +183,16 @@ void manager_stop(Manager *m);
 
 /* The STATUS= text: "nvme0: budget, ps3@100ms→ps4@2000ms; nvme1: failed". */
 void manager_status_text(const Manager *m, char *buf, size_t n);
-/* sd_notify() STATUS= from manager_status_text(), after @prefix ("READY=1\n", or NULL). */
-void manager_notify_status(Manager *m, const char *prefix);
+/**
+ * manager_publish() - the one place the daemon's state goes out
+ * @prefix: "READY=1\n" and the like, sent with it; NULL for none
+ *
+ * STATUS= (manager_status_text(), sent when it changed or with @prefix), the [metrics] file
+ * (rewritten when its text changed) and the D-Bus PropertiesChanged signals (what differs from
+ * the last announcement). Every event handler, and every helper (manager-*.c), calls this after
+ * it changed something, and nothing else: none of them knows which of the three a change touches.
+ */
+void manager_publish(Manager *m, const char *prefix);
 
 /* Name an event source the daemon's own code created (sd_event_source_set_description()) and count
  * it until sd-event frees it. The count is the D-Bus property EventSources: with the sources libsystemd
@@ -194,6 +202,10 @@ void manager_notify_status(Manager *m, const char *prefix);
  * that outlives its owner shows up as a count beyond that bound. */
 void manager_track_source(sd_event_source *s, const char *description);
 unsigned manager_event_sources(void);
+
+/* The one way a verification is asked for (the verify timer for unwatched controllers, the I/O
+ * watcher for watched ones): a re-check with Get Features, queued like any step. */
+void manager_ctrl_verify(ManagerCtrl *c);
 
 /* Run the engine on one controller (controller_sync(), or controller_program() with @table) in its
  * thread, or queue it behind the step running there; the outcome is acted on (counted, retried,
@@ -247,6 +259,7 @@ void manager_power_free(Manager *m);
 void manager_cpu_apply(Manager *m, const char *reason);
 void manager_cpu_controllers_changed(Manager *m, const char *reason);
 
-/* The [metrics] file (src/daemon/manager-metrics.c): rewritten after an event when its text changed. */
+/* The [metrics] file (src/daemon/manager-metrics.c): rewritten when its text changed. Only
+ * manager_publish() calls it. */
 void manager_metrics_update(Manager *m);
 void manager_metrics_free(Manager *m);

@@ -84,7 +84,7 @@ static void manager_situation_switch(Manager *m) {
                   "Power situation changed: %s%s%s%s; %zu controller table%s changed.", why,
                   streq(why, now) ? "" : " (now ", streq(why, now) ? "" : now, streq(why, now) ? "" : ")", changed,
                   changed == 1 ? "" : "s");
-        manager_notify_status(m, NULL);
+        manager_publish(m, NULL);
 }
 
 static int on_situation_timer(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -437,7 +437,7 @@ static int on_bpf_timer(ManagerWatch *w) {
                 bool was = cpupin_is_pinned(m->cpupin);
                 (void) cpupin_busy_hook(m->cpupin, busy, now, &deadline);
                 if (cpupin_is_pinned(m->cpupin) != was)
-                        manager_metrics_update(m);
+                        manager_publish(m, NULL);
         }
 
         /* While gaps end, read as often as the policy decides; then back off to the idle wait
@@ -466,7 +466,7 @@ static int on_bpf_timer(ManagerWatch *w) {
                         log_decision(c, &why);
                 manager_ctrl_program(c, &table, "adaptive");
         } else if (verify)
-                manager_ctrl_sync(c, "verify");
+                manager_ctrl_verify(c);
         return 0;
 }
 
@@ -503,7 +503,7 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 bool was = cpupin_is_pinned(m->cpupin);
                 (void) cpupin_busy_hook(m->cpupin, busy, now, &deadline);
                 if (cpupin_is_pinned(m->cpupin) != was)
-                        manager_metrics_update(m);   /* pinned or released */
+                        manager_publish(m, NULL);   /* pinned or released */
         }
 
         due = watch_next(watcher(w)) / NS_PER_USEC;
@@ -520,7 +520,7 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         log_decision(c, &why);
                 manager_ctrl_program(c, &table, "adaptive");
         } else if (verify)
-                manager_ctrl_sync(c, "verify");
+                manager_ctrl_verify(c);
         return 0;
 }
 

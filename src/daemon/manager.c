@@ -89,7 +89,7 @@ void manager_status_text(const Manager *m, char *buf, size_t n) {
                 (void) snprintf(buf, n, "no NVMe controllers");
 }
 
-void manager_notify_status(Manager *m, const char *prefix) {
+void manager_publish(Manager *m, const char *prefix) {
         char status[4096];
 
         manager_status_text(m, status, sizeof status);
@@ -233,7 +233,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
                   "is sent to it until that command returns or it is reset.", c->controller.name, c->job->reason,
                   secs);
         manager_start_waiting(c->manager);   /* its slot is free */
-        manager_notify_status(c->manager, NULL);
+        manager_publish(c->manager, NULL);
         manager_check_settled(c->manager);
         return 0;
 }
@@ -438,7 +438,7 @@ static void manager_ctrl_finish(ManagerCtrl *c, CtrlJob *j) {
         if (!c->job && c->queued)
                 manager_ctrl_next(c);
         manager_start_waiting(m);
-        manager_notify_status(m, NULL);
+        manager_publish(m, NULL);
         manager_check_settled(m);
 }
 
@@ -470,6 +470,10 @@ static int on_job_done(sd_event_source *s, int fd, uint32_t revents, void *userd
         if (!manager_jobs_running(m))
                 (void) malloc_trim(0);
         return 0;
+}
+
+void manager_ctrl_verify(ManagerCtrl *c) {
+        manager_ctrl_request(c, CTRL_JOB_SYNC, NULL, "verify");
 }
 
 void manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
@@ -573,7 +577,7 @@ static int on_uevent(sd_device_monitor *mon, sd_device *dev, void *userdata) {
         default:
                 break;
         }
-        manager_notify_status(m, NULL);
+        manager_publish(m, NULL);
         return 0;
 }
 
@@ -603,7 +607,7 @@ static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         continue;
                 /* Only a controller that did I/O since the last look: it was awake anyway. */
                 if (c->io_known && n != c->io_count && c->controller.have_written)
-                        manager_ctrl_sync(c, "verify");
+                        manager_ctrl_verify(c);
                 c->io_count = n;
                 c->io_known = true;
         }
@@ -646,7 +650,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
                           "Configuration not reloaded, keeping the running one: %s", err ? err : strerror(-r));
                 m->config_reload_failures++;
-                manager_notify_status(m, m->starting || m->reloading ? NULL : "READY=1\n");
+                manager_publish(m, m->starting || m->reloading ? NULL : "READY=1\n");
                 return 0;
         }
         r = manager_config_take(m, &staging);
@@ -655,7 +659,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
                           "Configuration not reloaded, keeping the running one: %s", strerror(-r));
                 m->config_reload_failures++;
-                manager_notify_status(m, m->starting || m->reloading ? NULL : "READY=1\n");
+                manager_publish(m, m->starting || m->reloading ? NULL : "READY=1\n");
                 return 0;
         }
         m->config_reloads++;
@@ -759,7 +763,7 @@ static void manager_check_settled(Manager *m) {
                 ready = "READY=1\n";
         }
         if (ready)
-                manager_notify_status(m, ready);
+                manager_publish(m, ready);
 }
 
 /* ---- stop ---- */
@@ -1126,7 +1130,7 @@ int manager_start(Manager *m) {
         manager_enumerate(m);
         manager_cpu_apply(m, "start");
         manager_connect_api(m);
-        manager_notify_status(m, NULL);
+        manager_publish(m, NULL);
         manager_check_settled(m);
         return 0;
 }
