@@ -600,18 +600,12 @@ static double allowed(const Adapt *a, double k_w, double budget_w, double trust)
         return k_w;
 }
 
-int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTable *ret_table,
-                       AdaptDecision *ret_why) {
+/* Take in the gaps of @delta (@now_ns never before the last call): the decayed decision histogram, the evidence, passive calibration, and what
+ * the table in force (@ret_applied) and the kernel's cost on them. */
+static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, ShadowChain *ret_applied) {
         ShadowChain applied;
         PcalReach reach;
-        AdaptDecision d = {};
         double f;
-
-        if (!a || !delta || !ret_table)
-                return -EINVAL;
-        a->source = ADAPT_SOURCE_BPF;
-        if (now_ns < a->gaps_last_ns)
-                now_ns = a->gaps_last_ns;
 
         /* The decision histogram: decayed, plus this delta. */
         f = exp2(-(double) (now_ns - a->gaps_last_ns) / (double) ADAPT_GAPS_HALF_LIFE_NS);
@@ -640,10 +634,15 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
          * service, which errs on the side of having spent more. */
         shadow_account(&a->shadow, &a->sd, &applied, &a->kernel_sc, delta, MAX(a->awake_svc_ns, 0.0), now_ns);
         a->spent_wake_ns = a->spent_wake_ns * f + (a->shadow.total_applied.wake_ns - spent_before);
-        if (!a->enabled)
-                return 0;
+        *ret_applied = applied;
+}
 
-        /* The guard: our table worse than the kernel's over the window. */
+/* The guard: the table in force worse than the kernel's over the window puts the kernel's back, and
+ * nothing else is tried until the evidence changes. *@ret_done: the guard decided (its result returned). */
+static int gaps_guard(Adapt *a, uint64_t now_ns, ApstTable *ret_table, AdaptDecision *ret_why, bool *ret_done) {
+        AdaptDecision d = {};
+
+        *ret_done = false;
         if (!a->fallen_back) {
                 char why[256];
                 if (shadow_guard(&a->shadow, why, sizeof why) != SHADOW_OK) {
@@ -656,15 +655,26 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
                         if (snprintf(d.reason, sizeof d.reason, "the kernel's table again: the table in force spent %s",
                                      why) < 0)
                                 d.reason[0] = 0;
+                        *ret_done = true;
                         if (chain_equal(&a->current, &a->kernel) && apst_table_equal(&a->current_table, &a->kernel_table))
                                 return 0;
                         return program(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
                 }
         } else {
-                if (!evidence_changed(a, now_ns))
+                if (!evidence_changed(a, now_ns)) {
+                        *ret_done = true;
                         return 0;
+                }
                 a->fallen_back = false;
         }
+
+        return 0;
+}
+
+/* The least-energy table within the wake delay allowed on the gaps seen, programmed when it gains enough. */
+static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_ns, ApstTable *ret_table,
+                       AdaptDecision *ret_why) {
+        AdaptDecision d = {};
 
         if (now_ns - a->gaps_decide_ns < ADAPT_GAPS_DECIDE_NS || a->gaps_seen < ADAPT_GAPS_WARMUP)
                 return 0;
@@ -674,7 +684,7 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
          * (or always, when the user set a stall budget), also the stall budget's share of the time. */
         double k_e, k_w, cur_e, cur_w;
         shadow_hist_cost(&a->sd, &a->kernel_sc, &a->hist, &k_e, &k_w);
-        shadow_hist_cost(&a->sd_cand, &applied, &a->hist, &cur_e, &cur_w);
+        shadow_hist_cost(&a->sd_cand, applied_chain, &a->hist, &cur_e, &cur_w);
         /* The stall budget holds over the window with what was already paid: wake delay the
          * tables in force spent beyond it is taken off what the next table may spend. */
         double budget_w = a->hist_elapsed_ns * a->budget_cpct / 10000.0;
@@ -719,6 +729,26 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
                      100 * d.limit_stall, 100 * d.energy_vs_kernel) < 0)
                 d.reason[0] = 0;
         return program(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
+}
+
+int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTable *ret_table,
+                       AdaptDecision *ret_why) {
+        ShadowChain applied;
+        bool done;
+        int r;
+
+        if (!a || !delta || !ret_table)
+                return -EINVAL;
+        a->source = ADAPT_SOURCE_BPF;
+        if (now_ns < a->gaps_last_ns)
+                now_ns = a->gaps_last_ns;
+        gaps_account(a, delta, now_ns, &applied);
+        if (!a->enabled)
+                return 0;
+        r = gaps_guard(a, now_ns, ret_table, ret_why, &done);
+        if (done)
+                return r;
+        return gaps_decide(a, &applied, now_ns, ret_table, ret_why);
 }
 
 int adapt_start_exact(Adapt *a, ApstTable *ret_table) {
