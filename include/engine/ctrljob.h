@@ -84,7 +84,9 @@ void ctrljob_execute(CtrlJob *j);
  *
  * The thread blocks every signal (they are the event loop's) and is detached. Until the job
  * comes off the queue it belongs to the thread: read only its in_flight, started_usec and
- * userdata. Return: 0, or negative errno (no thread; @j untouched, still the caller's).
+ * userdata. Return: 0; 1 when no thread could be made: the step ran in the calling thread and
+ * is on @q already (taken from there as any other, never finished inside this call); or negative
+ * errno (nothing ran; @j untouched, still the caller's).
  */
 int ctrljob_start(CtrlJob *j, CtrlJobQueue *q);
 

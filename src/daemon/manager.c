@@ -262,7 +262,7 @@ static void manager_start_waiting(Manager *m) {
 }
 
 /* Start @kind on @c now (no job may be running), or when a slot is free (MANAGER_STEPS_MAX).
- * Without a thread the step runs here, as before. */
+ * Without a thread the step runs here; either way it is finished from the queue (on_job_done()). */
 static void manager_ctrl_start(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason) {
         Manager *m = c->manager;
         CtrlJob *j = NULL;
@@ -284,11 +284,13 @@ static void manager_ctrl_start(ManagerCtrl *c, CtrlJobKind kind, const ApstTable
         c->job = j;
         r = ctrljob_start(j, m->jobs);
         if (r < 0) {
-                log_warning_errno(r, "%s: cannot start a thread for the %s step (%m); running it in the event loop.",
-                                  c->controller.name, reason);
-                ctrljob_execute(j);
+                log_error_errno(r, "%s: cannot start the %s step: %m", c->controller.name, reason);
                 c->job = NULL;
-                manager_ctrl_finish(c, j);
+                ctrljob_free(j);
+                return;
+        }
+        if (r > 0) {   /* it ran here, and waits on the queue */
+                log_warning("%s: no thread for the %s step; it ran in the event loop.", c->controller.name, reason);
                 return;
         }
         manager_ctrl_arm_deadline(c);
@@ -938,6 +940,8 @@ static int manager_connect_jobs(Manager *m) {
         int r;
 
         r = ctrljob_queue_new(&m->jobs);
+        if (r >= 0 && !m->jobs)   /* set on success; said for the static analyzer */
+                r = -ENOMEM;
         if (r >= 0)
                 r = sd_event_add_io(m->event, &m->jobs_source, ctrljob_queue_fd(m->jobs), EPOLLIN, on_job_done, m);
         if (r < 0)

@@ -149,7 +149,7 @@ int ctrljob_queue_new(CtrlJobQueue **ret) {
                 return -ENOMEM;
         q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (q->efd < 0) {
-                int r = -errno;
+                int r = negative_errno();
                 free(q);
                 return r;
         }
@@ -251,9 +251,12 @@ int ctrljob_start(CtrlJob *j, CtrlJobQueue *q) {
         (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
         (void) pthread_attr_destroy(&attr);
         if (r != 0) {
-                j->queue = NULL;
+                /* no thread: run it here, and it lands on @q all the same (the caller finds it there,
+                 * as after a thread: never finished from inside the call that started it) */
+                ctrljob_execute(j);
+                queue_push(q, j);
                 (void) ctrljob_queue_unref(q);
-                return -r;
+                return 1;
         }
         return 0;
 }
@@ -270,6 +273,8 @@ int ctrljob_run(CtrlJob *j, uint64_t deadline_usec) {
         r = ctrljob_queue_new(&q);
         if (r < 0)
                 return r;
+        if (!q)         /* set on success; said for the static analyzer */
+                return -ENOMEM;
         r = ctrljob_start(j, q);
         if (r < 0)
                 return r;
