@@ -13,7 +13,13 @@ command -v losetup >/dev/null || skip "losetup missing"
 img=$(mktemp /dev/shm/nvme-apstd-bpf-source.XXXXXX)
 loop=
 cleanup() {
-	[ -n "$loop" ] && losetup -d "$loop" 2>/dev/null
+	# the daemon may still be closing the device: a few tries
+	if [ -n "$loop" ]; then
+		for _ in 1 2 3 4 5; do
+			losetup -d "$loop" 2>/dev/null && break
+			sleep 1
+		done
+	fi
 	rm -f "$img"
 }
 trap cleanup EXIT
@@ -22,4 +28,8 @@ loop=$(losetup -f --show "$img" 2>/dev/null) || { loop=; skip "losetup cannot se
 seq=$(cat "/sys/class/block/${loop#/dev/}/diskseq" 2>/dev/null) || skip "no diskseq (kernel < 5.15)"
 out=$("$apstd" observe --seconds 1 "${loop#/dev/}" 2>&1) || skip "the eBPF program does not load here: $out"
 export APSTD_LOOPDEV=$loop
-umockdev-wrapper "$tb" --ctrl "$ctrl,diskseq=$seq" -- python3 "$py" "$scenario"
+rc=0
+# its own session: the harness ends its process group when it is done, which must not take
+# this script (and its clean-up) with it
+setsid -w umockdev-wrapper "$tb" --ctrl "$ctrl,diskseq=$seq" -- python3 "$py" "$scenario" || rc=$?
+exit "$rc"
