@@ -680,7 +680,8 @@ int verb_calibrate(int argc, char *argv[]) {
         int r, rc = 0, lock_fd = -1;
         bool abandoned = false;
         SysPlatform plat;
-        Config cfg;
+        /* static: a controller thread given up on may still read it after this returns */
+        static Config cfg;
 
         r = parse_argv(argc, argv, &o);
         if (r >= 0)

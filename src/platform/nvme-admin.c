@@ -87,6 +87,9 @@ int ctrl_open_namespace(const char *devdir, const char *ns_name, uint32_t nsid, 
         /* page-aligned, as the kernel maps the user buffer of a passthru command */
         if (posix_memalign(&buf, 4096, lba_bytes) != 0)
                 return -ENOMEM;
+        /* defined bytes before the first Read: the kernel only writes into it, but a passthrough
+         * that looks at the buffer (umockdev's recorder, valgrind) must not see garbage */
+        memset(buf, 0, lba_bytes);
         r = ctrl_open(devdir, ns_name, &c);
         if (r < 0)
                 return r;
