@@ -583,7 +583,7 @@ static AdaptSource wanted_source(Manager *m) {
 /* Switch @w to @source (a new slot, or the sampler from scratch). */
 static void set_source(ManagerWatch *w, AdaptSource source, uint64_t now) {
         Manager *m = w->ctrl->manager;
-        int slot;
+        int slot = -1;
 
         if (source == ADAPT_SOURCE_BPF) {
                 uint64_t seqs[WATCH_BPF_DISKS];
