@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Decimal digits only, at most @max. Return: 0, -EINVAL (not a number), -ERANGE (above @max). */
 int kv_parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret);
@@ -78,3 +79,6 @@ enum {
  */
 int kv_header_key(const KvLine *l, unsigned have, uint64_t version, const char *unsupported_why, char *model,
                   size_t model_size, char *firmware, size_t firmware_size, unsigned *ret_bit, const char **ret_why);
+
+/* The header kv_header_key() reads: "# COMMENT", then version=, model= and firmware= lines. */
+void kv_write_header(FILE *f, const char *comment, unsigned version, const char *model, const char *firmware);

@@ -24,10 +24,8 @@ int calib_format(const Calibration *c, char **ret_text) {
         f = open_memstream(&buf, &len);
         if (!f)
                 return -ENOMEM;
-        fprintf(f, "# nvme-apstd calibration: measured wake costs (nvme-apstd calibrate)\n");
-        fprintf(f, "version=%d\n", CALIB_FORMAT_VERSION);
-        fprintf(f, "model=%s\n", c->model);
-        fprintf(f, "firmware=%s\n", c->firmware);
+        kv_write_header(f, "nvme-apstd calibration: measured wake costs (nvme-apstd calibrate)",
+                        CALIB_FORMAT_VERSION, c->model, c->firmware);
         fprintf(f, "measured_realtime_usec=%" PRIu64 "\n", c->measured_realtime_usec);
         fprintf(f, "awake_median_us=%" PRIu32 "\n", c->awake_median_us);
         for (size_t i = 0; i < c->n_states; i++) {

@@ -161,3 +161,7 @@ int kv_header_key(const KvLine *l, unsigned have, uint64_t version, const char *
                 return 0;
         return 1;
 }
+
+void kv_write_header(FILE *f, const char *comment, unsigned version, const char *model, const char *firmware) {
+        fprintf(f, "# %s\nversion=%u\nmodel=%s\nfirmware=%s\n", comment, version, model, firmware);
+}

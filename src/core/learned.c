@@ -36,10 +36,8 @@ int learned_format(const Learned *l, char **ret_text) {
         f = open_memstream(&buf, &len);
         if (!f)
                 return -ENOMEM;
-        fprintf(f, "# nvme-apstd adaptive policy: what it learned about one drive\n");
-        fprintf(f, "version=%d\n", LEARNED_FORMAT_VERSION);
-        fprintf(f, "model=%s\n", l->model);
-        fprintf(f, "firmware=%s\n", l->firmware);
+        kv_write_header(f, "nvme-apstd adaptive policy: what it learned about one drive",
+                        LEARNED_FORMAT_VERSION, l->model, l->firmware);
         fprintf(f, "serial_hash=%016" PRIx64 "\n", l->serial_hash);
         fprintf(f, "gaps_seen=%" PRIu64 "\n", l->gaps_seen);
         fprintf(f, "hist_elapsed_ms=%" PRIu64 "\n", l->hist_elapsed_ms);
