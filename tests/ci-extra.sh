@@ -50,6 +50,16 @@ step() {
         [ "$r" -eq 0 ] || rc=1
         summary+=("$(printf '%-9s %-4s %4ss  %s' "$name" "$([ "$r" -eq 0 ] && echo ok || echo FAIL)" \
                 $((t1 - t0)) "$counts")")
+        # name what failed, so that a summary seen alone says where to look
+        if [ "$r" -ne 0 ] && [ -s "$log" ]; then
+                while IFS= read -r t; do summary+=("          failed: $t"); done < <(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    if line.strip():
+        t = json.loads(line)
+        if t.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP"):
+            print(t.get("result"), t.get("name"))' "$log")
+        fi
 }
 
 mtest=(meson test --print-errorlogs --num-processes 2)
