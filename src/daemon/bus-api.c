@@ -20,7 +20,8 @@
 #include "config-build.h"
 #include "controller.h"
 #include "log.h"
-#include "manager.h"
+#include "manager-state.h"
+#include "manager-watch.h"
 
 /* ---- one controller as the API shows it ---- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The daemon's CPU frequency pinning glue (see manager.h): which CPUs
+ * The daemon's CPU frequency pinning glue (see manager-cpu.h): which CPUs
  * (cpus = nvme-irq follows the controllers' interrupts). pin = busy is fed by the
  * controllers' I/O watchers (manager-watch.c). What a pin does is cpupin.c's business.
  */
@@ -9,7 +9,8 @@
 
 #include "cpufreq-policy.h"
 #include "log.h"
-#include "manager.h"
+#include "manager-cpu.h"
+#include "manager-watch.h"
 
 /* The CPUs servicing the controllers' interrupt vectors, for cpus = nvme-irq. */
 static void manager_irq_cpus(Manager *m, CpuSet *ret) {

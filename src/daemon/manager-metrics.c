@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The daemon's metrics file glue (see manager.h): builds a MetricsState from
+ * The daemon's metrics file glue (see manager-metrics.h): builds a MetricsState from
  * the Manager and hands it to the writer (metrics.h), which replaces the file
  * only when its text changed. Called after the loop has handled an event, so
  * it adds no wake-up of its own; an idle daemon writes nothing.
@@ -21,7 +21,8 @@
 
 #include "cpuset.h"
 #include "log.h"
-#include "manager.h"
+#include "manager-metrics.h"
+#include "manager-watch.h"
 #include "metrics-file.h"
 
 /* A cpufreq policy pinned at some point since start: it stays in the file (at 0) once released. */

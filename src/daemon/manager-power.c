@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Following the machine's power situation (see situation.h and manager.h):
+ * Following the machine's power situation (see situation.h and manager-power.h):
  * the power source from the kernel's power_supply class, re-read on every
  * power_supply uevent (no polling, no UPower), and the desktop's power
  * profile from power-profiles-daemon on the system bus. Both only note what
@@ -19,7 +19,8 @@
 
 #include "apstd-ids.h"
 #include "log.h"
-#include "manager.h"
+#include "manager-cpu.h"
+#include "manager-power.h"
 #include "power.h"
 
 static bool streq(const char *a, const char *b) {

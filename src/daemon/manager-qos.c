@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Noticing the kernel's APST rewrite on a pm_qos write (see manager.h).
+ * Noticing the kernel's APST rewrite on a pm_qos write (see manager-qos.h).
  *
  * A write to /sys/class/nvme/nvmeX/power/pm_qos_latency_tolerance_us makes
  * the kernel run nvme_configure_apst() inside the write() (through
@@ -33,7 +33,7 @@
 
 #include "apstd-ids.h"
 #include "log.h"
-#include "manager.h"
+#include "manager-qos.h"
 
 #define QOS_ATTR "power/pm_qos_latency_tolerance_us"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The daemon's I/O watcher glue (see manager.h): one sd-event timer per
+ * The daemon's I/O watcher glue (see manager-watch.h): one sd-event timer per
  * watched controller on CLOCK_MONOTONIC, re-armed at the time the watcher
  * (watch.h) or the adaptive policy (adapt.h) wants its next reading, with
  * accuracy slack (watch_arm()) so that the timers of several controllers, and
@@ -43,7 +43,7 @@
 #include "bpfwatch.h"
 #include "gaphist.h"
 #include "log.h"
-#include "manager.h"
+#include "manager-watch.h"
 #include "passive-calib.h"
 #include "watch.h"
 

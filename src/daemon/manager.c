@@ -38,6 +38,11 @@
 #include "nvme-admin.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-cpu.h"
+#include "manager-metrics.h"
+#include "manager-power.h"
+#include "manager-qos.h"
+#include "manager-watch.h"
 #include "retry.h"
 #include "util.h"
 
@@ -89,7 +94,8 @@ void manager_status_text(const Manager *m, char *buf, size_t n) {
                 (void) snprintf(buf, n, "no NVMe controllers");
 }
 
-void manager_publish(Manager *m, const char *prefix) {
+/* ManagerOps.publish: what manager_publish() asks for (manager-state.h). */
+static void manager_do_publish(Manager *m, const char *prefix) {
         char status[4096];
 
         manager_status_text(m, status, sizeof status);
@@ -101,27 +107,6 @@ void manager_publish(Manager *m, const char *prefix) {
         }
         manager_metrics_update(m);
         bus_api_emit_changes(m->bus_api);
-}
-
-/* ---- event sources ---- */
-
-/* One event loop per process, so one count: sd-event calls the destroy callback with the source's
- * userdata, which says nothing about the source itself. */
-static unsigned n_event_sources;
-
-static void event_source_freed(void *userdata) {
-        assert(n_event_sources > 0);
-        n_event_sources--;
-}
-
-void manager_track_source(sd_event_source *s, const char *description) {
-        (void) sd_event_source_set_description(s, description);
-        if (sd_event_source_set_destroy_callback(s, event_source_freed) >= 0)
-                n_event_sources++;
-}
-
-unsigned manager_event_sources(void) {
-        return n_event_sources;
 }
 
 /* ---- one controller ---- */
@@ -474,18 +459,6 @@ static int on_job_done(sd_event_source *s, int fd, uint32_t revents, void *userd
         return 0;
 }
 
-void manager_ctrl_verify(ManagerCtrl *c) {
-        manager_ctrl_request(c, CTRL_JOB_SYNC, NULL, "verify");
-}
-
-void manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
-        manager_ctrl_request(c, CTRL_JOB_SYNC, NULL, reason);
-}
-
-void manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *reason) {
-        manager_ctrl_request(c, CTRL_JOB_PROGRAM, table, reason);
-}
-
 static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         ManagerCtrl *c = userdata;
 
@@ -617,7 +590,8 @@ static int on_verify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-size_t manager_replan_all(Manager *m, const char *reason) {
+/* ManagerOps.replan_all: what manager_replan_all() asks for (manager-state.h). */
+static size_t manager_do_replan_all(Manager *m, const char *reason) {
         size_t changed = 0;
 
         for (size_t i = 0; i < m->n_ctrls; i++) {
@@ -846,12 +820,20 @@ static int strdup_to(char **dst, const char *src) {
         return *dst ? 0 : -ENOMEM;
 }
 
+/* What the parts (manager-*.c, bus-api.c) may ask of this file: they call nothing else of it. */
+static const ManagerOps manager_ops = {
+        .publish = manager_do_publish,
+        .replan_all = manager_do_replan_all,
+        .ctrl_request = manager_ctrl_request,
+};
+
 int manager_new(const ManagerOptions *o, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
 
         m = calloc(1, sizeof *m);
         if (!m)
                 return -ENOMEM;
+        m->ops = &manager_ops;
         config_init(&m->config);
         config_init(&m->config_file);
         if (strdup_to(&m->config_path, o->config_path) < 0 || strdup_to(&m->sysfs_root, o->sysfs_root) < 0 ||
