@@ -9,10 +9,14 @@ starts it as the fake controller harness's COMMAND (or directly for `tuned`).
     load.py idle SECONDS          the daemon with the harness's controllers, the RSS-floor program
                                   and (if TUNED=1) tuned, idle side by side for SECONDS
     load.py ready RUNS            time to READY=1, RUNS starts (one controller in the harness)
+    load.py sources SECONDS       the adaptive policy with [watch] source = stat, then = bpf (the
+                                  harness's nvme0 namespace is a loop device: $BENCH_LOOPDEV), each
+                                  idle for SECONDS after a few reads: wake-ups/s and RSS side by side
 
 Environment: NVME_APSTD (the daemon), RSS_FLOOR (bench/rss-floor.c built), OUT (a directory for
 logs), POLICY (budget by default; adaptive runs the I/O watcher on every controller). Prints `key: value` lines; load.sh collects them into one report."""
 
+import mmap
 import os
 import re
 import select
@@ -223,6 +227,44 @@ def idle(seconds):
         p.stop()
 
 
+def sources(seconds):
+    """The idle daemon with each I/O source in turn, on the same harness and machine: the eBPF
+    source's cost in memory (the program, its maps, libbpf) against the sampler's."""
+    loopdev = os.environ["BENCH_LOOPDEV"]
+    res = {}
+    for src in ("stat", "bpf"):
+        conf = os.path.join(OUT, f"sources-{src}.conf")
+        with open(conf, "w") as f:
+            f.write(f"[apst]\npolicy = adaptive\n[watch]\nsource = {src}\n")
+        d = Notified([NVME_APSTD, "run", "--config", conf], name=f"source-{src}")
+        d.wait(r"^READY=1")
+        # some I/O, so the watcher has gaps to read and the policy something to decide on
+        fd = os.open(loopdev, os.O_RDONLY | os.O_DIRECT)
+        buf = mmap.mmap(-1, 4096)
+        try:
+            for i in range(20):
+                os.preadv(fd, [buf], 4096 * (i * 37 % 1000))
+                time.sleep(0.05)
+        finally:
+            os.close(fd)
+        time.sleep(40)  # the reading interval backs off (to 20 s with bpf)
+        a = proc_status(d.proc.pid)
+        time.sleep(seconds)
+        b = proc_status(d.proc.pid)
+        w = (b["ctxsw"] - a["ctxsw"]) / seconds
+        res[src] = b
+        report(f"idle_source_{src}", f"{w:.3f} wake-ups/s (context switches) in {seconds} s, RSS {mib(b['VmRSS'])} "
+               f"(anon {mib(b['RssAnon'])}, peak VmHWM {mib(b['VmHWM'])})")
+        d.stop()
+        with open(d.dir + "/log", errors="replace") as f:
+            used = "Watching I/O with the eBPF program" in f.read()
+        if src == "bpf" and not used:
+            report("idle_source_bpf", "the eBPF program was not used (see the log): no comparison")
+            return
+    report("idle_source_bpf_minus_stat_rss", f"{mib(res['bpf']['VmRSS'] - res['stat']['VmRSS'])} "
+           f"(anon {mib(res['bpf']['RssAnon'] - res['stat']['RssAnon'])})")
+
+
 def ready(runs):
     conf = os.path.join(OUT, "ready.conf")
     write_config(conf, POLICY)
@@ -238,4 +280,4 @@ def ready(runs):
 
 if __name__ == "__main__":
     mode, arg = sys.argv[1], int(sys.argv[2])
-    {"many": many, "idle": idle, "ready": ready}[mode](arg)
+    {"many": many, "idle": idle, "ready": ready, "sources": sources}[mode](arg)
