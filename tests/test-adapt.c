@@ -282,10 +282,19 @@ static void test_exact_seed(void) {
                 run_source(io, n, true, lie ? 3.0 : 1.0, true, &o);
                 double dur = (double) o.adaptive.duration_ns;
                 CHECK(o.kernel.wakeups[4] >= n - 2);
-                /* Nothing learned: it starts on the kernel's table and, within a second, keeps the
-                 * 13 s job's added time within the 1% budget, far under the kernel's. */
+                /* Nothing learned: it starts on the kernel's table and, within two seconds (the
+                 * warm-up gaps, then one decision), keeps the 13 s job's added time within the 1%
+                 * budget, far under the kernel's. */
                 CHECK(memcmp(&o.adaptive.reprograms[0].table, &o.a.kernel_table, sizeof(ApstTable)) == 0);
-                CHECK(o.adaptive.n_reprograms >= 2 && o.adaptive.reprograms[1].t_ns <= MS(1000));
+                if (getenv("TEST_VERBOSE"))
+                        for (size_t i = 0; i < o.adaptive.n_reprograms; i++)
+                                fprintf(stderr, "seed %.2f %s\n", o.adaptive.reprograms[i].t_ns / 1e9, o.adaptive.reprograms[i].reason);
+                CHECK(o.adaptive.n_reprograms >= 2 && o.adaptive.reprograms[1].t_ns <= MS(2000));
+                /* and, on the honest drive, never by a table that sleeps not at all: the budget
+                 * over the first seconds is a share of ADAPT_BUDGET_MIN_SPAN_NS, not of the few
+                 * gaps seen (the lying drive's ps3 alone may cost more than the budget) */
+                for (size_t i = 1; !lie && i < o.adaptive.n_reprograms; i++)
+                        CHECK(strstr(o.adaptive.reprograms[i].reason, "no transitions") == NULL);
                 CHECK((double) o.adaptive.added_wall_ns < APST_STALL_BUDGET_DEFAULT_CPCT / 10000.0 * dur);
                 CHECK(o.adaptive.stall_ns * 3 <= o.kernel.stall_ns);
                 CHECK(o.a.source == ADAPT_SOURCE_BPF);
@@ -322,10 +331,14 @@ static void test_exact_stationary(void) {
                 for (size_t i = 0; i < o.adaptive.n_reprograms; i++)
                         fprintf(stderr, "%.1f %s\n", o.adaptive.reprograms[i].t_ns / 1e9, o.adaptive.reprograms[i].reason);
         /* No more wake delay than the kernel, and less energy; it settles in the first minutes (a
-         * last refinement may wait for a window of gaps that makes it confident enough). */
+         * last refinement may wait for a window of gaps that makes it confident enough). Over the
+         * first ADAPT_BUDGET_MIN_SPAN_NS the allowance shrinks as it is spent, and a table or two
+         * more follow it; never one that sleeps not at all. */
         CHECK(o.adaptive.stall_ns <= o.kernel.stall_ns);
         CHECK(o.adaptive.energy_j < 0.9 * o.kernel.energy_j);
-        CHECK(o.adaptive.n_reprograms <= 8);
+        CHECK(o.adaptive.n_reprograms <= 10);
+        for (size_t i = 1; i < o.adaptive.n_reprograms; i++)
+                CHECK(strstr(o.adaptive.reprograms[i].reason, "no transitions") == NULL);
         CHECK(o.adaptive.reprograms[o.adaptive.n_reprograms - 1].t_ns <= MS(300000));
         CHECK(o.a.shadow.fallbacks == 0);
         /* What it reports saving is what the simulator measured, within the model's bucket

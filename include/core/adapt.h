@@ -61,6 +61,11 @@
 #define ADAPT_DOUBT_GAPS 1.0
 /* The share of the stall budget a new table may plan to spend. */
 #define ADAPT_BUDGET_FILL 0.8
+/* The stall budget is a share of at least this much time: over the first seconds, a share of
+ * the time elapsed is a few milliseconds, one deep wake-up would overrun it, and the table
+ * that answers the overrun (nothing deeper than the kernel's, or nothing at all) would then be
+ * held for seconds at a cost in energy far above the wake delay it saves. */
+#define ADAPT_BUDGET_MIN_SPAN_NS UINT64_C(5000000000)
 /* First requests after gaps settled in a state before its wake cost is believed ahead
  * of passive calibration's own estimate (which also needs awake requests). */
 #define ADAPT_EXLAT_EARLY_SAMPLES 2u

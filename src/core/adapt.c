@@ -687,7 +687,7 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         shadow_hist_cost(&a->sd_cand, applied_chain, &a->hist, &cur_e, &cur_w);
         /* The stall budget holds over the window with what was already paid: wake delay the
          * tables in force spent beyond it is taken off what the next table may spend. */
-        double budget_w = a->hist_elapsed_ns * a->budget_cpct / 10000.0;
+        double budget_w = MAX((double) a->hist_elapsed_ns, (double) ADAPT_BUDGET_MIN_SPAN_NS) * a->budget_cpct / 10000.0;
         /* A new table must fit in ADAPT_BUDGET_FILL of it: the gaps to come are not exactly
          * the gaps seen, and a table right at the limit would overrun as often as not. */
         budget_w = MAX(ADAPT_BUDGET_FILL * budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);
