@@ -42,6 +42,10 @@ typedef struct ApplyTarget {
         /* Called with the table found, after the first Get Features and before any Set Features
          * (the daemon records the original there, so a crash can never lose it); may be NULL. */
         void (*before_write)(const ApstTable *found, void *userdata);
+        /* Called right before the Set Features, when one is to be sent: a negative errno sends
+         * nothing (@withheld in the result). The daemon asks sysfs whether the controller is still
+         * live: a reset may have begun since its state was read, a Get Features ago. May be NULL. */
+        int (*may_write)(void *userdata);
         void *userdata;
 } ApplyTarget;
 
@@ -52,6 +56,7 @@ typedef struct ApplyResult {
         int error;                 /* negative errno of the failed step; -EREMOTEIO = NVMe status */
         uint16_t nvme_status;      /* when error == -EREMOTEIO */
         bool unchanged;            /* the table was already in place: nothing written */
+        bool withheld;             /* may_write() said no: nothing written (@error is its errno) */
         bool put_back;             /* after a failed verification, the controller accepted @before again */
         bool dirty;                /* ... but it could not be read back (or not even written back): the
                                     * controller may hold a table other than @before */

@@ -209,6 +209,15 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
                 *ret = res;
                 return 0;
         }
+        if (t->may_write) {
+                r = t->may_write(t->userdata);
+                if (r < 0) {
+                        res.withheld = true;
+                        res.error = r;
+                        *ret = res;
+                        return r;
+                }
+        }
         r = write_and_verify(c, want, APPLY_STEP_SET, APPLY_STEP_VERIFY, &res.failed_step, &res.nvme_status, &back);
         if (r < 0) {
                 res.error = r;

@@ -97,6 +97,36 @@ static void record_original(const ApstTable *found, void *userdata) {
                                      "crash would not know it.", c->name, strempty(h->ctx->record_dir));
 }
 
+static void log_not_live(Controller *c, const ControllerContext *ctx) {
+        if (ctx->mode != CONTROLLER_MODE_DAEMON)
+                log_error("%s: controller is %s, not live; not %s.", c->name, c->sys.state,
+                          ctx->mode == CONTROLLER_MODE_PLAN ? "identified" : "programmed");
+        else
+                /* once, not every time the retry timer looks again */
+                log_full_errno(c->not_live_logged ? LOG_DEBUG : LOG_INFO, 0,
+                               "%s: controller is %s, not live; will look again when it is.", c->name,
+                               c->sys.state);
+        c->not_live_logged = true;
+}
+
+/* apply_table() hook, right before the Set Features: the gate read the state a Get Features
+ * (and, the first time, the record's fsync) ago; a reset that began since must not be raced.
+ * -ENODEV when the controller left sysfs, -EAGAIN when it is not live. */
+static int recheck_live(void *userdata) {
+        RecordHook *h = userdata;
+        Controller *c = h->c;
+        int r;
+
+        r = sysfs_read_controller(h->ctx->sysfs_root, c->name, &c->sys);
+        if (r < 0)
+                return log_debug_errno(r, "%s: gone from sysfs before the Set Features: %m", c->name);
+        if (strcmp(c->sys.state, "live") != 0) {
+                log_not_live(c, h->ctx);
+                return -EAGAIN;
+        }
+        return 0;
+}
+
 /* ---- the steps ---- */
 
 static int step_open(Controller *c, const ControllerContext *ctx, Ctrl **ctrl, ControllerOutcome *o) {
@@ -193,15 +223,7 @@ static int step_gate(Controller *c, const ControllerContext *ctx, bool first, Co
         }
         if (strcmp(c->sys.state, "live") != 0) {
                 /* a resetting or dead controller gets no admin command */
-                if (ctx->mode != CONTROLLER_MODE_DAEMON)
-                        log_error("%s: controller is %s, not live; not %s.", c->name, c->sys.state,
-                                  ctx->mode == CONTROLLER_MODE_PLAN ? "identified" : "programmed");
-                else
-                        /* once, not every time the retry timer looks again */
-                        log_full_errno(c->not_live_logged ? LOG_DEBUG : LOG_INFO, 0,
-                                       "%s: controller is %s, not live; will look again when it is.", c->name,
-                                       c->sys.state);
-                c->not_live_logged = true;
+                log_not_live(c, ctx);
                 o->result = CONTROLLER_NOT_LIVE;
                 o->error = -EAGAIN;
                 return ctx->mode == CONTROLLER_MODE_DAEMON ? 0 : -EAGAIN;
@@ -250,9 +272,16 @@ static int step_write(Controller *c, const ControllerContext *ctx, Ctrl *ctrl, b
         if (daemon) {
                 t.last_written = c->have_written ? &c->written : NULL;
                 t.before_write = record_original;
+                t.may_write = recheck_live;
                 t.userdata = &hook;
         }
         r = apply_table(ctrl, &t, want, worst, daemon, &o->apply);
+        if (o->apply.withheld) {
+                /* nothing was sent: as if the gate had found it so */
+                o->result = o->apply.error == -EAGAIN ? CONTROLLER_NOT_LIVE : CONTROLLER_GONE;
+                o->error = o->apply.error;
+                return 0;
+        }
         if (daemon && o->apply.have_before && !first && apst_table_equal(&o->apply.before, want))
                 log_debug("%s: re-checked after %s: table in place.", c->name, reason);
         if (r < 0) {

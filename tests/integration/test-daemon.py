@@ -178,6 +178,40 @@ elif scenario == "not-live":
             d.stop()
         d.dump()
 
+elif scenario == "reset-during-step":
+    # A reset that begins between the state check and the Set Features: the re-check after the
+    # kernel's reset reads "live", its Get Features is held 1.5 s, and meanwhile the controller
+    # starts resetting again. The Set must not follow; the table is written once it is live.
+    want0 = plan_table(CONF, SAMSUNG, "144d:a808")
+    kernel_tbl = os.path.join(tempfile.mkdtemp(prefix="apstd-tbl-"), "kernel")
+    write_table_file(kernel_tbl, 1, [0x6420] * 4 + [0] * 28)
+    d = Daemon(CONF)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        check(read_table("nvme0") == want0, "our table written")
+        m = re.search(r"get_apst=(\d+)", ctl("report", "nvme0"))
+        gets = int(m.group(1)) if m else 0
+        n_sets = sets("nvme0")
+        ctl("fault", "nvme0", "get-apst=delay=1500:once")
+        ctl("reset", "nvme0", kernel_tbl)
+        check(subprocess.run([CTL, "wait", "nvme0", "get-apst", str(gets + 1), "5000"]).returncode == 0,
+              "the re-check after the reset sent its Get Features")
+        ctl("set-attr", "nvme0", "state", "resetting")
+        check(d.wait_log(r"nvme0: controller is resetting, not live; will look again when it is", timeout=6)
+              is not None, "the step stops before its Set Features, and says why")
+        time.sleep(0.3)
+        check(sets("nvme0") == n_sets, "no Set Features to the resetting controller")
+        check(read_table("nvme0")[1][0] == 0x6420, "the kernel's table is left as it is meanwhile")
+        ctl("set-attr", "nvme0", "state", "live")
+        ctl("uevent", "nvme0", "change", "NVME_EVENT=connected")
+        check(wait_for(lambda: read_table("nvme0") == want0, 10, "nvme0 programmed once live") is not None,
+              "programmed once live again")
+        check(d.stop() == 0, "exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
 elif scenario == "verify-on-io":
     # A verification is sent only to a controller that did I/O since the last look
     # (it was awake anyway); an idle drive is never woken to be checked.
