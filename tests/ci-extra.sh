@@ -30,6 +30,7 @@ list=$build/meson-logs/ci-extra-logs.txt
 mkdir -p "$build/meson-logs"
 : >"$list"
 summary=()
+details=()
 rc=0
 
 # step NAME LOG COMMAND...: run, time, record the log and a summary line
@@ -59,6 +60,19 @@ for line in open(sys.argv[1]):
         t = json.loads(line)
         if t.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP"):
             print(t.get("result"), t.get("name"))' "$log")
+                # and what each said about it, printed just before the summary: the end of a long
+                # CI log is often all that is seen of it
+                while IFS= read -r t; do details+=("$t"); done < <(python3 -c '
+import json, re, sys
+pat = re.compile(r"FAIL|VIOLATION|Assertion|AddressSanitizer|runtime error|Traceback|error:|timed out|unresponsive")
+for line in open(sys.argv[1]):
+    if line.strip():
+        t = json.loads(line)
+        if t.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP"):
+            print("-- %s: %s %s" % (sys.argv[2], t.get("result"), t.get("name")))
+            hits = [l for l in (t.get("stdout") or "").splitlines() if pat.search(l)]
+            for l in hits[:25]:
+                print("   " + l[:300])' "$log" "$name")
         fi
 }
 
@@ -141,6 +155,10 @@ for s in $steps; do
         esac
 done
 
+if [ "${#details[@]}" -gt 0 ]; then
+        echo "==== ci-extra failures (lines that say what failed) ===="
+        printf '%s\n' "${details[@]}"
+fi
 echo "==== ci-extra summary ===="
 printf '%s\n' "${summary[@]}"
 exit "$rc"
