@@ -3,7 +3,8 @@
 
 /*
  * The strict KEY=VALUE text the state files are written in (calib.c's
- * calibration, learned.c's adaptive learning): the value parsers they share.
+ * calibration, learned.c's adaptive learning): the reader, the value parsers
+ * and the file names they share.
  * Pure. Every parser takes a length, not a NUL-terminated string, and refuses
  * rather than guesses: no sign, no spaces, no leading "0x", nothing after the
  * value.
@@ -80,5 +81,37 @@ enum {
 int kv_header_key(const KvLine *l, unsigned have, uint64_t version, const char *unsupported_why, char *model,
                   size_t model_size, char *firmware, size_t firmware_size, unsigned *ret_bit, const char **ret_why);
 
-/* The header kv_header_key() reads: "# COMMENT", then version=, model= and firmware= lines. */
-void kv_write_header(FILE *f, const char *comment, unsigned version, const char *model, const char *firmware);
+/**
+ * kv_format() - a state file's text: the header kv_header_key() reads ("# COMMENT", then version=,
+ * model= and firmware= lines), then the file's own lines, written by @body(@f, @userdata)
+ * Return: 0 or -ENOMEM.
+ */
+int kv_format(const char *comment, unsigned version, const char *model, const char *firmware,
+              void (*body)(FILE *f, const void *userdata), const void *userdata, char **ret_text);
+
+/* A state file's own part, for kv_parse(): what follows its header, and what it needs. */
+typedef struct KvFormat {
+        uint64_t version;               /* the one version= this reads */
+        const char *unsupported_why;    /* the words for another one */
+        /* One of the file's own keys. Return: why it is wrong, or NULL; *@ret_bit its bit (0: may repeat). */
+        const char *(*parse_key)(void *userdata, const KvLine *l, unsigned *ret_bit);
+        unsigned required;              /* the bits a whole file has, KV_HAVE_ ones included */
+        const char *incomplete_why;     /* the words for a file without them */
+} KvFormat;
+
+/**
+ * kv_parse() - read a state file: its header (kv_header_key()) into @model and @firmware, each of its
+ * own keys through @fmt->parse_key(@userdata), every key with a bit at most once
+ * Return: 0, or -EINVAL with *@ret_error (if not NULL) "line N: WHY", or -ENOMEM.
+ */
+int kv_parse(const char *text, size_t len, const KvFormat *fmt, char *model, size_t model_size, char *firmware,
+             size_t firmware_size, void *userdata, char **ret_error);
+
+/**
+ * kv_state_path() - STATE_DIR/DIR/MODEL@FIRMWARE SUFFIX, the name of a drive's state file
+ * Every byte outside [A-Za-z0-9_-] of @model and @firmware is written as %XX, so no name can leave
+ * the directory.
+ * Return: 0, -EINVAL (no @state_dir or @model) or -ENOMEM.
+ */
+int kv_state_path(const char *state_dir, const char *dir, const char *model, const char *firmware,
+                  const char *suffix, char **ret_path);

@@ -16,16 +16,9 @@
 
 /* ------------------------------------------------------------------ text */
 
-int calib_format(const Calibration *c, char **ret_text) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f;
+static void format_body(FILE *f, const void *userdata) {
+        const Calibration *c = userdata;
 
-        f = open_memstream(&buf, &len);
-        if (!f)
-                return -ENOMEM;
-        kv_write_header(f, "nvme-apstd calibration: measured wake costs (nvme-apstd calibrate)",
-                        CALIB_FORMAT_VERSION, c->model, c->firmware);
         fprintf(f, "measured_realtime_usec=%" PRIu64 "\n", c->measured_realtime_usec);
         fprintf(f, "awake_median_us=%" PRIu32 "\n", c->awake_median_us);
         for (size_t i = 0; i < c->n_states; i++) {
@@ -36,12 +29,11 @@ int calib_format(const Calibration *c, char **ret_text) {
                         s->ps, s->advertised_enlat_us, s->advertised_exlat_us, s->samples, s->wake_median_us,
                         s->wake_p99_us);
         }
-        if (fclose(f) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret_text = buf;
-        return 0;
+}
+
+int calib_format(const Calibration *c, char **ret_text) {
+        return kv_format("nvme-apstd calibration: measured wake costs (nvme-apstd calibrate)", CALIB_FORMAT_VERSION,
+                         c->model, c->firmware, format_body, c, ret_text);
 }
 
 static int parse_u32(const char *s, size_t n, uint32_t *ret) {
@@ -105,8 +97,9 @@ enum {
         HAVE_AWAKE = _KV_HAVE_NEXT << 1,
 };
 
-/* One of the file's own keys. Return: why it is wrong, or NULL; *@ret_bit its HAVE_ bit (0: may repeat). */
-static const char *parse_key(Calibration *c, const KvLine *kvl, unsigned *ret_bit) {
+/* One of the file's own keys (KvFormat.parse_key). */
+static const char *parse_key(void *userdata, const KvLine *kvl, unsigned *ret_bit) {
+        Calibration *c = userdata;
         const char *val = kvl->val, *why = NULL;
         size_t vl = kvl->val_len;
         CalibState st;
@@ -134,36 +127,23 @@ static const char *parse_key(Calibration *c, const KvLine *kvl, unsigned *ret_bi
         return why;
 }
 
+static const KvFormat calib_kv_format = {
+        .version = CALIB_FORMAT_VERSION,
+        .unsupported_why = "unsupported version (this nvme-apstd reads version 1)",
+        .parse_key = parse_key,
+        .required = KV_HAVE_VERSION | KV_HAVE_MODEL | KV_HAVE_FIRMWARE | HAVE_WHEN | HAVE_AWAKE,
+        .incomplete_why = "incomplete: version, model, firmware, measured_realtime_usec and awake_median_us are "
+                          "required",
+};
+
 int calib_parse(const char *text, size_t len, Calibration *ret, char **ret_error) {
         Calibration c = {};
-        unsigned have = 0;
-        KvLine kvl = {};
-        size_t p = 0;
         int r;
 
-        for (;;) {
-                const char *why = NULL;
-                unsigned bit = 0;
-
-                r = kv_next_line(text, len, &p, &kvl, &why);
-                if (r < 0)
-                        return kv_fail(ret_error, kvl.line, why);
-                if (r == 0)
-                        break;
-                if (!kv_header_key(&kvl, have, CALIB_FORMAT_VERSION,
-                                   "unsupported version (this nvme-apstd reads version 1)", c.model, sizeof c.model,
-                                   c.firmware, sizeof c.firmware, &bit, &why))
-                        why = parse_key(&c, &kvl, &bit);
-                if (!why && bit && (have & bit))
-                        why = "key given twice";
-                if (why)
-                        return kv_fail(ret_error, kvl.line, why);
-                have |= bit;
-        }
-        if (have != (KV_HAVE_VERSION | KV_HAVE_MODEL | KV_HAVE_FIRMWARE | HAVE_WHEN | HAVE_AWAKE))
-                return kv_fail(ret_error, kvl.line,
-                                  "incomplete: version, model, firmware, measured_realtime_usec and "
-                                  "awake_median_us are required");
+        r = kv_parse(text, len, &calib_kv_format, c.model, sizeof c.model, c.firmware, sizeof c.firmware, &c,
+                     ret_error);
+        if (r < 0)
+                return r;
         *ret = c;
         return 0;
 }
@@ -243,36 +223,6 @@ uint32_t calib_apply(const Calibration *c, const IdCtrl *id, IdCtrl *ret) {
 
 /* ------------------------------------------------------------------ files */
 
-static void escape(FILE *f, const char *s) {
-        for (; *s; s++) {
-                unsigned char ch = (unsigned char) *s;
-                if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-                    ch == '-')
-                        fputc(ch, f);
-                else
-                        fprintf(f, "%%%02X", ch);
-        }
-}
-
 int calib_path(const char *state_dir, const char *model, const char *firmware, char **ret_path) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f;
-
-        if (!state_dir || !*state_dir || !model || !*model || !firmware)
-                return -EINVAL;
-        f = open_memstream(&buf, &len);
-        if (!f)
-                return -ENOMEM;
-        fprintf(f, "%s/calibration/", state_dir);
-        escape(f, model);
-        fputc('@', f);
-        escape(f, firmware);
-        fputs(".calib", f);
-        if (fclose(f) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret_path = buf;
-        return 0;
+        return kv_state_path(state_dir, "calibration", model, firmware, ".calib", ret_path);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The state files' KEY=VALUE value parsers; see kvtext.h. */
+/* The state files' KEY=VALUE reader, value parsers and names; see kvtext.h. */
 
 #include <errno.h>
 #include <stdbool.h>
@@ -162,6 +162,86 @@ int kv_header_key(const KvLine *l, unsigned have, uint64_t version, const char *
         return 1;
 }
 
-void kv_write_header(FILE *f, const char *comment, unsigned version, const char *model, const char *firmware) {
+/* The text written to @f, an open_memstream() of *@buf, into *@ret. Return: 0 or -ENOMEM. */
+static int memstream_finish(FILE *f, char **buf, char **ret) {
+        if (fclose(f) != 0) {
+                free(*buf);
+                return -ENOMEM;
+        }
+        *ret = *buf;
+        return 0;
+}
+
+int kv_format(const char *comment, unsigned version, const char *model, const char *firmware,
+              void (*body)(FILE *f, const void *userdata), const void *userdata, char **ret_text) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
         fprintf(f, "# %s\nversion=%u\nmodel=%s\nfirmware=%s\n", comment, version, model, firmware);
+        body(f, userdata);
+        return memstream_finish(f, &buf, ret_text);
+}
+
+int kv_parse(const char *text, size_t len, const KvFormat *fmt, char *model, size_t model_size, char *firmware,
+             size_t firmware_size, void *userdata, char **ret_error) {
+        unsigned have = 0;
+        KvLine kvl = {};
+        size_t p = 0;
+        int r;
+
+        for (;;) {
+                const char *why = NULL;
+                unsigned bit = 0;
+
+                r = kv_next_line(text, len, &p, &kvl, &why);
+                if (r < 0)
+                        return kv_fail(ret_error, kvl.line, why);
+                if (r == 0)
+                        break;
+                if (!kv_header_key(&kvl, have, fmt->version, fmt->unsupported_why, model, model_size, firmware,
+                                   firmware_size, &bit, &why))
+                        why = fmt->parse_key(userdata, &kvl, &bit);
+                if (!why && bit && (have & bit))
+                        why = "key given twice";
+                if (why)
+                        return kv_fail(ret_error, kvl.line, why);
+                have |= bit;
+        }
+        if ((have & fmt->required) != fmt->required)
+                return kv_fail(ret_error, kvl.line, fmt->incomplete_why);
+        return 0;
+}
+
+static void escape(FILE *f, const char *s) {
+        for (; *s; s++) {
+                unsigned char ch = (unsigned char) *s;
+                if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                    ch == '-')
+                        fputc(ch, f);
+                else
+                        fprintf(f, "%%%02X", ch);
+        }
+}
+
+int kv_state_path(const char *state_dir, const char *dir, const char *model, const char *firmware,
+                  const char *suffix, char **ret_path) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        if (!state_dir || !*state_dir || !model || !*model || !firmware)
+                return -EINVAL;
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "%s/%s/", state_dir, dir);
+        escape(f, model);
+        fputc('@', f);
+        escape(f, firmware);
+        fputs(suffix, f);
+        return memstream_finish(f, &buf, ret_path);
 }

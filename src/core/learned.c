@@ -28,16 +28,9 @@ static void format_sum(FILE *f, const char *what, int ps, const PcalSum *s) {
         fprintf(f, "count=%" PRIu64 " sum_ns=%" PRIu64 " max_ns=%" PRIu64 "\n", s->count, s->sum_ns, s->max_ns);
 }
 
-int learned_format(const Learned *l, char **ret_text) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f;
+static void format_body(FILE *f, const void *userdata) {
+        const Learned *l = userdata;
 
-        f = open_memstream(&buf, &len);
-        if (!f)
-                return -ENOMEM;
-        kv_write_header(f, "nvme-apstd adaptive policy: what it learned about one drive",
-                        LEARNED_FORMAT_VERSION, l->model, l->firmware);
         fprintf(f, "serial_hash=%016" PRIx64 "\n", l->serial_hash);
         fprintf(f, "gaps_seen=%" PRIu64 "\n", l->gaps_seen);
         fprintf(f, "hist_elapsed_ms=%" PRIu64 "\n", l->hist_elapsed_ms);
@@ -49,12 +42,11 @@ int learned_format(const Learned *l, char **ret_text) {
         for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
                 if (l->state[s].count)
                         format_sum(f, "state", (int) s, &l->state[s]);
-        if (fclose(f) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret_text = buf;
-        return 0;
+}
+
+int learned_format(const Learned *l, char **ret_text) {
+        return kv_format("nvme-apstd adaptive policy: what it learned about one drive", LEARNED_FORMAT_VERSION,
+                         l->model, l->firmware, format_body, l, ret_text);
 }
 
 /* "[LEAD ]k1=v1 k2=v2 ...": kv_parse_fields(), its error in words. */
@@ -108,8 +100,9 @@ typedef struct LearnedParse {
         bool bucket_seen[GAP_BUCKETS];
 } LearnedParse;
 
-/* One of the file's own keys. Return: why it is wrong, or NULL; *@ret_bit its HAVE_ bit (0: may repeat). */
-static const char *parse_key(LearnedParse *lp, const KvLine *kvl, unsigned *ret_bit) {
+/* One of the file's own keys (KvFormat.parse_key). */
+static const char *parse_key(void *userdata, const KvLine *kvl, unsigned *ret_bit) {
+        LearnedParse *lp = userdata;
         const char *val = kvl->val, *why = NULL;
         size_t vl = kvl->val_len;
         Learned *l = &lp->l;
@@ -159,39 +152,26 @@ static const char *parse_key(LearnedParse *lp, const KvLine *kvl, unsigned *ret_
         return why;
 }
 
+static const KvFormat learned_kv_format = {
+        .version = LEARNED_FORMAT_VERSION,
+        .unsupported_why = "unsupported version (this nvme-apstd reads version 1)",
+        .parse_key = parse_key,
+        /* awake= and the bucket= and state= lines are left out when there is nothing to say */
+        .required = KV_HAVE_VERSION | KV_HAVE_MODEL | KV_HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED,
+        .incomplete_why = "incomplete: version, model, firmware, serial_hash, gaps_seen and hist_elapsed_ms are "
+                          "required",
+};
+
 int learned_parse(const char *text, size_t len, Learned *ret, char **ret_error) {
         _cleanup_free_ LearnedParse *lp = calloc(1, sizeof *lp);
-        unsigned have = 0;
-        KvLine kvl = {};
-        size_t p = 0;
         int r;
 
         if (!lp)
                 return -ENOMEM;
-        for (;;) {
-                const char *why = NULL;
-                unsigned bit = 0;
-
-                r = kv_next_line(text, len, &p, &kvl, &why);
-                if (r < 0)
-                        return kv_fail(ret_error, kvl.line, why);
-                if (r == 0)
-                        break;
-                if (!kv_header_key(&kvl, have, LEARNED_FORMAT_VERSION,
-                                   "unsupported version (this nvme-apstd reads version 1)", lp->l.model,
-                                   sizeof lp->l.model, lp->l.firmware, sizeof lp->l.firmware, &bit, &why))
-                        why = parse_key(lp, &kvl, &bit);
-                if (!why && bit && (have & bit))
-                        why = "key given twice";
-                if (why)
-                        return kv_fail(ret_error, kvl.line, why);
-                have |= bit;
-        }
-        if ((have & (KV_HAVE_VERSION | KV_HAVE_MODEL | KV_HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED)) !=
-            (KV_HAVE_VERSION | KV_HAVE_MODEL | KV_HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED))
-                return kv_fail(ret_error, kvl.line,
-                               "incomplete: version, model, firmware, serial_hash, gaps_seen and hist_elapsed_ms "
-                               "are required");
+        r = kv_parse(text, len, &learned_kv_format, lp->l.model, sizeof lp->l.model, lp->l.firmware,
+                     sizeof lp->l.firmware, lp, ret_error);
+        if (r < 0)
+                return r;
         *ret = lp->l;
         return 0;
 }
@@ -214,37 +194,10 @@ bool learned_equal(const Learned *a, const Learned *b) {
         return true;
 }
 
-static void escape(FILE *f, const char *s) {
-        for (; *s; s++) {
-                unsigned char ch = (unsigned char) *s;
-                if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-                    ch == '-')
-                        fputc(ch, f);
-                else
-                        fprintf(f, "%%%02X", ch);
-        }
-}
-
 int learned_path(const char *state_dir, const char *model, const char *firmware, uint64_t serial_hash,
                  char **ret_path) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f;
+        char suffix[sizeof "@0123456789abcdef.learned"];
 
-        if (!state_dir || !*state_dir || !model || !*model || !firmware)
-                return -EINVAL;
-        f = open_memstream(&buf, &len);
-        if (!f)
-                return -ENOMEM;
-        fprintf(f, "%s/adaptive/", state_dir);
-        escape(f, model);
-        fputc('@', f);
-        escape(f, firmware);
-        fprintf(f, "@%016" PRIx64 ".learned", serial_hash);
-        if (fclose(f) != 0) {
-                free(buf);
-                return -ENOMEM;
-        }
-        *ret_path = buf;
-        return 0;
+        (void) snprintf(suffix, sizeof suffix, "@%016" PRIx64 ".learned", serial_hash);
+        return kv_state_path(state_dir, "adaptive", model, firmware, suffix, ret_path);
 }
