@@ -296,17 +296,48 @@ static void log_account(ManagerWatch *w, uint64_t now_ns) {
         shadow_report_mark(&w->report, sh, now_ns);
 }
 
-/* At most every verify interval, a controller that did I/O since the last look: it was awake. */
-static bool verify_due(ManagerWatch *w, uint64_t now, const WatchStat *st) {
+/* At most every verify interval, a controller that did I/O since the last look (@ios, its count of
+ * I/Os so far, moved): it was awake. */
+static bool verify_due(ManagerWatch *w, uint64_t now, uint64_t ios) {
         const Manager *m = w->ctrl->manager;
         bool due;
 
         if (now < w->verify_due_usec)
                 return false;
-        due = st->ios != w->verify_ios && w->ctrl->controller.have_written;
-        w->verify_ios = st->ios;
+        due = ios != w->verify_ios && w->ctrl->controller.have_written;
+        w->verify_ios = ios;
         w->verify_due_usec = now + m->verify_interval_usec;
         return due;
+}
+
+/* [cpu] pin = busy: the tick's news for the pin. *@deadline is lowered to when the pin wants
+ * to hear again (its release time). */
+static void busy_hook(Manager *m, bool busy, uint64_t now, uint64_t *deadline) {
+        bool was;
+
+        if (!m->cpupin || m->config.cpu.pin != CPU_PIN_BUSY)
+                return;
+        was = cpupin_is_pinned(m->cpupin);
+        (void) cpupin_busy_hook(m->cpupin, busy, now, deadline);
+        if (cpupin_is_pinned(m->cpupin) != was)
+                manager_publish(m, NULL);   /* pinned or released */
+}
+
+/* What a tick decided: the adaptive policy's new table (logged with why), else a look whether the
+ * table is still in force. The engine step runs in the controller's thread; what it did is
+ * published when it is back. */
+static void tick_act(ManagerWatch *w, bool program, const AdaptDecision *why, const ApstTable *table,
+                     bool verify) {
+        ManagerCtrl *c = w->ctrl;
+
+        if (program) {
+                if (why->guard)
+                        log_guard(c, why, &w->adapt->shadow);
+                else
+                        log_decision(c, why);
+                manager_ctrl_program(c, table, "adaptive");
+        } else if (verify)
+                manager_ctrl_verify(c);
 }
 
 /* Say once per state when a passive estimate disagrees with the descriptor, and hand estimates that
@@ -378,7 +409,7 @@ static int on_bpf_timer(ManagerWatch *w) {
         ManagerCtrl *c = w->ctrl;
         Manager *m = c->manager;
         uint64_t now = now_usec(m), wait, deadline = UINT64_MAX;
-        bool busy, program = false, verify = false, replan = false;
+        bool busy, program = false, verify, replan = false;
         GapHist h, delta;
         BpfSlotState st;
         AdaptDecision why;
@@ -433,12 +464,7 @@ static int on_bpf_timer(ManagerWatch *w) {
                 program = true;
         if (w->adapt && gaps > 0)
                 log_account(w, now * NS_PER_USEC);
-        if (m->cpupin && m->config.cpu.pin == CPU_PIN_BUSY) {
-                bool was = cpupin_is_pinned(m->cpupin);
-                (void) cpupin_busy_hook(m->cpupin, busy, now, &deadline);
-                if (cpupin_is_pinned(m->cpupin) != was)
-                        manager_publish(m, NULL);
-        }
+        busy_hook(m, busy, now, &deadline);
 
         /* While gaps end, read as often as the policy decides; then back off to the idle wait
          * (pin = busy needs to see the first I/O of a busy spell within WATCH_SLOW_NS). */
@@ -450,23 +476,11 @@ static int on_bpf_timer(ManagerWatch *w) {
         wait = MIN(wait, m->config.cpu.pin == CPU_PIN_BUSY ? WATCH_SLOW_NS : WATCH_BPF_IDLE_NS);
         w->next_usec = now + wait / NS_PER_USEC;
         watch_arm(w, now, deadline != UINT64_MAX ? MIN(w->next_usec, deadline) : w->next_usec);
-        if (now >= w->verify_due_usec) {
-                verify = w->total_requests != w->verify_ios && c->controller.have_written;
-                w->verify_ios = w->total_requests;
-                w->verify_due_usec = now + m->verify_interval_usec;
-        }
+        verify = verify_due(w, now, w->total_requests);
 
-        /* The engine steps run in the controller's thread; what they did is published when back. */
         if (replan && manager_replan_all(m, "passive-calibration") > 0)
                 return 0;
-        if (program) {
-                if (why.guard)
-                        log_guard(c, &why, &w->adapt->shadow);
-                else
-                        log_decision(c, &why);
-                manager_ctrl_program(c, &table, "adaptive");
-        } else if (verify)
-                manager_ctrl_verify(c);
+        tick_act(w, program, &why, &table, verify);
         return 0;
 }
 
@@ -499,28 +513,14 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 else
                         watch_feed(&w->watch, now * NS_PER_USEC, &st, NULL);
         }
-        if (m->cpupin && m->config.cpu.pin == CPU_PIN_BUSY) {
-                bool was = cpupin_is_pinned(m->cpupin);
-                (void) cpupin_busy_hook(m->cpupin, busy, now, &deadline);
-                if (cpupin_is_pinned(m->cpupin) != was)
-                        manager_publish(m, NULL);   /* pinned or released */
-        }
+        busy_hook(m, busy, now, &deadline);
 
         due = watch_next(watcher(w)) / NS_PER_USEC;
         if (deadline != UINT64_MAX)
                 due = MIN(due, deadline);
         watch_arm(w, now, due);
-        verify = verify_due(w, now, &st);
-
-        /* The engine step runs in the controller's thread; what it did is published when it is back. */
-        if (program) {
-                if (why.guard)
-                        log_guard(c, &why, &w->adapt->shadow);
-                else
-                        log_decision(c, &why);
-                manager_ctrl_program(c, &table, "adaptive");
-        } else if (verify)
-                manager_ctrl_verify(c);
+        verify = verify_due(w, now, st.ios);
+        tick_act(w, program, &why, &table, verify);
         return 0;
 }
 
