@@ -73,6 +73,29 @@ static __always_inline __u32 *slot_of(struct request *rq) {
 }
 
 /*
+ * The slot of a request's disk, when it is watched: its state and, if @ret_h is not NULL, its
+ * histogram. NULL for a disk not watched (or a slot the maps do not have).
+ */
+static __always_inline struct gapk_state *slot_maps(struct request *rq, struct gapk_hist **ret_h) {
+        struct gapk_state *s;
+        __u32 *slot, k;
+
+        slot = slot_of(rq);
+        if (!slot)
+                return 0;
+        k = *slot;
+        s = bpf_map_lookup_elem(&state, &k);
+        if (!s)
+                return 0;
+        if (ret_h) {
+                *ret_h = bpf_map_lookup_elem(&hist, &k);
+                if (!*ret_h)
+                        return 0;
+        }
+        return s;
+}
+
+/*
  * A bucket index the verifier can see is in range, whatever the compiler does with it: the check
  * and the clamp are on one 64-bit register. (Written in C, clang may compare one 32-bit copy and
  * index with another; 6.1's verifier does not carry the bound across that copy and refuses the
@@ -91,15 +114,9 @@ int BPF_PROG(iogap_issue, struct request *rq) {
         struct gapk_state *s;
         struct gapk_hist *h;
         __u64 now, old, since, gap, b;
-        __u32 *slot, k;
 
-        slot = slot_of(rq);
-        if (!slot)
-                return 0;
-        k = *slot;
-        s = bpf_map_lookup_elem(&state, &k);
-        h = bpf_map_lookup_elem(&hist, &k);
-        if (!s || !h)
+        s = slot_maps(rq, &h);
+        if (!s)
                 return 0;
         old = __sync_fetch_and_add(&s->inflight, 1);
         s->issued++;   /* an activity hint for user space: a lost increment under a race is harmless */
@@ -125,15 +142,9 @@ int BPF_PROG(iogap_complete, struct request *rq) {
         struct gapk_state *s;
         struct gapk_hist *h;
         __u64 now, svc, b;
-        __u32 *slot, k;
 
-        slot = slot_of(rq);
-        if (!slot)
-                return 0;
-        k = *slot;
-        s = bpf_map_lookup_elem(&state, &k);
-        h = bpf_map_lookup_elem(&hist, &k);
-        if (!s || !h)
+        s = slot_maps(rq, &h);
+        if (!s)
                 return 0;
         now = bpf_ktime_get_ns();
         if (s->first_rq == (__u64) rq) {
@@ -158,16 +169,11 @@ int BPF_PROG(iogap_complete, struct request *rq) {
 SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(iogap_requeue, struct request *rq) {
         struct gapk_state *s;
-        __u32 *slot, k;
 
         /* Only a started request was counted at issue; it will be issued again. */
         if (rq->state != MQ_RQ_IN_FLIGHT)
                 return 0;
-        slot = slot_of(rq);
-        if (!slot)
-                return 0;
-        k = *slot;
-        s = bpf_map_lookup_elem(&state, &k);
+        s = slot_maps(rq, NULL);
         if (!s)
                 return 0;
         if (s->first_rq == (__u64) rq)
