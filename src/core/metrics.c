@@ -79,29 +79,84 @@ static void ctrl_label(FILE *f, const char *name, const MetricsController *c) {
         fputs("\"} ", f);
 }
 
-typedef enum CtrlCounter {
+/* The families with one plain sample per controller (the info and per-table families have more labels). */
+typedef enum CtrlFamily {
+        CTRL_MAX_LATENCY,
+        CTRL_UNRESPONSIVE,
+        CTRL_WORST_WAKE,
         CTRL_TABLE_WRITES,
         CTRL_KERNEL_OVERWRITES,
         CTRL_ERRORS,
         CTRL_OBSERVED_IOS,
-        _CTRL_COUNTER_MAX,
-} CtrlCounter;
+        CTRL_OBSERVED_STALL,
+        CTRL_GUARD_FALLBACKS,
+        _CTRL_FAMILY_MAX,
+} CtrlFamily;
+
+/* Which controllers have a sample: a figure a controller does not have is left out, not written as 0. */
+typedef enum CtrlSet {
+        CTRL_SET_ALL,
+        CTRL_SET_WATCHED,       /* have_watcher */
+        CTRL_SET_SHADOWED,      /* have_shadow */
+} CtrlSet;
 
 static const struct {
-        const char *name, *help;
-} ctrl_counters[_CTRL_COUNTER_MAX] = {
-        [CTRL_TABLE_WRITES] = { "nvme_apstd_table_writes_total",
-                                "APST tables written (Set Features 0x0C that succeeded)." },
-        [CTRL_KERNEL_OVERWRITES] = { "nvme_apstd_kernel_overwrites_total",
-                                     "Times the table written was found replaced by the kernel (reset, resume)." },
-        [CTRL_ERRORS] = { "nvme_apstd_errors_total",
-                          "Failed admin commands and table verifications." },
-        [CTRL_OBSERVED_IOS] = { "nvme_apstd_observed_ios_total",
-                                "I/Os completed on the controller's namespaces, as the I/O watcher saw them." },
+        const char *name, *type, *help;
+        CtrlSet set;
+        bool usec;              /* the value is in µs, written as seconds */
+} ctrl_families[_CTRL_FAMILY_MAX] = {
+        [CTRL_MAX_LATENCY] = { "nvme_apstd_max_latency_seconds", "gauge",
+                               "Latency budget that applies to the controller (max_latency_us).",
+                               CTRL_SET_ALL, true },
+        [CTRL_UNRESPONSIVE] = { "nvme_apstd_controller_unresponsive", "gauge",
+                                "1 while an admin command to the controller has gone unanswered past the deadline "
+                                "([daemon] unresponsive_after_sec); nothing more is sent to it meanwhile.",
+                                CTRL_SET_ALL, false },
+        [CTRL_WORST_WAKE] = { "nvme_apstd_worst_wake_seconds", "gauge",
+                              "Longest wait a command can see under the table in force (entry + exit latency, "
+                              "0 = APST off).",
+                              CTRL_SET_ALL, true },
+        [CTRL_TABLE_WRITES] = { "nvme_apstd_table_writes_total", "counter",
+                                "APST tables written (Set Features 0x0C that succeeded).",
+                                CTRL_SET_ALL, false },
+        [CTRL_KERNEL_OVERWRITES] = { "nvme_apstd_kernel_overwrites_total", "counter",
+                                     "Times the table written was found replaced by the kernel (reset, resume).",
+                                     CTRL_SET_ALL, false },
+        [CTRL_ERRORS] = { "nvme_apstd_errors_total", "counter",
+                          "Failed admin commands and table verifications.",
+                          CTRL_SET_ALL, false },
+        [CTRL_OBSERVED_IOS] = { "nvme_apstd_observed_ios_total", "counter",
+                                "I/Os completed on the controller's namespaces, as the I/O watcher saw them.",
+                                CTRL_SET_WATCHED, false },
+        [CTRL_OBSERVED_STALL] = { "nvme_apstd_observed_stall_seconds_total", "counter",
+                                  "Time the I/O watcher attributes to commands waiting for the drive to wake.",
+                                  CTRL_SET_WATCHED, true },
+        [CTRL_GUARD_FALLBACKS] = { "nvme_apstd_guard_fallbacks_total", "counter",
+                                   "Times the adaptive policy's guard put the kernel's table back (its own did "
+                                   "more than 2% worse).",
+                                   CTRL_SET_SHADOWED, false },
 };
 
-static uint64_t ctrl_counter(const MetricsController *c, CtrlCounter k) {
+static bool ctrl_in_set(const MetricsController *c, CtrlSet set) {
+        switch (set) {
+        case CTRL_SET_WATCHED:
+                return c->have_watcher;
+        case CTRL_SET_SHADOWED:
+                return c->have_shadow;
+        case CTRL_SET_ALL:
+                break;
+        }
+        return true;
+}
+
+static uint64_t ctrl_value(const MetricsController *c, CtrlFamily k) {
         switch (k) {
+        case CTRL_MAX_LATENCY:
+                return c->max_latency_us;
+        case CTRL_UNRESPONSIVE:
+                return c->unresponsive ? 1 : 0;
+        case CTRL_WORST_WAKE:
+                return c->worst_wake_us;
         case CTRL_TABLE_WRITES:
                 return c->table_writes;
         case CTRL_KERNEL_OVERWRITES:
@@ -110,10 +165,29 @@ static uint64_t ctrl_counter(const MetricsController *c, CtrlCounter k) {
                 return c->errors;
         case CTRL_OBSERVED_IOS:
                 return c->observed_ios;
-        case _CTRL_COUNTER_MAX:
+        case CTRL_OBSERVED_STALL:
+                return c->observed_stall_us;
+        case CTRL_GUARD_FALLBACKS:
+                return c->guard_fallbacks;
+        case _CTRL_FAMILY_MAX:
                 break;
         }
         return 0;
+}
+
+/* The family @k: its HELP and TYPE even without a sample, then each controller of its set. */
+static void ctrl_family(FILE *f, const MetricsState *s, CtrlFamily k) {
+        family(f, ctrl_families[k].name, ctrl_families[k].type, ctrl_families[k].help);
+        for (size_t i = 0; i < s->n_controllers; i++) {
+                const MetricsController *c = &s->controllers[i];
+                if (!ctrl_in_set(c, ctrl_families[k].set))
+                        continue;
+                ctrl_label(f, ctrl_families[k].name, c);
+                if (ctrl_families[k].usec)
+                        print_us_as_seconds(f, ctrl_value(c, k));
+                else
+                        fprintf(f, "%" PRIu64 "\n", ctrl_value(c, k));
+        }
 }
 
 /* The daemon as a whole: start time, reloads. */
@@ -146,35 +220,8 @@ static void format_controllers(FILE *f, const MetricsState *s) {
                 label_value(f, c->table);
                 fputs("\"} 1\n", f);
         }
-        family(f, "nvme_apstd_max_latency_seconds", "gauge",
-               "Latency budget that applies to the controller (max_latency_us).");
-        for (size_t i = 0; i < s->n_controllers; i++) {
-                ctrl_label(f, "nvme_apstd_max_latency_seconds", &s->controllers[i]);
-                print_us_as_seconds(f, s->controllers[i].max_latency_us);
-        }
-        family(f, "nvme_apstd_controller_unresponsive", "gauge",
-               "1 while an admin command to the controller has gone unanswered past the deadline "
-               "([daemon] unresponsive_after_sec); nothing more is sent to it meanwhile.");
-        for (size_t i = 0; i < s->n_controllers; i++) {
-                ctrl_label(f, "nvme_apstd_controller_unresponsive", &s->controllers[i]);
-                fprintf(f, "%d\n", s->controllers[i].unresponsive ? 1 : 0);
-        }
-        family(f, "nvme_apstd_worst_wake_seconds", "gauge",
-               "Longest wait a command can see under the table in force (entry + exit latency, 0 = APST off).");
-        for (size_t i = 0; i < s->n_controllers; i++) {
-                ctrl_label(f, "nvme_apstd_worst_wake_seconds", &s->controllers[i]);
-                print_us_as_seconds(f, s->controllers[i].worst_wake_us);
-        }
-        for (CtrlCounter k = 0; k < _CTRL_COUNTER_MAX; k++) {
-                family(f, ctrl_counters[k].name, "counter", ctrl_counters[k].help);
-                for (size_t i = 0; i < s->n_controllers; i++) {
-                        const MetricsController *c = &s->controllers[i];
-                        if (k == CTRL_OBSERVED_IOS && !c->have_watcher)
-                                continue;
-                        ctrl_label(f, ctrl_counters[k].name, c);
-                        fprintf(f, "%" PRIu64 "\n", ctrl_counter(c, k));
-                }
-        }
+        for (CtrlFamily k = CTRL_MAX_LATENCY; k <= CTRL_OBSERVED_IOS; k++)
+                ctrl_family(f, s, k);
 }
 
 /* The watched controllers: where their I/O is seen, the stall observed. */
@@ -192,14 +239,7 @@ static void format_watch(FILE *f, const MetricsState *s) {
                 label_value(f, c->watch_source);
                 fputs("\"} 1\n", f);
         }
-        family(f, "nvme_apstd_observed_stall_seconds_total", "counter",
-               "Time the I/O watcher attributes to commands waiting for the drive to wake.");
-        for (size_t i = 0; i < s->n_controllers; i++) {
-                if (!s->controllers[i].have_watcher)
-                        continue;
-                ctrl_label(f, "nvme_apstd_observed_stall_seconds_total", &s->controllers[i]);
-                print_us_as_seconds(f, s->controllers[i].observed_stall_us);
-        }
+        ctrl_family(f, s, CTRL_OBSERVED_STALL);
 }
 
 /* One sample per table of a shadow-kernel family: table="applied" and table="kernel". @fixed6 prints six
@@ -240,15 +280,7 @@ static void format_shadow(FILE *f, const MetricsState *s) {
                         per_table(f, "nvme_apstd_wake_delay_seconds_total", &s->controllers[i],
                                   s->controllers[i].wake_delay_seconds, s->controllers[i].kernel_wake_delay_seconds,
                                   true);
-        family(f, "nvme_apstd_guard_fallbacks_total", "counter",
-               "Times the adaptive policy's guard put the kernel's table back (its own did more than 2% worse).");
-        for (size_t i = 0; i < s->n_controllers; i++) {
-                const MetricsController *c = &s->controllers[i];
-                if (!c->have_shadow)
-                        continue;
-                ctrl_label(f, "nvme_apstd_guard_fallbacks_total", c);
-                fprintf(f, "%" PRIu64 "\n", c->guard_fallbacks);
-        }
+        ctrl_family(f, s, CTRL_GUARD_FALLBACKS);
 }
 
 /* The cpufreq policies pinned. */
