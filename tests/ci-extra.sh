@@ -70,7 +70,8 @@ for line in open(sys.argv[1]):
         t = json.loads(line)
         if t.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP"):
             print("-- %s: %s %s" % (sys.argv[2], t.get("result"), t.get("name")))
-            hits = [l for l in (t.get("stdout") or "").splitlines() if pat.search(l)]
+            out = (t.get("stdout") or "") + "\n" + (t.get("stderr") or "")
+            hits = [l for l in out.splitlines() if pat.search(l)]
             for l in hits[:25]:
                 print("   " + l[:300])' "$log" "$name")
         fi
