@@ -304,6 +304,16 @@ static void test_exact_seed(void) {
                 else
                         CHECK(shadow_exlat_us(&o.a.sd, 4) < 8000 * 5 / 4);
                 CHECK(strstr(o.adaptive.reprograms[1].reason, "allowed") != NULL);
+                /* The decision says what it measured when the drive lies (ps4: 24 ms, not 8), and
+                 * nothing of the kind when it does not. */
+                if (lie) {
+                        const char *m = strstr(o.adaptive.reprograms[1].reason, "; measured wake-ups: ");
+                        CHECK(m != NULL && strstr(m, "ps4 2") != NULL && strstr(m, " ms not 8.0") != NULL);
+                        CHECK(o.a.last.exlat_factor > 2.5 && o.a.last.exlat_factor < 3.5);
+                } else {
+                        CHECK(strstr(o.adaptive.reprograms[1].reason, "measured wake-ups") == NULL);
+                        CHECK(o.a.last.exlat_factor < 1.2);
+                }
                 /* The shadow kernel's totals: every gap counted on both sides, and the kernel's
                  * side is what its table really cost while it was in force. */
                 CHECK(o.a.shadow.total_applied.gaps == o.a.shadow.total_kernel.gaps);

@@ -97,7 +97,7 @@ typedef struct AdaptDecision {
         uint64_t t_ns;
         ApstTable table;
         AdaptChain chain;
-        char reason[320];
+        char reason[448];
         double io_rate;            /* I/Os per second (decayed window) */
         uint64_t median_gap_ns;
         double observed_stall;     /* wake cost the ticks showed, share of elapsed time */
