@@ -268,6 +268,12 @@ if [ -x "$D/apst-passive.sh" ]; then
 	. "$D/apst-passive.sh"
 fi
 
+# The default policy on the same lying controller, on its own (no calibrate), when present.
+if [ -x "$D/apst-adaptive.sh" ]; then
+	# shellcheck disable=SC1091
+	. "$D/apst-adaptive.sh"
+fi
+
 # The daemon's part (keeping its table against the kernel) runs next, when present.
 if [ -x "$D/apst-daemon.sh" ]; then
 	# shellcheck disable=SC1091
