@@ -9,7 +9,7 @@
 # matplotlib (Debian: python3-matplotlib) and are skipped, with a message,
 # without it.
 #
-#   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive adaptive-stat optimum"]
+#   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive adaptive-stat optimum hindsight"]
 #                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-x EXLAT_SCALE] [-T POLICY] [-n] [-R] [-o PICTURE_DIR]
 #
 # The binary may also come from $NVME_APSTD. IDCTRL_DIR defaults to

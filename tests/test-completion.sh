@@ -84,7 +84,7 @@ expect "nvme-apstd observe --seconds 10 s" "sda"
 expect "nvme-apstd status " ""
 expect "nvme-apstd simulate " ""
 # enumerated values, also as --opt=value
-expect "nvme-apstd simulate --policy " "adaptive budget kernel none"
+expect "nvme-apstd simulate --policy " "adaptive budget hindsight kernel none"
 expect "nvme-apstd simulate --policy=b" "budget"
 expect "nvme-apstd simulate -p k" "kernel"
 expect "nvme-apstd simulate --event " "D Q"

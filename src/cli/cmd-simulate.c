@@ -28,6 +28,7 @@
 #include "config-file.h"
 #include "device.h"
 #include "fileio.h"
+#include "hindsight.h"
 #include "idctrl.h"
 #include "json-out.h"
 #include "log.h"
@@ -44,6 +45,7 @@
 
 enum {
         POLICY_NONE = _APST_POLICY_MAX,  /* besides ApstPolicyKind: APST off */
+        POLICY_HINDSIGHT,                /* the best static table knowing the trace (hindsight.h) */
 };
 
 typedef struct Options {
@@ -68,7 +70,9 @@ static void help(void) {
                "                        text output; - reads standard input\n"
                "  -c --config FILE      nvme-apstd.conf to take the policy and its knobs from\n"
                "                        (the drive is matched as controller \"sim0\")\n"
-               "  -p --policy NAME      adaptive (default), budget, kernel or none; overrides the config\n"
+               "  -p --policy NAME      adaptive (default), budget, kernel or none; overrides the config;\n"
+               "                        hindsight: the least-energy static table knowing the whole\n"
+               "                        trace, within the kernel's table's wake delay (a baseline)\n"
                "  -w --idle-power-w W   PS0 idle power when the drive reports none (default %.1f)\n"
                "  -s --service-us US    time to serve one I/O (default %u)\n"
                "  -x --exlat-scale X    the drive really wakes X times slower than it advertises\n"
@@ -119,8 +123,8 @@ static int parse_service_us(const char *arg, uint64_t *ret_ns) {
 
 /* --policy: one the daemon knows, or none (the kernel's table). */
 static int parse_policy(const char *arg, const char **ret) {
-        if (strcmp(arg, "none") != 0 && apst_policy_from_string(arg) < 0) {
-                log_error("--policy: expected budget, kernel, adaptive or none, got \"%s\"", arg);
+        if (strcmp(arg, "none") != 0 && strcmp(arg, "hindsight") != 0 && apst_policy_from_string(arg) < 0) {
+                log_error("--policy: expected budget, kernel, adaptive, none or hindsight, got \"%s\"", arg);
                 return -EINVAL;
         }
         *ret = arg;
@@ -311,16 +315,19 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
         if (o->policy) {
                 if (strcmp(o->policy, "none") == 0)
                         kind = POLICY_NONE;
+                else if (strcmp(o->policy, "hindsight") == 0)
+                        kind = POLICY_HINDSIGHT;
                 else {
                         ApstPolicyKind k = apst_policy_from_string(o->policy);
                         if (k < 0) {
-                                log_error("--policy: expected budget, kernel, adaptive or none, got \"%s\"", o->policy);
+                                log_error("--policy: expected budget, kernel, adaptive, none or hindsight, got \"%s\"",
+                                          o->policy);
                                 return -EINVAL;
                         }
                         kind = k;
                 }
         }
-        if (kind != POLICY_NONE)
+        if (kind < _APST_POLICY_MAX)
                 params.policy = (ApstPolicyKind) kind;
         *ret_params = params;
         *ret_kind = kind;
@@ -328,6 +335,8 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
 }
 
 static const char *kind_name(int kind) {
+        if (kind == POLICY_HINDSIGHT)
+                return "hindsight";
         return kind == POLICY_NONE ? "none" : apst_policy_to_string((ApstPolicyKind) kind);
 }
 
@@ -340,6 +349,12 @@ static int build_table(const IdCtrl *id, const ApstPlatform *plat, const ApstPar
         if (kind == POLICY_NONE) {
                 *ret = (ApstTable) {};
                 return 0;
+        }
+        ApstParams kp;
+        if (kind == POLICY_HINDSIGHT) {   /* found on the trace (hindsight_row()); the kernel's meanwhile */
+                kp = *params;
+                kp.policy = APST_POLICY_KERNEL;
+                params = &kp;
         }
         r = apst_build(id, plat, params, &plan);
         if (r < 0)
@@ -641,6 +656,36 @@ static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, c
         return 0;
 }
 
+/* The hindsight row: the least-energy static table on this trace within the wake delay of the kernel's
+ * table (@kernel) on it, the drive's quirks honoured. Return: 0 or -errno (said). */
+static int hindsight_row(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const SimParams *sp,
+                         const ApstParams *params, const ApstTable *kernel, ApstTable *table, Row *row) {
+        ApstParams kp = *params;
+        HindsightResult h;
+        SimPolicy pol;
+        SimResult k;
+        ApstPlan plan;
+        int r;
+
+        kp.policy = APST_POLICY_KERNEL;
+        r = apst_build(id, &o->platform, &kp, &plan);
+        if (r < 0)
+                return log_error_errno(r, "hindsight: %s", strerror(-r));
+        sim_policy_static(&pol, "kernel", kernel);
+        r = sim_run(d, t->io, t->n, sp, &pol, &k);
+        if (r < 0)
+                return log_error_errno(r, "simulating the kernel's table: %s", strerror(-r));
+        uint64_t allowed = k.stall_ns;
+        sim_result_done(&k);
+        r = hindsight_search(id, params->force ? 0 : plan.quirks, params, d, t->io, t->n, sp, kernel, allowed, &h);
+        if (r < 0)
+                return log_error_errno(r, "hindsight: %s", strerror(-r));
+        log_debug("hindsight: %u tables tried, %s", h.candidates, h.kernel_won ? "the kernel's won" : "one beat the kernel's");
+        *table = h.table;
+        row->res = h.res;
+        return 0;
+}
+
 static int run(const Options *o) {
         _cleanup_free_ Adapt *adapt = NULL;
         IdCtrl id;
@@ -678,6 +723,12 @@ static int run(const Options *o) {
         }
         for (; done < 3; done++) {
                 rows[done].name = names[done];
+                if (done == 0 && kind == POLICY_HINDSIGHT) {
+                        r = hindsight_row(o, &id, &d, &t, &sp, &params, &tables[2], &tables[0], &rows[0]);
+                        if (r < 0)
+                                goto free_rows;
+                        continue;
+                }
                 r = simulate_row(o, &id, &d, &t, &sp, done == 0 ? &params : NULL, done == 0 ? kind : -1, adapt,
                                  &tables[done], &rows[done]);
                 if (r < 0)

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The best static table with hindsight (hindsight.h): every chain of the
+ * drive's usable states with ITPTs from a grid, each run through the
+ * simulator on the whole trace, the least energy within the wake delay
+ * allowed kept.
+ */
+
+#include <errno.h>
+#include <string.h>
+
+#include "hindsight.h"
+#include "macro.h"
+
+/* From "enter at once" to five seconds: the scale the kernel's (100 ms, 2 s) and
+ * the adaptive policy's tables live on. */
+static const uint32_t grid_ms[HINDSIGHT_GRID_N] = { 1, 5, 10, 20, 35, 50, 75, 100, 200, 500, 1000, 2000, 5000 };
+
+typedef struct Search {
+        const SimDrive *d;
+        const TraceIo *io;
+        size_t n;
+        SimParams sp;           /* the caller's, without the timeline */
+        uint64_t max_stall_ns;
+        ApstTable best;
+        double best_j;
+        bool found;
+        unsigned candidates;
+} Search;
+
+/* Run @t; keep it if it is within the wake delay allowed and spends less. */
+static int try_table(Search *s, const ApstTable *t) {
+        SimPolicy pol;
+        SimResult r;
+        int ret;
+
+        sim_policy_static(&pol, "hindsight", t);
+        ret = sim_run(s->d, s->io, s->n, &s->sp, &pol, &r);
+        if (ret < 0)
+                return ret;
+        s->candidates++;
+        if (r.stall_ns <= s->max_stall_ns && (!s->found || r.energy_j < s->best_j)) {
+                s->best = *t;
+                s->best_j = r.energy_j;
+                s->found = true;
+        }
+        sim_result_done(&r);
+        return 0;
+}
+
+/* Every ITPT combination for the chain @states[0..@k-1], step @i onwards. */
+static int try_itpts(Search *s, const IdCtrl *id, const unsigned *states, uint32_t *itpt, unsigned k, unsigned i) {
+        int r;
+
+        if (i == k) {
+                ApstTable t;
+                apst_table_from_chain(id, states, itpt, k, &t);
+                return try_table(s, &t);
+        }
+        for (unsigned g = 0; g < HINDSIGHT_GRID_N; g++) {
+                itpt[i] = grid_ms[g];
+                r = try_itpts(s, id, states, itpt, k, i + 1);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int hindsight_search(const IdCtrl *id, unsigned quirks, const ApstParams *params, const SimDrive *d,
+                     const TraceIo *io, size_t n, const SimParams *sp, const ApstTable *kernel_table,
+                     uint64_t max_stall_ns, HindsightResult *ret) {
+        unsigned chain[IDCTRL_MAX_PS], m, states[HINDSIGHT_MAX_STEPS];
+        uint32_t itpt[HINDSIGHT_MAX_STEPS];
+        Search s = { .d = d, .io = io, .n = n, .sp = *sp, .max_stall_ns = max_stall_ns };
+        SimPolicy pol;
+        int r;
+
+        if (!id || !params || !d || !sp || !kernel_table || !ret)
+                return -EINVAL;
+        s.sp.timeline = false;
+        r = try_table(&s, kernel_table);
+        if (r < 0)
+                return r;
+        m = apst_chain(id, quirks, params, chain);
+        /* 2^m subsets: the deepest 8 states are plenty (drives have 1-4 non-operational ones) */
+        if (m > 8) {
+                memmove(chain, chain + (m - 8), 8 * sizeof chain[0]);
+                m = 8;
+        }
+        /* every non-empty subset of the chain of at most HINDSIGHT_MAX_STEPS states, in order */
+        for (unsigned mask = 1; mask < (1u << m); mask++) {
+                unsigned k = 0;
+
+                if ((unsigned) __builtin_popcount(mask) > HINDSIGHT_MAX_STEPS)
+                        continue;
+                for (unsigned j = 0; j < m; j++)
+                        if (mask & (1u << j))
+                                states[k++] = chain[j];
+                r = try_itpts(&s, id, states, itpt, k, 0);
+                if (r < 0)
+                        return r;
+        }
+
+        /* The kernel's table is within its own wake delay, so something was found when
+         * @max_stall_ns is the kernel's; otherwise the kernel's table stands. */
+        *ret = (HindsightResult) { .table = s.found ? s.best : *kernel_table, .candidates = s.candidates };
+        ret->kernel_won = !s.found || apst_table_equal(&ret->table, kernel_table);
+        sim_policy_static(&pol, "hindsight", &ret->table);
+        return sim_run(d, io, n, sp, &pol, &ret->res);
+}
+
+void hindsight_result_done(HindsightResult *r) {
+        if (r)
+                sim_result_done(&r->res);
+}
