@@ -10,12 +10,15 @@
 # without it.
 #
 #   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive adaptive-stat optimum hindsight"]
-#                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-x EXLAT_SCALE] [-T POLICY] [-n] [-R] [-o PICTURE_DIR]
+#                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-x EXLAT_SCALE] [-H SHARE] [-T POLICY] [-n] [-R]
+#                [-o PICTURE_DIR]
 #
 # The binary may also come from $NVME_APSTD. IDCTRL_DIR defaults to
 # tests/data/idctrl. -x simulates every drive waking EXLAT_SCALE times slower than it
 # advertises (--exlat-scale, every family; the policies still plan from the advertised
 # latencies). -T names the policy whose targets are checked (default adaptive).
+# hindsight (not in the default list) is the best static table knowing each trace, within
+# the kernel's table's wake delay; -H gives it SHARE (0..1) of that wake delay instead.
 #
 # Pictures (bench/plot.py), in PICTURE_DIR (default build/bench-run):
 #   tradeoff.svg  energy against total wake delay, both over the kernel's, one mark
@@ -72,14 +75,15 @@ quirks=yes
 root=$(cd "$(dirname "$0")/.." && pwd)
 pictures=$root/build/bench-run
 xscale=
+hshare=
 checked=adaptive
 
 usage() {
-        sed -n '/^#   bench/,/^#  *\[-s/p' "$0" | sed 's/^# *//' >&2
+        sed -n '/^#   bench/,/^#  *\[-o/p' "$0" | sed 's/^# *//' >&2
         exit 2
 }
 
-while getopts b:D:p:s:d:w:x:T:nRo:h opt; do
+while getopts b:D:p:s:d:w:x:H:T:nRo:h opt; do
         case $opt in
         b) bin=$OPTARG ;;
         D) dir=$OPTARG ;;
@@ -88,6 +92,7 @@ while getopts b:D:p:s:d:w:x:T:nRo:h opt; do
         d) duration=$OPTARG ;;
         w) power=$OPTARG ;;
         x) xscale=$OPTARG ;;
+        H) hshare=$OPTARG ;;
         T) checked=$OPTARG ;;
         n) quirks=no ;;
         R) real=no ;;
@@ -158,6 +163,7 @@ sim() {
         shift 2
         [ -n "$power" ] && set -- --idle-power-w "$power" "$@"
         [ -n "$xscale" ] && set -- --exlat-scale "$xscale" "$@"
+        [ "$p" = hindsight ] && [ -n "$hshare" ] && set -- --hindsight-share "$hshare" "$@"
         pci=
         [ "$quirks" = yes ] && pci=$(pci_id "$drive")
         [ -n "$pci" ] && set -- --pci "$pci" "$@"

@@ -177,6 +177,21 @@ if "$bin" simulate -i "$intel_bin" -t "$tmp/sparse.txt" --policy hindsight --jso
 else
         fail "simulate --policy hindsight: rc $?, $(cat "$tmp/err")"
 fi
+# --hindsight-share 0: only tables that never make an I/O wait qualify (one that waits longer
+# than the 3 s gaps), at more energy than the kernel's; out of [0, 1] is a usage error.
+checks=$((checks + 1))
+if "$bin" simulate -i "$intel_bin" -t "$tmp/sparse.txt" -p hindsight --hindsight-share 0 --json >"$tmp/h0.json" 2>"$tmp/err"; then
+        hs=$(field "$tmp/h0.json" hindsight stall_s) he=$(field "$tmp/h0.json" hindsight energy_j)
+        ke=$(field "$tmp/h0.json" kernel energy_j)
+        awk -v hs="$hs" -v he="$he" -v ke="$ke" 'BEGIN { exit !(hs != "" && hs == 0 && he > ke) }' ||
+                fail "hindsight share 0: stall $hs s, energy $he J (kernel $ke J)"
+else
+        fail "simulate --hindsight-share 0: rc $?, $(cat "$tmp/err")"
+fi
+checks=$((checks + 1))
+"$bin" simulate -i "$intel_bin" -t "$tmp/sparse.txt" -p hindsight --hindsight-share 1.5 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q -- "--hindsight-share" "$tmp/err" || fail "--hindsight-share 1.5: rc $rc, $(cat "$tmp/err")"
 checks=$((checks + 1))
 "$bin" simulate -i "$intel_bin" -t "$tmp/tiny.txt" --policy fastest >/dev/null 2>&1
 rc=$?

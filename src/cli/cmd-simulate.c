@@ -55,6 +55,7 @@ typedef struct Options {
         ApstPlatform platform;       /* PCI ids from --pci; DMI unknown */
         uint64_t service_ns;
         double exlat_scale;          /* real exit latency / advertised; 1 = honest drive */
+        double hindsight_share;      /* --policy hindsight: wake delay allowed / the kernel's table's */
         AdaptSource source;          /* what the adaptive policy watches the drive with */
         bool closed_loop, json, timeline;
 } Options;
@@ -73,6 +74,8 @@ static void help(void) {
                "  -p --policy NAME      adaptive (default), budget, kernel or none; overrides the config;\n"
                "                        hindsight: the least-energy static table knowing the whole\n"
                "                        trace, within the kernel's table's wake delay (a baseline)\n"
+               "     --hindsight-share S  hindsight: wake delay allowed, a share of the kernel's\n"
+               "                        table's (0..1, default 1)\n"
                "  -w --idle-power-w W   PS0 idle power when the drive reports none (default %.1f)\n"
                "  -s --service-us US    time to serve one I/O (default %u)\n"
                "  -x --exlat-scale X    the drive really wakes X times slower than it advertises\n"
@@ -146,6 +149,21 @@ static int parse_exlat_scale(const char *arg, double *ret) {
         return 0;
 }
 
+/* --hindsight-share: the wake delay --policy hindsight may spend, as a share of the kernel's table's, in [0, 1]. */
+static int parse_share(const char *arg, double *ret) {
+        char *end;
+        double x;
+
+        errno = 0;
+        x = strtod(arg, &end);
+        if (errno != 0 || end == arg || *end != 0 || !isfinite(x) || x < 0 || x > 1) {
+                log_error("--hindsight-share: expected a share in [0, 1], got \"%s\"", arg);
+                return -EINVAL;
+        }
+        *ret = x;
+        return 0;
+}
+
 /* --watch-source: bpf or stat. */
 static int parse_source(const char *arg, AdaptSource *ret) {
         AdaptSource s = adapt_source_from_string(arg);
@@ -184,7 +202,7 @@ static int options_complete(const Options *o, int argc, char *argv[]) {
 }
 
 /* simulate's long-only options */
-enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE };
+enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE, ARG_HINDSIGHT_SHARE };
 
 /* One option of simulate's. Return: 0, or -EINVAL (said why). */
 static int parse_option(int c, const char *arg, Options *o) {
@@ -240,6 +258,10 @@ static int parse_option(int c, const char *arg, Options *o) {
         case ARG_TIMELINE:
                 o->timeline = true;
                 break;
+        case ARG_HINDSIGHT_SHARE:
+                if (parse_share(arg, &o->hindsight_share) < 0)
+                        return -EINVAL;
+                break;
         case '?':
                 return -EINVAL;
         default:
@@ -264,6 +286,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 { "event", required_argument, NULL, 'e' },
                 { "json", no_argument, NULL, 'j' },
                 { "timeline", no_argument, NULL, ARG_TIMELINE },
+                { "hindsight-share", required_argument, NULL, ARG_HINDSIGHT_SHARE },
                 CLI_COMMON_OPTIONS,
                 {}
         };
@@ -656,8 +679,8 @@ static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, c
         return 0;
 }
 
-/* The hindsight row: the least-energy static table on this trace within the wake delay of the kernel's
- * table (@kernel) on it, the drive's quirks honoured. Return: 0 or -errno (said). */
+/* The hindsight row: the least-energy static table on this trace within --hindsight-share of the wake
+ * delay of the kernel's table (@kernel) on it, the drive's quirks honoured. Return: 0 or -errno (said). */
 static int hindsight_row(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const SimParams *sp,
                          const ApstParams *params, const ApstTable *kernel, ApstTable *table, Row *row) {
         ApstParams kp = *params;
@@ -675,7 +698,7 @@ static int hindsight_row(const Options *o, const IdCtrl *id, const SimDrive *d, 
         r = sim_run(d, t->io, t->n, sp, &pol, &k);
         if (r < 0)
                 return log_error_errno(r, "simulating the kernel's table: %s", strerror(-r));
-        uint64_t allowed = k.stall_ns;
+        uint64_t allowed = (uint64_t) ((double) k.stall_ns * o->hindsight_share);
         sim_result_done(&k);
         r = hindsight_search(id, params->force ? 0 : plan.quirks, params, d, t->io, t->n, sp, kernel, allowed, &h);
         if (r < 0)
@@ -759,6 +782,7 @@ finish:
 
 int verb_simulate(int argc, char *argv[]) {
         Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS, .exlat_scale = 1.0,
+                      .hindsight_share = 1.0,
                       .source = ADAPT_SOURCE_BPF };
         int r;
 
