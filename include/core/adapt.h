@@ -47,10 +47,14 @@
  * first ADAPT_TRUST_HOLD_GAPS the wake delay allowed is the stall budget's (and never
  * more than the kernel's table's); over the next ADAPT_TRUST_RAMP_GAPS it moves to the
  * kernel's table's in proportion. Gaps shorter than any table's first step tell
- * nothing about where a table should sleep, so they do not count. */
+ * nothing about where a table should sleep, so they do not count. The hold covers a
+ * short job (the seed job is about 40 such gaps); a workload that goes on past it has
+ * shown itself, and a long ramp would only keep a drive on a table that sleeps later
+ * than the kernel's, at more energy, for tens of seconds (on the WD SN550, whose quirk
+ * leaves it one state, that was its whole excess on four benchmark traces). */
 #define ADAPT_TRUST_MIN_GAP_NS UINT64_C(1000000)
 #define ADAPT_TRUST_HOLD_GAPS 50.0
-#define ADAPT_TRUST_RAMP_GAPS 100.0
+#define ADAPT_TRUST_RAMP_GAPS 25.0
 /* Gaps (of at least ADAPT_TRUST_MIN_GAP_NS) seen before the first decision. */
 #define ADAPT_GAPS_WARMUP 2.0
 /* Leaving the kernel's table takes confidence: a candidate's wake delay on the gaps seen,
@@ -69,6 +73,9 @@
 /* First requests after gaps settled in a state before its wake cost is believed ahead
  * of passive calibration's own estimate (which also needs awake requests). */
 #define ADAPT_EXLAT_EARLY_SAMPLES 2u
+/* The guard judges a new table's energy only after it has been in force this long (one
+ * window slot); its wake delay, at once. */
+#define ADAPT_GUARD_DWELL_NS UINT64_C(10000000000)
 /* After the guard fell back: at least this long on the kernel's table, and new evidence. */
 #define ADAPT_RETRY_NS UINT64_C(120000000000)
 /* Evidence that changed: an exit latency estimate that moved by this share, or a

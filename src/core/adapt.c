@@ -647,7 +647,12 @@ static int gaps_guard(Adapt *a, uint64_t now_ns, ApstTable *ret_table, AdaptDeci
         *ret_done = false;
         if (!a->fallen_back) {
                 char why[256];
-                if (shadow_guard(&a->shadow, why, sizeof why) != SHADOW_OK) {
+                ShadowVerdict v = shadow_guard(&a->shadow, why, sizeof why);
+                /* Energy is judged on a table once it has had a slot of its own: over its first
+                 * seconds the window is the previous tables' and a handful of its own gaps. */
+                if (v == SHADOW_WORSE_ENERGY && a->programs > 0 && now_ns - a->last_program_ns < ADAPT_GUARD_DWELL_NS)
+                        v = SHADOW_OK;
+                if (v != SHADOW_OK) {
                         a->fallen_back = true;
                         a->fallback_ns = now_ns;
                         a->shadow.fallbacks++;
