@@ -185,6 +185,21 @@ static size_t seed_trace(TraceIo *io, size_t max, double secs) {
         return n;
 }
 
+/* Poisson arrivals of 4 KiB reads, gaps of mean @mean_ms, for @secs seconds (a fixed
+ * pseudo-random sequence from @seed). */
+static size_t poisson_trace(TraceIo *io, size_t max, double mean_ms, double secs, uint64_t seed) {
+        size_t n = 0;
+        uint64_t t = 0, x = seed;
+
+        while (n < max && (double) t < secs * 1e9) {
+                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_READ };
+                x = x * 6364136223846793005u + 1442695040888963407u;
+                double u = ((double) (x >> 11) + 0.5) / 9007199254740992.0;
+                t += (uint64_t) (-mean_ms * 1e6 * log(u));
+        }
+        return n;
+}
+
 static void test_seed(void) {
         static TraceIo io[4096];
         size_t n = seed_trace(io, 4096, 120);
@@ -225,18 +240,12 @@ static void test_seed(void) {
 
 static void test_stationary(void) {
         static TraceIo io[8192];
-        size_t n = 0;
-        uint64_t t = 0, x = 7;
+        size_t n;
         Outcome o;
 
         current = "adapt/stationary-poisson";
         /* Poisson arrivals, mean gap 200 ms, for 600 s. */
-        while (n < 8192 && t < MS(600000)) {
-                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_READ };
-                x = x * 6364136223846793005u + 1442695040888963407u;
-                double u = ((double) (x >> 11) + 0.5) / 9007199254740992.0;
-                t += (uint64_t) (-200e6 * log(u));
-        }
+        n = poisson_trace(io, 8192, 200, 600, 7);
         run(io, n, false, 1.0, &o);
         /* Converges: a handful of tables, the last one within the first 2 minutes. */
         CHECK(o.adaptive.n_reprograms <= 6);
@@ -325,17 +334,11 @@ static void test_exact_seed(void) {
 
 static void test_exact_stationary(void) {
         static TraceIo io[8192];
-        size_t n = 0;
-        uint64_t t = 0, x = 7;
+        size_t n;
         Outcome o;
 
         current = "exact/stationary-poisson";
-        while (n < 8192 && t < MS(600000)) {
-                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_READ };
-                x = x * 6364136223846793005u + 1442695040888963407u;
-                double u = ((double) (x >> 11) + 0.5) / 9007199254740992.0;
-                t += (uint64_t) (-200e6 * log(u));
-        }
+        n = poisson_trace(io, 8192, 200, 600, 7);
         run_source(io, n, false, 1.0, true, &o);
         if (getenv("TEST_VERBOSE"))
                 for (size_t i = 0; i < o.adaptive.n_reprograms; i++)
@@ -424,20 +427,14 @@ static void test_exact_lying_state(void) {
  * evidence changes (ADAPT_RETRY_NS at least). */
 static void test_exact_guard(void) {
         static TraceIo io[8192];
-        size_t n = 0;
-        uint64_t t = 0, x = 7;
+        size_t n;
         Outcome o;
         ApstTable table;
         AdaptDecision why;
         GapHist one = {};
 
         current = "exact/guard";
-        while (n < 8192 && t < MS(120000)) {
-                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_READ };
-                x = x * 6364136223846793005u + 1442695040888963407u;
-                double u = ((double) (x >> 11) + 0.5) / 9007199254740992.0;
-                t += (uint64_t) (-200e6 * log(u));
-        }
+        n = poisson_trace(io, 8192, 200, 120, 7);
         run_source(io, n, false, 1.0, true, &o);
         CHECK(memcmp(&o.a.current_table, &o.a.kernel_table, sizeof(ApstTable)) != 0);
         CHECK(shadow_guard(&o.a.shadow, NULL, 0) == SHADOW_OK);
@@ -476,8 +473,7 @@ static void test_exact_one_state(void) {
         SimResult r, k;
         ApstPlan kplan;
         Adapt *a = calloc(1, sizeof(Adapt));
-        size_t n = 0;
-        uint64_t t = 0, x = 11;
+        size_t n;
 
         current = "exact/one-state";
         assert(a);
@@ -487,12 +483,7 @@ static void test_exact_one_state(void) {
         id.psd[2] = (IdPsd) { .max_power_uw = 1900000 };
         id.psd[3] = (IdPsd) { .max_power_uw = 25000, .non_operational = true, .enlat_us = 3900, .exlat_us = 11000 };
         id.psd[4] = (IdPsd) { .max_power_uw = 5000, .non_operational = true, .enlat_us = 5000, .exlat_us = 39000 };
-        while (n < 8192 && t < MS(600000)) {
-                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_READ };
-                x = x * 6364136223846793005u + 1442695040888963407u;
-                double u = ((double) (x >> 11) + 0.5) / 9007199254740992.0;
-                t += (uint64_t) (-200e6 * log(u));
-        }
+        n = poisson_trace(io, 8192, 200, 600, 11);
         p.policy = APST_POLICY_ADAPTIVE;
         assert(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
         assert(adapt_init(a, &id, &plat, &p, 0, &start) == 0);
@@ -520,20 +511,14 @@ static void test_exact_one_state(void) {
  * move, and kept it for minutes). Its wake-delay verdict does not wait (test_exact_guard). */
 static void test_exact_guard_dwell(void) {
         static TraceIo io[8192];
-        size_t n = 0;
-        uint64_t t = 0, x = 7;
+        size_t n;
         Outcome o;
         ApstTable table;
         AdaptDecision why;
         GapHist one = {};
 
         current = "exact/guard-dwell";
-        while (n < 8192 && t < MS(120000)) {
-                io[n++] = (TraceIo) { .t_ns = t, .bytes = 4096, .op = TRACE_OP_READ };
-                x = x * 6364136223846793005u + 1442695040888963407u;
-                double u = ((double) (x >> 11) + 0.5) / 9007199254740992.0;
-                t += (uint64_t) (-200e6 * log(u));
-        }
+        n = poisson_trace(io, 8192, 200, 120, 7);
         run_source(io, n, false, 1.0, true, &o);
         CHECK(memcmp(&o.a.current_table, &o.a.kernel_table, sizeof(ApstTable)) != 0);
         CHECK(o.a.programs > 0);

@@ -50,6 +50,12 @@ static unsigned targets(const ApstTable *t) {
         return m;
 }
 
+/* One 4 KiB read every @period_ms. */
+static void periodic_trace(TraceIo *io, size_t n, double period_ms) {
+        for (size_t i = 0; i < n; i++)
+                io[i] = (TraceIo) { .t_ns = MS(period_ms) * i, .bytes = 4096, .op = TRACE_OP_READ };
+}
+
 typedef struct Case {
         IdCtrl id;
         SimDrive d;
@@ -85,8 +91,7 @@ static void test_sparse(void) {
         Case c;
 
         current = "sparse";
-        for (size_t i = 0; i < 200; i++)
-                io[i] = (TraceIo) { .t_ns = MS(3000) * i, .bytes = 4096, .op = TRACE_OP_READ };
+        periodic_trace(io, 200, 3000);
         setup(&c, io, 200, 0);
         assert(targets(&c.kernel.table) & (1u << 4));
         assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, c.k.stall_ns, &h) == 0);
@@ -110,8 +115,7 @@ static void test_sparse(void) {
         /* Gaps of 6 s, longer than the grid's longest ITPT: every table tried sleeps and pays, none
          * fits in no wake delay, and the kernel's table stands. */
         current = "6 s gaps, no wake delay allowed";
-        for (size_t i = 0; i < 200; i++)
-                io[i].t_ns = MS(6000) * i;
+        periodic_trace(io, 200, 6000);
         setup(&c, io, 200, 0);
         assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 0, &h) == 0);
         CHECK(h.kernel_won && apst_table_equal(&h.table, &c.kernel.table));
@@ -127,8 +131,7 @@ static void test_quirk(void) {
         Case c;
 
         current = "quirk";
-        for (size_t i = 0; i < 200; i++)
-                io[i] = (TraceIo) { .t_ns = MS(3000) * i, .bytes = 4096, .op = TRACE_OP_READ };
+        periodic_trace(io, 200, 3000);
         setup(&c, io, 200, 1);
         assert(c.kernel.quirks & APST_QUIRK_NO_DEEPEST_PS);
         assert(!(targets(&c.kernel.table) & (1u << 4)));
@@ -152,8 +155,7 @@ static void test_limit(void) {
         Case c;
 
         current = "limit";
-        for (size_t i = 0; i < 400; i++)
-                io[i] = (TraceIo) { .t_ns = MS(150) * i, .bytes = 4096, .op = TRACE_OP_READ };
+        periodic_trace(io, 400, 150);
         setup(&c, io, 400, 0);
         assert(c.k.stall_ns > 0);
         assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 400, &sp, &c.kernel.table, c.k.stall_ns / 10,
