@@ -478,10 +478,8 @@ static int on_bpf_timer(ManagerWatch *w) {
         watch_arm(w, now, deadline != UINT64_MAX ? MIN(w->next_usec, deadline) : w->next_usec);
         verify = verify_due(w, now, w->total_requests);
 
-        /* Not for the adaptive policy: it plans with the exit latencies it measured itself (and
-         * keeps its states within max_latency_us with them); a new plan would put the start table
-         * back in place of the policy's, which would then believe a table no longer in force. The
-         * estimates stay in the controller for the next plan (a reload, a restart). */
+        /* Not under the adaptive policy, which chooses with what it measures itself: a new plan
+         * would put the start table over the policy's (doc/watch.md). */
         if (replan && !w->adapt && manager_replan_all(m, "passive-calibration") > 0)
                 return 0;
         tick_act(w, program, &why, &table, verify);
