@@ -48,29 +48,33 @@ static int try_table(Search *s, const ApstTable *t) {
         return 0;
 }
 
-/* Every ITPT combination for the chain @states[0..@k-1], step @i onwards. */
-static int try_itpts(Search *s, const IdCtrl *id, const unsigned *states, uint32_t *itpt, unsigned k, unsigned i) {
-        int r;
+/* Every ITPT combination for the chain @states[0..@k-1]: an odometer over the grid, one digit a step. */
+static int try_itpts(Search *s, const IdCtrl *id, const unsigned *states, unsigned k) {
+        unsigned digit[HINDSIGHT_MAX_STEPS] = {};
+        uint32_t itpt[HINDSIGHT_MAX_STEPS];
 
-        if (i == k) {
+        for (;;) {
                 ApstTable t;
+                unsigned i;
+                int r;
+
+                for (i = 0; i < k; i++)
+                        itpt[i] = grid_ms[digit[i]];
                 apst_table_from_chain(id, states, itpt, k, &t);
-                return try_table(s, &t);
-        }
-        for (unsigned g = 0; g < HINDSIGHT_GRID_N; g++) {
-                itpt[i] = grid_ms[g];
-                r = try_itpts(s, id, states, itpt, k, i + 1);
+                r = try_table(s, &t);
                 if (r < 0)
                         return r;
+                for (i = 0; i < k && ++digit[i] == HINDSIGHT_GRID_N; i++)
+                        digit[i] = 0;
+                if (i == k)
+                        return 0;
         }
-        return 0;
 }
 
 int hindsight_search(const IdCtrl *id, unsigned quirks, const ApstParams *params, const SimDrive *d,
                      const TraceIo *io, size_t n, const SimParams *sp, const ApstTable *kernel_table,
                      uint64_t max_stall_ns, HindsightResult *ret) {
         unsigned chain[IDCTRL_MAX_PS], m, states[HINDSIGHT_MAX_STEPS];
-        uint32_t itpt[HINDSIGHT_MAX_STEPS];
         Search s = { .d = d, .io = io, .n = n, .sp = *sp, .max_stall_ns = max_stall_ns };
         SimPolicy pol;
         int r;
@@ -96,7 +100,7 @@ int hindsight_search(const IdCtrl *id, unsigned quirks, const ApstParams *params
                 for (unsigned j = 0; j < m; j++)
                         if (mask & (1u << j))
                                 states[k++] = chain[j];
-                r = try_itpts(&s, id, states, itpt, k, 0);
+                r = try_itpts(&s, id, states, k);
                 if (r < 0)
                         return r;
         }
