@@ -16,6 +16,22 @@
 #include "retry.h"
 #include "util.h"
 
+static void test_safe_atod(void) {
+        double x = 7;
+
+        assert(safe_atod("0.3", &x) == 0 && x == 0.3);
+        assert(safe_atod("2e-3", &x) == 0 && x == 2e-3);
+        assert(safe_atod("-1", &x) == 0 && x == -1);
+        x = 7;
+        assert(safe_atod("", &x) == -EINVAL && x == 7);
+        assert(safe_atod(NULL, &x) == -EINVAL);
+        assert(safe_atod("1 W", &x) == -EINVAL && x == 7);
+        assert(safe_atod("0.5\n", &x) == -EINVAL);
+        assert(safe_atod("inf", &x) == -EINVAL);
+        assert(safe_atod("nan", &x) == -EINVAL);
+        assert(safe_atod("1e999", &x) == -ERANGE && x == 7);
+}
+
 static void test_safe_atou32(void) {
         uint32_t v = 7;
 
@@ -80,6 +96,7 @@ static void test_pin_mode(void) {
 
 int main(void) {
         test_safe_atou32();
+        test_safe_atod();
         test_runtime_directory();
         test_retry();
         test_pin_mode();

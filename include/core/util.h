@@ -27,6 +27,14 @@ int safe_atou32(const char *s, uint32_t *ret);
 int safe_atou32_n(const char *s, size_t len, uint32_t *ret);
 
 /**
+ * safe_atod() - parse a finite number as strtod() reads it ("0.3", "2e-3"), the whole string
+ * @ret: the value, on success only
+ * Return: 0; -EINVAL for an empty string, trailing characters, or an infinity or NaN;
+ * -ERANGE when strtod() overflows or underflows.
+ */
+int safe_atod(const char *s, double *ret);
+
+/**
  * parse_boolean() - "1", "yes", "true", "on" or their opposites "0", "no",
  * "false", "off" (case-insensitive; systemd also takes y/t/n/f, we do not).
  *

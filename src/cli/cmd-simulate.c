@@ -99,12 +99,9 @@ static void help(void) {
 /* --idle-power-w: 100 W is beyond any NVMe drive's PS0 (the spec's MP tops out at 655 W, real
  * ones at ~25 W); 1 µW is the model's unit. */
 static int parse_watts(const char *arg, uint32_t *ret_uw) {
-        char *end;
         double w;
 
-        errno = 0;
-        w = strtod(arg, &end);
-        if (errno != 0 || end == arg || *end != 0 || !isfinite(w) || w < 1e-6 || w > 100) {
+        if (safe_atod(arg, &w) < 0 || w < 1e-6 || w > 100) {
                 log_error("--idle-power-w: expected watts in 0.000001..100, got \"%s\"", arg);
                 return -EINVAL;
         }
@@ -136,12 +133,9 @@ static int parse_policy(const char *arg, const char **ret) {
 
 /* --exlat-scale: a factor on the drive's exit latencies, > 0 and at most SIM_EXLAT_SCALE_MAX. */
 static int parse_exlat_scale(const char *arg, double *ret) {
-        char *end;
         double x;
 
-        errno = 0;
-        x = strtod(arg, &end);
-        if (errno != 0 || end == arg || *end != 0 || !isfinite(x) || x <= 0 || x > SIM_EXLAT_SCALE_MAX) {
+        if (safe_atod(arg, &x) < 0 || x <= 0 || x > SIM_EXLAT_SCALE_MAX) {
                 log_error("--exlat-scale: expected a factor in (0, %g], got \"%s\"", SIM_EXLAT_SCALE_MAX, arg);
                 return -EINVAL;
         }
@@ -151,12 +145,9 @@ static int parse_exlat_scale(const char *arg, double *ret) {
 
 /* --hindsight-share: the wake delay --policy hindsight may spend, as a share of the kernel's table's, in [0, 1]. */
 static int parse_share(const char *arg, double *ret) {
-        char *end;
         double x;
 
-        errno = 0;
-        x = strtod(arg, &end);
-        if (errno != 0 || end == arg || *end != 0 || !isfinite(x) || x < 0 || x > 1) {
+        if (safe_atod(arg, &x) < 0 || x < 0 || x > 1) {
                 log_error("--hindsight-share: expected a share in [0, 1], got \"%s\"", arg);
                 return -EINVAL;
         }

@@ -4,6 +4,7 @@
  */
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,22 @@ int safe_atou32_n(const char *s, size_t len, uint32_t *ret) {
 
 int safe_atou32(const char *s, uint32_t *ret) {
         return safe_atou32_n(s, s ? strlen(s) : 0, ret);
+}
+
+int safe_atod(const char *s, double *ret) {
+        char *end;
+        double x;
+
+        if (!s || !ret)
+                return -EINVAL;
+        errno = 0;
+        x = strtod(s, &end);
+        if (errno != 0)
+                return -ERANGE;
+        if (end == s || *end != 0 || !isfinite(x))
+                return -EINVAL;
+        *ret = x;
+        return 0;
 }
 
 int parse_boolean(const char *s) {
