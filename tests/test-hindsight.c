@@ -94,7 +94,7 @@ static void test_sparse(void) {
         periodic_trace(io, 200, 3000);
         setup(&c, io, 200, 0);
         assert(targets(&c.kernel.table) & (1u << 4));
-        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, c.k.stall_ns, &h) == 0);
+        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 1.0, &h) == 0);
         /* the kernel's, 13 one-step tables on each of ps3 and ps4, 13 x 13 two-step ones */
         CHECK(h.candidates == 1 + 13 + 13 + 169);
         CHECK(!h.kernel_won);
@@ -107,7 +107,7 @@ static void test_sparse(void) {
         /* Allowed no wake delay at all: only a table that waits longer than the gaps (5 s) qualifies,
          * and it spends more than the kernel's. */
         current = "sparse, no wake delay allowed";
-        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 0, &h) == 0);
+        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 0.0, &h) == 0);
         CHECK(!h.kernel_won && h.res.stall_ns == 0 && h.res.energy_j > c.k.energy_j);
         hindsight_result_done(&h);
         sim_result_done(&c.k);
@@ -117,7 +117,7 @@ static void test_sparse(void) {
         current = "6 s gaps, no wake delay allowed";
         periodic_trace(io, 200, 6000);
         setup(&c, io, 200, 0);
-        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 0, &h) == 0);
+        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 0.0, &h) == 0);
         CHECK(h.kernel_won && apst_table_equal(&h.table, &c.kernel.table));
         hindsight_result_done(&h);
         sim_result_done(&c.k);
@@ -135,7 +135,7 @@ static void test_quirk(void) {
         setup(&c, io, 200, 1);
         assert(c.kernel.quirks & APST_QUIRK_NO_DEEPEST_PS);
         assert(!(targets(&c.kernel.table) & (1u << 4)));
-        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, c.k.stall_ns, &h) == 0);
+        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 1.0, &h) == 0);
         CHECK(h.candidates == 1 + 13);
         CHECK(!(targets(&h.table) & (1u << 4)));
         CHECK(h.res.stall_ns <= c.k.stall_ns);
@@ -158,7 +158,7 @@ static void test_limit(void) {
         periodic_trace(io, 400, 150);
         setup(&c, io, 400, 0);
         assert(c.k.stall_ns > 0);
-        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 400, &sp, &c.kernel.table, c.k.stall_ns / 10,
+        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 400, &sp, &c.kernel.table, 0.1,
                                 &h) == 0);
         CHECK(!h.kernel_won);
         CHECK(h.res.stall_ns <= c.k.stall_ns / 10);

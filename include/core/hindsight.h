@@ -35,22 +35,23 @@ typedef struct HindsightResult {
 
 /**
  * hindsight_search() - least energy over static tables whose total wake delay
- * (SimResult.stall_ns) on this trace is at most @max_stall_ns
+ * (SimResult.stall_ns) on this trace is at most @share of the kernel's table's
  * @id: the drive's Identify data (what tables are built from)
  * @quirks: effective ApstQuirk bits (apst_build()'s plan.quirks): states the
  *          kernel would not use are not used here either
  * @params: max_latency_us bounds the states used (apst_chain())
  * @d: the drive as simulated (exit latencies as it really wakes)
- * @kernel_table: the kernel's table, always a candidate
- * @max_stall_ns: the wake delay allowed, usually the kernel's table's on the same trace
+ * @kernel_table: the kernel's table, always a candidate, and run first: its wake
+ *                delay on this trace is the reference
+ * @share: the wake delay allowed, as a share of the kernel's table's (0..1)
  *
  * Candidates: @kernel_table, and every chain of 1..HINDSIGHT_MAX_STEPS of
  * apst_chain()'s states with each ITPT from the grid. Ties keep the earlier
  * candidate (the kernel's first).
- * Return: 0, or sim_run()'s error (nothing to free then).
+ * Return: 0, -EINVAL, or sim_run()'s error (nothing to free then).
  */
 int hindsight_search(const IdCtrl *id, unsigned quirks, const ApstParams *params, const SimDrive *d,
                      const TraceIo *io, size_t n, const SimParams *sp, const ApstTable *kernel_table,
-                     uint64_t max_stall_ns, HindsightResult *ret);
+                     double share, HindsightResult *ret);
 
 void hindsight_result_done(HindsightResult *r);

@@ -360,15 +360,9 @@ static int build_table(const IdCtrl *id, const ApstPlatform *plat, const ApstPar
         ApstPlan plan;
         int r;
 
-        if (kind == POLICY_NONE) {
+        if (kind == POLICY_NONE || kind == POLICY_HINDSIGHT) {   /* hindsight's is found on the trace (hindsight_row()) */
                 *ret = (ApstTable) {};
                 return 0;
-        }
-        ApstParams kp;
-        if (kind == POLICY_HINDSIGHT) {   /* found on the trace (hindsight_row()); the kernel's meanwhile */
-                kp = *params;
-                kp.policy = APST_POLICY_KERNEL;
-                params = &kp;
         }
         r = apst_build(id, plat, params, &plan);
         if (r < 0)
@@ -674,24 +668,11 @@ static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, c
  * delay of the kernel's table (@kernel) on it, the drive's quirks honoured. Return: 0 or -errno (said). */
 static int hindsight_row(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const SimParams *sp,
                          const ApstParams *params, const ApstTable *kernel, ApstTable *table, Row *row) {
-        ApstParams kp = *params;
+        unsigned quirks = params->force ? 0 : apst_quirks(id, &o->platform);
         HindsightResult h;
-        SimPolicy pol;
-        SimResult k;
-        ApstPlan plan;
         int r;
 
-        kp.policy = APST_POLICY_KERNEL;
-        r = apst_build(id, &o->platform, &kp, &plan);
-        if (r < 0)
-                return log_error_errno(r, "hindsight: %s", strerror(-r));
-        sim_policy_static(&pol, "kernel", kernel);
-        r = sim_run(d, t->io, t->n, sp, &pol, &k);
-        if (r < 0)
-                return log_error_errno(r, "simulating the kernel's table: %s", strerror(-r));
-        uint64_t allowed = (uint64_t) ((double) k.stall_ns * o->hindsight_share);
-        sim_result_done(&k);
-        r = hindsight_search(id, params->force ? 0 : plan.quirks, params, d, t->io, t->n, sp, kernel, allowed, &h);
+        r = hindsight_search(id, quirks, params, d, t->io, t->n, sp, kernel, o->hindsight_share, &h);
         if (r < 0)
                 return log_error_errno(r, "hindsight: %s", strerror(-r));
         log_debug("hindsight: %u tables tried, %s", h.candidates, h.kernel_won ? "the kernel's won" : "one beat the kernel's");

@@ -28,8 +28,8 @@ typedef struct Search {
         unsigned candidates;
 } Search;
 
-/* Run @t; keep it if it is within the wake delay allowed and spends less. */
-static int try_table(Search *s, const ApstTable *t) {
+/* Run @t on the trace: its energy and total wake delay. */
+static int run_table(Search *s, const ApstTable *t, double *ret_j, uint64_t *ret_stall_ns) {
         SimPolicy pol;
         SimResult r;
         int ret;
@@ -39,12 +39,29 @@ static int try_table(Search *s, const ApstTable *t) {
         if (ret < 0)
                 return ret;
         s->candidates++;
-        if (r.stall_ns <= s->max_stall_ns && (!s->found || r.energy_j < s->best_j)) {
+        *ret_j = r.energy_j;
+        *ret_stall_ns = r.stall_ns;
+        sim_result_done(&r);
+        return 0;
+}
+
+/* Keep @t if it is within the wake delay allowed and spends less than the best so far. */
+static void consider(Search *s, const ApstTable *t, double j, uint64_t stall_ns) {
+        if (stall_ns <= s->max_stall_ns && (!s->found || j < s->best_j)) {
                 s->best = *t;
-                s->best_j = r.energy_j;
+                s->best_j = j;
                 s->found = true;
         }
-        sim_result_done(&r);
+}
+
+static int try_table(Search *s, const ApstTable *t) {
+        uint64_t stall;
+        double j;
+        int r = run_table(s, t, &j, &stall);
+
+        if (r < 0)
+                return r;
+        consider(s, t, j, stall);
         return 0;
 }
 
@@ -73,18 +90,23 @@ static int try_itpts(Search *s, const IdCtrl *id, const unsigned *states, unsign
 
 int hindsight_search(const IdCtrl *id, unsigned quirks, const ApstParams *params, const SimDrive *d,
                      const TraceIo *io, size_t n, const SimParams *sp, const ApstTable *kernel_table,
-                     uint64_t max_stall_ns, HindsightResult *ret) {
+                     double share, HindsightResult *ret) {
         unsigned chain[IDCTRL_MAX_PS], m, states[HINDSIGHT_MAX_STEPS];
-        Search s = { .d = d, .io = io, .n = n, .sp = *sp, .max_stall_ns = max_stall_ns };
+        Search s = { .d = d, .io = io, .n = n, .sp = *sp };
+        uint64_t kernel_stall;
+        double kernel_j;
         SimPolicy pol;
         int r;
 
-        if (!id || !params || !d || !sp || !kernel_table || !ret)
+        if (!id || !params || !d || !sp || !kernel_table || !ret || !(share >= 0 && share <= 1))
                 return -EINVAL;
         s.sp.timeline = false;
-        r = try_table(&s, kernel_table);
+        /* The kernel's table first: its wake delay sets what the others may spend. */
+        r = run_table(&s, kernel_table, &kernel_j, &kernel_stall);
         if (r < 0)
                 return r;
+        s.max_stall_ns = (uint64_t) ((double) kernel_stall * share);
+        consider(&s, kernel_table, kernel_j, kernel_stall);
         m = apst_chain(id, quirks, params, chain);
         /* 2^m subsets: the deepest 8 states are plenty (drives have 1-4 non-operational ones) */
         if (m > 8) {
@@ -106,7 +128,7 @@ int hindsight_search(const IdCtrl *id, unsigned quirks, const ApstParams *params
         }
 
         /* The kernel's table is within its own wake delay, so something was found when
-         * @max_stall_ns is the kernel's; otherwise the kernel's table stands. */
+         * @share is 1; otherwise the kernel's table stands. */
         *ret = (HindsightResult) { .table = s.found ? s.best : *kernel_table, .candidates = s.candidates };
         ret->kernel_won = !s.found || apst_table_equal(&ret->table, kernel_table);
         sim_policy_static(&pol, "hindsight", &ret->table);
