@@ -425,18 +425,24 @@ static void test_exact_lying_state(void) {
 /* The guard's wiring: a window in which our table cost more wake delay than the kernel's
  * would have puts the kernel's table back with the figures, and it stays until the
  * evidence changes (ADAPT_RETRY_NS at least). */
-static void test_exact_guard(void) {
+/* Two minutes of Poisson reads (mean gap 200 ms) on the exact source, which takes the policy
+ * off the kernel's table: where the guard tests start. */
+static void run_off_kernel(Outcome *o) {
         static TraceIo io[8192];
-        size_t n;
+        size_t n = poisson_trace(io, 8192, 200, 120, 7);
+
+        run_source(io, n, false, 1.0, true, o);
+        CHECK(memcmp(&o->a.current_table, &o->a.kernel_table, sizeof(ApstTable)) != 0);
+}
+
+static void test_exact_guard(void) {
         Outcome o;
         ApstTable table;
         AdaptDecision why;
         GapHist one = {};
 
         current = "exact/guard";
-        n = poisson_trace(io, 8192, 200, 120, 7);
-        run_source(io, n, false, 1.0, true, &o);
-        CHECK(memcmp(&o.a.current_table, &o.a.kernel_table, sizeof(ApstTable)) != 0);
+        run_off_kernel(&o);
         CHECK(shadow_guard(&o.a.shadow, NULL, 0) == SHADOW_OK);
 
         /* What the drive would have reported had our table woken it far more than the model said. */
@@ -510,17 +516,13 @@ static void test_exact_one_state(void) {
  * benchmark's desktop trace it once put the kernel's table back half a second after the first
  * move, and kept it for minutes). Its wake-delay verdict does not wait (test_exact_guard). */
 static void test_exact_guard_dwell(void) {
-        static TraceIo io[8192];
-        size_t n;
         Outcome o;
         ApstTable table;
         AdaptDecision why;
         GapHist one = {};
 
         current = "exact/guard-dwell";
-        n = poisson_trace(io, 8192, 200, 120, 7);
-        run_source(io, n, false, 1.0, true, &o);
-        CHECK(memcmp(&o.a.current_table, &o.a.kernel_table, sizeof(ApstTable)) != 0);
+        run_off_kernel(&o);
         CHECK(o.a.programs > 0);
 
         /* Our table spent 10% more energy than the kernel's over the window, at the same wake delay. */
