@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # fails: apst-guest.sh's count of failed checks
 # apst-adaptive.sh - sourced by apst-guest.sh after apst-passive.sh (its
-# ok/notok/check/note/step/t, ctrl_of, APST_SERIALS, APST_PROPS_<serial>).
+# ok/notok/check/note/step/t, ctrl_of, lying_props, ns_dev,
+# table_targets, cursor, djson, APST_SERIALS).
 # The default policy on a drive that lies, as a user meets it: the stock
 # unit, the shipped defaults (policy adaptive, [watch] source auto), nothing
 # learned, no stored calibration and no `calibrate`. The only change to the
@@ -17,47 +18,25 @@
 #    `nvme-apstd status --json`);
 #  - put the table it found back at stop.
 AD_UNIT=nvme-apstd.service
-AD_J='(._SYSTEMD_UNIT == "nvme-apstd.service")'
-# shellcheck disable=SC1091
-[ -r "$D/ids.sh" ] && . "$D/ids.sh"
-
-ad_cursor() {
-	journalctl --sync >/dev/null 2>&1
-	t 30 journalctl -q -n 1 -o json --no-pager | jq -r '.__CURSOR'
-}
 # ad_entries CURSOR MSGID: the daemon's entries with MSGID after CURSOR, as a JSON array.
 ad_entries() {
 	journalctl --sync >/dev/null 2>&1
-	t 30 journalctl -q -o json --no-pager --after-cursor="$1" | jq -s --arg id "$2" "[.[] | select($AD_J and .MESSAGE_ID == \$id)]"
-}
-# ad_targets CTRL: the states the drive's table enters ("3 4 "), from Get Features.
-ad_targets() {
-	t 30 nvme get-feature "/dev/$1" -f 0x0c -b 2>/dev/null |
-		od -An -tu1 -w8 -v | awk '$2 + $3 + $4 > 0 { printf "%d ", int($1 / 8) }'
+	djson "$1" | jq --arg id "$2" '[.[] | select(.MESSAGE_ID == $id)]'
 }
 
 step "adaptive default on a drive that lies (eBPF, nothing learned, no calibrate)"
 for s in $APST_SERIALS; do
-	pv="APST_PROPS_$s"
-	props=${!pv:-}
-	case $props in *apst-exlat-scale-percent=*) ;; *) continue ;; esac
-	pct=$(echo "$props" | sed -n 's/.*apst-exlat-scale-percent=\([0-9]*\).*/\1/p')
-	sps=$(echo "$props" | sed -n 's/.*apst-exlat-scale-ps=\([0-9]*\).*/\1/p')
+	lp=$(lying_props "$s") || continue
+	read -r pct sps <<<"$lp"
 	c=$(ctrl_of "$s") || { notok "adaptive: no controller with serial $s"; continue; }
 	adv=$(t 30 nvme id-ctrl "/dev/$c" -o json 2>/dev/null | jq -r ".psds[$sps].exit_lat")
-	dev=''
-	for ad_dir in /sys/class/nvme/"$c"/nvme*; do
-		ad_ns=$(basename "$ad_dir")
-		if [[ $ad_ns =~ ^nvme([0-9]+)c[0-9]+n([0-9]+)$ ]]; then ad_ns=nvme${BASH_REMATCH[1]}n${BASH_REMATCH[2]}; fi
-		[[ $ad_ns =~ ^nvme[0-9]+n[0-9]+$ ]] && [ -b "/dev/$ad_ns" ] && { dev=/dev/$ad_ns; break; }
-	done
-	[ -n "$dev" ] || { notok "adaptive: $c has no namespace block device"; continue; }
+	dev=$(ns_dev "$c") || { notok "adaptive: $c has no namespace block device"; continue; }
 
 	ad_was_active=0
 	systemctl is-active -q "$AD_UNIT" && ad_was_active=1
 	t 90 systemctl stop "$AD_UNIT"
 	ad_before=$(t 30 nvme get-feature "/dev/$c" -f 0x0c -b 2>/dev/null | od -An -tx1 | tr -d ' \n')
-	ad_kt=$(ad_targets "$c")
+	ad_kt=$(table_targets "$c")
 	note "the kernel's table on $c enters: ${ad_kt:-nothing}"
 	# Nothing learned: the state directory (learned gaps and latencies, calibrations) set aside.
 	rm -rf /var/lib/nvme-apstd.e2e-aside
@@ -70,7 +49,7 @@ for s in $APST_SERIALS; do
 	} >/etc/nvme-apstd.conf
 	check "adaptive $c: the configuration sets no policy, source or calibration of its own" \
 		bash -c "! grep -qE '^[[:space:]]*(policy|source|stall_budget_pct|max_latency_us)[[:space:]]*=' /etc/nvme-apstd.conf"
-	c0=$(ad_cursor)
+	c0=$(cursor)
 	ad_fails0=$fails
 	check "adaptive $c: systemctl start $AD_UNIT (stock unit and defaults)" t 90 systemctl start "$AD_UNIT"
 	src=$(ad_entries "$c0" "$MSGID_WATCH_SOURCE" | jq -r '[.[] | .APST_WATCH_SOURCE // empty] | last // "none"')
@@ -84,7 +63,7 @@ for s in $APST_SERIALS; do
 		sleep 2.5
 		t 30 dd if="$dev" of=/dev/null bs=4096 count=3 skip=$((i * 64)) iflag=direct status=none
 		reads=$i
-		tg=$(ad_targets "$c")
+		tg=$(table_targets "$c")
 		if [ -n "$tg" ] && ! grep -qw "$sps" <<<"$tg"; then left=1; break; fi
 	done
 	# Three more bursts on the policy's table, so its account has gaps it paid less for.
@@ -95,7 +74,7 @@ for s in $APST_SERIALS; do
 		done
 	fi
 	sleep 1
-	note "after $reads sporadic reads the drive's table enters: $(ad_targets "$c")"
+	note "after $reads sporadic reads the drive's table enters: $(table_targets "$c")"
 	ad_entries "$c0" "$MSGID_ADAPT_TABLE" | jq -r '.[] | "#   journal: " + .MESSAGE' | head -n 6
 	check "adaptive $c: after $reads reads a table the policy chose is in the drive, no longer enters ps$sps, keeps a shallower state" \
 		[ "$left" = 1 ]

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # apst-calibrate.sh - sourced by apst-guest.sh (its ok/notok/check/note/step/t,
-# ctrl_of, APST_SERIALS). For each controller the host gave
+# ctrl_of, lying_props, table_targets, APST_SERIALS). For each controller the host gave
 # apst-exlat-scale-percent=P and apst-exlat-scale-ps=N (APST_PROPS_<serial>,
 # apst-host.sh): `nvme-apstd calibrate` on it must measure ps N waking in
 # P % of its advertised exit latency, within 20 %, and put the table back.
@@ -17,9 +17,8 @@ fi
 for s in $APST_SERIALS; do
 	pv="APST_PROPS_$s"
 	props=${!pv:-} f="/tmp/calib-$s"
-	case $props in *apst-exlat-scale-percent=*) ;; *) continue ;; esac
-	pct=$(echo "$props" | sed -n 's/.*apst-exlat-scale-percent=\([0-9]*\).*/\1/p')
-	sps=$(echo "$props" | sed -n 's/.*apst-exlat-scale-ps=\([0-9]*\).*/\1/p')
+	lp=$(lying_props "$s") || continue
+	read -r pct sps <<<"$lp"
 	c=$(ctrl_of "$s") || { notok "calibrate: no controller with serial $s"; continue; }
 	before=$(t 30 nvme get-feature "/dev/$c" -f 0x0c -b 2>/dev/null | od -An -tx1 | tr -d ' \n')
 	t 900 nvme-apstd calibrate "$c" --samples 10 --no-save >"$f".txt 2>"$f".err
@@ -59,9 +58,7 @@ for s in $APST_SERIALS; do
 	dpid=$!
 	i=0
 	while ! grep -q "wrote and verified" "$f".daemon && [ $i -lt 60 ]; do sleep 0.5; i=$((i + 1)); done
-	t 30 nvme get-feature "/dev/$c" -f 0x0c -b >"$f".daemon.tbl 2>/dev/null
-	# the ITPS of every entry whose ITPT is not 0
-	dtargets=$(od -An -tu1 -w8 -v "$f".daemon.tbl | awk '$2 + $3 + $4 > 0 { printf "%d ", int($1 / 8) }')
+	dtargets=$(table_targets "$c")
 	note "daemon's table on $c enters: ${dtargets:-nothing}"
 	grep -E "measured wake-ups changed|wrote and verified" "$f".daemon | sed "s/^/#   daemon: /" | head -n 4
 	check "seed fix: the daemon's table leaves ps$sps out and keeps a shallower state" \

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2317
 # Sourced by apst-guest.sh after the parity sets (its helpers: check, note,
-# step, t, ctrl_of, hex64, json_lines, dmesg_line, dmesg_table, /tmp/kt-*.json
+# step, t, ctrl_of, hex64, json_lines, dmesg_line, dmesg_table, cursor, djson,
+# DAEMON_J, the MSGID_* of ids.sh, /tmp/kt-*.json
 # = the kernel's table under the default parameters).
 # The daemon keeping its table against the real kernel, on the emulated
 # controllers with APST:
@@ -17,15 +18,6 @@
 #  5. stop: the table found at start (the kernel's) is back in the controller.
 UNIT=nvme-apstd.service
 VERIFY_MS=5000
-DAEMON_J='(._SYSTEMD_UNIT == "nvme-apstd.service")'
-# shellcheck disable=SC1091
-[ -r "$D/ids.sh" ] && . "$D/ids.sh"
-
-cursor() {
-	journalctl --sync >/dev/null 2>&1
-	t 30 journalctl -q -n 1 -o json --no-pager | jq -r '.__CURSOR'
-}
-djson() { t 30 journalctl -q -o json --no-pager --after-cursor="$1" | jq -s "[.[] | select($DAEMON_J)]"; }
 # dhave SECS CURSOR FILTER: a daemon entry after CURSOR matching FILTER.
 dhave() {
 	local end=$((SECONDS + $1))

@@ -44,6 +44,42 @@ ctrl_of() {
 	done
 	return 1
 }
+# lying_props SERIAL: "P N" when the host gave that controller apst-exlat-scale-percent=P and
+# apst-exlat-scale-ps=N (psN wakes in P % of the time it advertises); fails otherwise.
+lying_props() {
+	local pv="APST_PROPS_$1" props
+	props=${!pv:-}
+	case $props in *apst-exlat-scale-percent=*) ;; *) return 1 ;; esac
+	echo "$(sed -n 's/.*apst-exlat-scale-percent=\([0-9]*\).*/\1/p' <<<"$props")" \
+		"$(sed -n 's/.*apst-exlat-scale-ps=\([0-9]*\).*/\1/p' <<<"$props")"
+}
+# ns_dev CTRL: /dev/nvmeXnY, the block device of CTRL's first namespace (the head of a hidden
+# multipath disk nvmeXcZnY); fails when it has none.
+ns_dev() {
+	local d ns
+	for d in /sys/class/nvme/"$1"/nvme*; do
+		ns=$(basename "$d")
+		if [[ $ns =~ ^nvme([0-9]+)c[0-9]+n([0-9]+)$ ]]; then ns=nvme${BASH_REMATCH[1]}n${BASH_REMATCH[2]}; fi
+		[[ $ns =~ ^nvme[0-9]+n[0-9]+$ ]] && [ -b "/dev/$ns" ] && { echo "/dev/$ns"; return 0; }
+	done
+	return 1
+}
+# table_targets CTRL: the states CTRL's APST table enters ("3 3 3 4 "): the ITPS of every entry
+# whose ITPT is not 0, read back with Get Features.
+table_targets() {
+	t 30 nvme get-feature "/dev/$1" -f 0x0c -b 2>/dev/null |
+		od -An -tu1 -w8 -v | awk '$2 + $3 + $4 > 0 { printf "%d ", int($1 / 8) }'
+}
+# The daemon's journal: DAEMON_J selects its unit's entries (ids.sh names their MESSAGE_IDs);
+# cursor: where the journal ends now; djson CURSOR: the daemon's entries after it, a JSON array.
+DAEMON_J='(._SYSTEMD_UNIT == "nvme-apstd.service")'
+# shellcheck disable=SC1091
+[ -r "$D/ids.sh" ] && . "$D/ids.sh"
+cursor() {
+	journalctl --sync >/dev/null 2>&1
+	t 30 journalctl -q -n 1 -o json --no-pager | jq -r '.__CURSOR'
+}
+djson() { t 30 journalctl -q -o json --no-pager --after-cursor="$1" | jq -s "[.[] | select($DAEMON_J)]"; }
 all_live() {
 	local s c
 	for s in $APST_SERIALS; do

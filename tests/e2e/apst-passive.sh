@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # apst-passive.sh - sourced by apst-guest.sh after apst-calibrate.sh (its
-# ok/notok/check/note/step/t, ctrl_of, APST_SERIALS, APST_PROPS_<serial>).
+# ok/notok/check/note/step/t, ctrl_of, lying_props, ns_dev, table_targets, APST_SERIALS).
 # Passive calibration against a drive that lies: for each controller the host
 # gave apst-exlat-scale-percent=P and apst-exlat-scale-ps=N, the daemon (in the
 # foreground, on that controller only, [watch] source = bpf, no stored
@@ -17,23 +17,13 @@ if systemctl is-active -q nvme-apstd.service; then
 	t 90 systemctl stop nvme-apstd.service
 fi
 for s in $APST_SERIALS; do
-	pv="APST_PROPS_$s"
-	props=${!pv:-} f="/tmp/passive-$s"
-	case $props in *apst-exlat-scale-percent=*) ;; *) continue ;; esac
-	pct=$(echo "$props" | sed -n 's/.*apst-exlat-scale-percent=\([0-9]*\).*/\1/p')
-	sps=$(echo "$props" | sed -n 's/.*apst-exlat-scale-ps=\([0-9]*\).*/\1/p')
+	f="/tmp/passive-$s"
+	lp=$(lying_props "$s") || continue
+	read -r pct sps <<<"$lp"
 	c=$(ctrl_of "$s") || { notok "passive: no controller with serial $s"; continue; }
 	adv=$(t 30 nvme id-ctrl "/dev/$c" -o json 2>/dev/null | jq -r ".psds[$sps].exit_lat")
 	truth=$((adv * pct / 100))
-	# the block device of its first namespace (the head of a hidden multipath disk)
-	# (pc_ names: apst-guest.sh's own n, i, d... are its counters)
-	dev=''
-	for pc_dir in /sys/class/nvme/"$c"/nvme*; do
-		pc_ns=$(basename "$pc_dir")
-		if [[ $pc_ns =~ ^nvme([0-9]+)c[0-9]+n([0-9]+)$ ]]; then pc_ns=nvme${BASH_REMATCH[1]}n${BASH_REMATCH[2]}; fi
-		[[ $pc_ns =~ ^nvme[0-9]+n[0-9]+$ ]] && [ -b "/dev/$pc_ns" ] && { dev=/dev/$pc_ns; break; }
-	done
-	[ -n "$dev" ] || { notok "passive: $c has no namespace block device"; continue; }
+	dev=$(ns_dev "$c") || { notok "passive: $c has no namespace block device"; continue; }
 	before=$(t 30 nvme get-feature "/dev/$c" -f 0x0c -b 2>/dev/null | od -An -tx1 | tr -d ' \n')
 	conf=$f.conf
 	# pin = busy keeps the I/O watcher on a budget table (which the policy does not move);
@@ -68,8 +58,7 @@ for s in $APST_SERIALS; do
 	check "passive $c: the budget policy planned with it (the journal says a measured wake-up changed the table)" \
 		grep -qE "measured wake-ups changed the table: (ps[0-9]+,)*ps${sps}[ ,]" "$f".daemon
 	sleep 1
-	t 30 nvme get-feature "/dev/$c" -f 0x0c -b >"$f".tbl 2>/dev/null
-	dtargets=$(od -An -tu1 -w8 -v "$f".tbl | awk '$2 + $3 + $4 > 0 { printf "%d ", int($1 / 8) }')
+	dtargets=$(table_targets "$c")
 	note "daemon's table on $c now enters: ${dtargets:-nothing}"
 	check "passive $c: the table in the drive leaves ps$sps out and keeps a shallower state" \
 		bash -c "[ -n '$dtargets' ] && ! grep -qw '$sps' <<<'$dtargets'"
