@@ -551,42 +551,96 @@ static void test_exact_guard_dwell(void) {
 /* Leaving the kernel's table takes confidence. Gaps of 3 ms and of 2 s, none in between: on
  * those, a table that sleeps deep after a few ms wakes exactly as often as the kernel's (every
  * 2 s gap) for less energy. But the lengths in between were never seen, and there it would
- * wake where the kernel's table does not: it is not taken, however long the workload lasts. */
-static void test_exact_confidence(void) {
+ * wake where the kernel's table does not. Ten minutes of that workload from the start,
+ * through adapt_observe_gaps() every 2.5 s; *@now: when the last delta came. */
+static Adapt *confidence_start(GapHist *delta, uint64_t *now) {
         IdCtrl id = drive();
         ApstParams p = APST_PARAMS_DEFAULT;
         ApstTable table;
         AdaptDecision why;
         Adapt *a = calloc(1, sizeof(Adapt));
-        GapHist delta = {};
-        uint64_t now = 0;
 
-        current = "exact/confidence";
         assert(a);
         p.policy = APST_POLICY_ADAPTIVE;
         assert(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
         assert(adapt_start_exact(a, &table) == 0);
+        *delta = (GapHist) {};
         for (unsigned i = 0; i < 20; i++)
-                gaphist_add_gap(&delta, MS(3), MS(0.1));
-        gaphist_add_gap(&delta, MS(2000), MS(8.1));
+                gaphist_add_gap(delta, MS(3), MS(0.1));
+        gaphist_add_gap(delta, MS(2000), MS(8.1));
+        *now = 0;
         for (unsigned i = 0; i < 240; i++) {
-                now += MS(2500);
-                CHECK(adapt_observe_gaps(a, &delta, now, &table, &why) >= 0);
+                *now += MS(2500);
+                CHECK(adapt_observe_gaps(a, delta, *now, &table, &why) >= 0);
         }
-        /* On a 50 ms gap, a length never seen, the table in force waits no longer than the kernel's. */
+        return a;
+}
+
+/* Does the table in force wait longer than the kernel's on a gap of @gap_ns? */
+static bool waits_longer(const Adapt *a, uint64_t gap_ns) {
         ShadowChain in_force;
         double e, w, ke, kw;
+
         shadow_chain_from_table(&a->sd, a->current_table.apste, a->current_table.entry, &in_force);
-        shadow_gap_cost(&a->sd, &in_force, MS(50), &e, &w);
-        shadow_gap_cost(&a->sd, &a->kernel_sc, MS(50), &ke, &kw);
-        CHECK(w <= kw);
-        /* ... and on what it saw, no more than the kernel's table either. */
-        shadow_gap_cost(&a->sd, &in_force, MS(2000), &e, &w);
-        shadow_gap_cost(&a->sd, &a->kernel_sc, MS(2000), &ke, &kw);
-        CHECK(w <= kw);
+        shadow_gap_cost(&a->sd, &in_force, (double) gap_ns, &e, &w);
+        shadow_gap_cost(&a->sd, &a->kernel_sc, (double) gap_ns, &ke, &kw);
+        return w > kw;
+}
+
+/* ... and the table that would is not taken, however long the workload lasts. */
+static void test_exact_confidence(void) {
+        GapHist delta;
+        uint64_t now;
+
+        current = "exact/confidence";
+        Adapt *a = confidence_start(&delta, &now);
+        /* On a 50 ms gap, a length never seen, the table in force waits no longer than the
+         * kernel's; on what it saw, no longer either. */
+        CHECK(!waits_longer(a, MS(50)));
+        CHECK(!waits_longer(a, MS(2000)));
         if (getenv("TEST_VERBOSE"))
                 fprintf(stderr, "%u programs, last: %s\n", a->programs, a->last.reason);
         free(a);
+}
+
+/* Unless wake delay already saved pays for the doubt: the same workload after a window in
+ * which the tables in force waited 1.5 s less than the kernel's would have. The table that
+ * sleeps early is taken, it still waits no longer than the kernel's on the gaps seen, and the
+ * decision says what paid for it. Half a second saved is too little evidence to spend
+ * (ADAPT_SURPLUS_MIN_NS): nothing changes. */
+static void test_exact_surplus(void) {
+        const double saved_ns[] = { 0.5e9, 1.5e9 };
+
+        current = "exact/surplus";
+        for (unsigned k = 0; k < sizeof saved_ns / sizeof saved_ns[0]; k++) {
+                ApstTable table;
+                AdaptDecision why;
+                GapHist delta;
+                uint64_t now;
+                Adapt *a = confidence_start(&delta, &now);
+                unsigned programs = a->programs;
+
+                a->shadow.slot_kernel[a->shadow.slot].wake_ns += saved_ns[k];
+                for (unsigned i = 0; i < 4; i++) {
+                        now += MS(2500);
+                        CHECK(adapt_observe_gaps(a, &delta, now, &table, &why) >= 0);
+                }
+                CHECK(!a->fallen_back);
+                CHECK(!waits_longer(a, MS(2000)));
+                if (k == 0) {
+                        CHECK(a->programs == programs);
+                        CHECK(!waits_longer(a, MS(50)));
+                } else {
+                        CHECK(a->programs == programs + 1);
+                        CHECK(waits_longer(a, MS(50)));
+                        CHECK(strstr(a->last.reason, "its margin paid by ") != NULL &&
+                              strstr(a->last.reason, " ms of wake delay saved over the last 120 s") != NULL);
+                }
+                if (getenv("TEST_VERBOSE"))
+                        fprintf(stderr, "saved %.1f s: %u programs, last: %s\n", saved_ns[k] / 1e9, a->programs,
+                                a->last.reason);
+                free(a);
+        }
 }
 
 int main(void) {
@@ -602,6 +656,7 @@ int main(void) {
         test_exact_guard_dwell();
         test_exact_one_state();
         test_exact_confidence();
+        test_exact_surplus();
 
         printf("%u checks, %u failed\n", n_checks, n_failed);
         return n_failed ? 1 : 0;

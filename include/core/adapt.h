@@ -63,6 +63,15 @@
  * of ADAPT_TRUST_MIN_GAP_NS or more where it waits longer), must fit what is allowed. */
 #define ADAPT_CONFIDENCE_Z 2.0
 #define ADAPT_DOUBT_GAPS 1.0
+/* Wake delay already saved pays for confidence. When the tables in force over the guard's
+ * window waited less than the kernel's would have, and that window holds at least
+ * ADAPT_SURPLUS_MIN_NS of the kernel's wake delay (a hundred deep wake-ups, not a handful),
+ * the surplus beyond ADAPT_SURPLUS_KEEP of the kernel's may stand in for a candidate's
+ * confidence margin. Never for its expected wake delay: on the gaps seen, a candidate still
+ * waits no longer than the kernel's table. The window then stays at about ADAPT_SURPLUS_KEEP
+ * of the kernel's wake delay, clear of the guard's tolerance. */
+#define ADAPT_SURPLUS_MIN_NS UINT64_C(1000000000)
+#define ADAPT_SURPLUS_KEEP 0.9
 /* The share of the stall budget a new table may plan to spend. */
 #define ADAPT_BUDGET_FILL 0.8
 /* The stall budget is a share of at least this much time: over the first seconds, a share of

@@ -732,7 +732,14 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         k_w = MAX(k_w - MAX(wa.wake_ns - wk.wake_ns, 0.0), 0.0);
         double limit = allowed(a, k_w, budget_w, trust);
 
-        GapSearch s = { .a = a, .limit_ns = limit, .reference_ns = allowed(a, k_ref, budget_w, trust), .kernel_ns = k_w };
+        /* And wake delay they saved over the window pays for confidence (ADAPT_SURPLUS_KEEP). */
+        double surplus = wk.wake_ns >= (double) ADAPT_SURPLUS_MIN_NS ? MAX(ADAPT_SURPLUS_KEEP * wk.wake_ns - wa.wake_ns, 0.0)
+                                                                     : 0.0;
+
+        GapSearch s = { .a = a,
+                        .limit_ns = limit,
+                        .reference_ns = allowed(a, k_ref, budget_w, trust),
+                        .kernel_ns = k_w + surplus };
         shadow_bucket_wait(&a->sd, &a->kernel_sc, s.kernel_wait);
         gap_search(&s);
         if (!s.found || chain_equal(&s.best, &a->current))
@@ -751,13 +758,18 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         d.kernel_stall = a->hist_elapsed_ns > 0 ? k_w / a->hist_elapsed_ns : 0;
         d.limit_stall = a->hist_elapsed_ns > 0 ? limit / a->hist_elapsed_ns : 0;
         d.energy_vs_kernel = k_e > 0 ? s.best_e / k_e : 1;
-        char lie[160];
+        char lie[160], paid[96] = "";
         d.exlat_factor = measured_lie(a, lie, sizeof lie);
+        /* A choice the surplus made possible says so. */
+        if (surplus > 0 && s.best_w + s.best_margin > k_w &&
+            snprintf(paid, sizeof paid, "; its margin paid by %.0f ms of wake delay saved over the last %.0f s",
+                     surplus / 1e6, (double) (SHADOW_SLOTS * SHADOW_SLOT_NS) / 1e9) < 0)
+                paid[0] = 0;
         if (snprintf(d.reason, sizeof d.reason,
                      "%.0f recent gaps (%.1f/s)%s: %s would wait %.2f%% of the time for wake-ups "
-                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy",
+                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s",
                      hist_total(&a->hist), d.io_rate, lie, chain, 100 * d.expected_stall, 100 * d.kernel_stall,
-                     100 * d.limit_stall, 100 * d.energy_vs_kernel) < 0)
+                     100 * d.limit_stall, 100 * d.energy_vs_kernel, paid) < 0)
                 d.reason[0] = 0;
         return program(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
 }
