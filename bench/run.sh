@@ -52,7 +52,9 @@
 # policy's targets (-T), each met or missed, over the generated families and, apart,
 # the recorded ones (real-*):
 #   1. mean energy (geometric mean of E/kern) <= 0.75x the kernel's on the generated
-#      families, <= 0.90x on the real ones (moonshot: 0.65x and 0.85x)
+#      families, <= 0.90x on the real ones (moonshot: 0.65x and 0.85x); the verdict
+#      counts every row, and the means without the seed rows exempt from the energy
+#      bound (3.) follow, for the reading that the exemption covers the mean too
 #   2. total wake delay (stall) no more than the kernel's on each set
 #   3. no row more than 2% worse than the kernel on energy or on stall (a seed row that
 #      spends more energy than the kernel to keep the job under 1% is exempt from the
@@ -330,12 +332,19 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                         print line
                 }
         }
-        function targets(p,   i, set, x, ok, m, le, ne, ss, sk, g, miss, w, ex, ok4, m4, ok5, m5, d) {
+        # Row i: its stall over the kernel total (1 when neither waits).
+        function stallk(i) { return (rsk[i] > 0) ? rs[i] / rsk[i] : (rs[i] > 0 ? 1e9 : 1) }
+        # A seed row that spends more energy than the kernel to keep the job under 1%, at no
+        # more wake delay: exempt from the energy bound.
+        function exempt(i) { return rf[i] ~ /^seed/ && rek[i] > 1.02 && rwp[i] < 0.01 && stallk(i) <= 1.02 }
+        function targets(p,   i, set, x, ok, m, le, ne, lx, nx, nex, ss, sk, g, miss, w, ex, ok4, m4, ok5, m5, d) {
                 printf "\ntargets (%s)\n", p
                 for (i = 1; i <= nr; i++) {
                         if (rp[i] != p) continue
                         set = rf[i] ~ /^real-/ ? "real" : "generated"
                         le[set] += log(rek[i]); ne[set]++; ss[set] += rs[i]; sk[set] += rsk[i]
+                        if (exempt(i)) nex++
+                        else { lx[set] += log(rek[i]); nx[set]++ }
                 }
                 ok = 1; m = ""; g = ""
                 for (set in ne) {
@@ -345,6 +354,12 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                                       x <= (set == "real" ? 0.85 : 0.65) ? "met" : "missed")
                 }
                 printf "1. mean energy <= 0.75x kernel (generated), <= 0.90x (real): %s\n  %s\n", ok ? "met" : "MISSED", m
+                # Read as exempt from the mean as well: the same means without those rows (not the verdict).
+                if (nex) {
+                        m = ""
+                        for (set in nx) m = m sprintf(" %s %.3f", set, exp(lx[set] / nx[set]))
+                        printf "   without the %d seed rows exempt from the energy bound:%s\n", nex, m
+                }
                 ok = 1; m = ""
                 for (set in ne) {
                         x = sk[set] > 0 ? ss[set] / sk[set] : (ss[set] > 0 ? 1e9 : 0)
@@ -355,9 +370,9 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                 miss = 0; w = ""; ex = 0
                 for (i = 1; i <= nr; i++) {
                         if (rp[i] != p) continue
-                        x = (rsk[i] > 0) ? rs[i] / rsk[i] : (rs[i] > 0 ? 1e9 : 1)
+                        x = stallk(i)
                         e = rek[i]
-                        if (rf[i] ~ /^seed/ && e > 1.02 && rwp[i] < 0.01 && x <= 1.02) { ex++; continue }
+                        if (exempt(i)) { ex++; continue }
                         if (e > 1.02 || x > 1.02) { miss++; w = w sprintf(" %s/%s(E %.3f, stall %.3f)", rd[i], rf[i], e, x) }
                 }
                 printf "3. no row >2%% worse than kernel on energy or stall: %s (%d rows over; %d seed rows exempt from energy)\n  %s\n", miss ? "MISSED" : "met", miss, ex, w
