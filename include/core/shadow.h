@@ -45,6 +45,8 @@
 /* Slots of the sliding window, each SHADOW_SLOT_NS long. */
 #define SHADOW_SLOTS 12u
 #define SHADOW_SLOT_NS UINT64_C(10000000000)          /* 10 s: the window is 2 minutes */
+/* The window's length: what the guard, the surplus and status speak of. */
+#define SHADOW_WINDOW_NS (SHADOW_SLOTS * SHADOW_SLOT_NS)
 
 /* A drive as the model sees it. */
 typedef struct ShadowDrive {

@@ -33,7 +33,7 @@ typedef struct ManagerSavings {
         const char *source;             /* "bpf", "stat"; NULL when the controller is not watched */
         bool known;                     /* the figures below are meaningful (exact source) */
         ShadowSums total_applied, total_kernel;     /* since the policy started */
-        ShadowSums window_applied, window_kernel;   /* the guard's window (SHADOW_SLOTS x SHADOW_SLOT_NS) */
+        ShadowSums window_applied, window_kernel;   /* the guard's window (SHADOW_WINDOW_NS) */
         uint64_t fallbacks;             /* times the guard put the kernel's table back */
 } ManagerSavings;
 void manager_watch_savings(const ManagerCtrl *c, ManagerSavings *ret);

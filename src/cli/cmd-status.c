@@ -328,11 +328,11 @@ static void print_ctrl(const Props *c) {
                 printf("    Savings: since start: %s;\n", total);
                 if (wk.energy_uwns > 0) {
                         shadow_describe(&wa, &wk, window, sizeof window);
-                        printf("             last %u s: %s\n", (unsigned) (SHADOW_SLOTS * SHADOW_SLOT_NS / 1000000000u),
+                        printf("             last %u s: %s\n", (unsigned) (SHADOW_WINDOW_NS / 1000000000u),
                                window);
                 } else
                         printf("             last %u s: on the kernel's table\n",
-                               (unsigned) (SHADOW_SLOTS * SHADOW_SLOT_NS / 1000000000u));
+                               (unsigned) (SHADOW_WINDOW_NS / 1000000000u));
                 if (prop_t(c, "GuardFallbacks"))
                         printf("             the guard put the kernel's table back %" PRIu64 " time%s\n",
                                prop_t(c, "GuardFallbacks"), prop_t(c, "GuardFallbacks") == 1 ? "" : "s");

@@ -763,7 +763,7 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         /* A choice the surplus made possible says so. */
         if (surplus > 0 && s.best_w + s.best_margin > k_w &&
             snprintf(paid, sizeof paid, "; its margin paid by %.0f ms of wake delay saved over the last %.0f s",
-                     surplus / 1e6, (double) (SHADOW_SLOTS * SHADOW_SLOT_NS) / 1e9) < 0)
+                     surplus / 1e6, (double) SHADOW_WINDOW_NS / 1e9) < 0)
                 paid[0] = 0;
         if (snprintf(d.reason, sizeof d.reason,
                      "%.0f recent gaps (%.1f/s)%s: %s would wait %.2f%% of the time for wake-ups "

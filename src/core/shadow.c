@@ -270,7 +270,7 @@ ShadowVerdict shadow_guard(const Shadow *s, char *why, size_t n) {
                              v == SHADOW_WORSE_WAKE     ? "more wake delay than the kernel's table"
                              : v == SHADOW_WORSE_ENERGY ? "more energy than the kernel's table for no less wake delay"
                                                         : "within the kernel's table",
-                             (double) (SHADOW_SLOTS * SHADOW_SLOT_NS) / 1e9, fig) < 0)
+                             (double) SHADOW_WINDOW_NS / 1e9, fig) < 0)
                         why[0] = 0;
         }
         return v;
