@@ -157,15 +157,55 @@ static void violation_locked(Ctrl *c, const char *ioc, const FakeCmd *fc, const 
                                         fc->data_len, why));
 }
 
+/* umockdev reads a client's memory with a read that returns short, and no error, when the client dies
+ * between asking for the ioctl and answering the read (SIGKILL in that window, which a test that kills
+ * a daemon under valgrind hits now and then): the handler then sees zeros, not what was sent. So before
+ * a command counts as a violation it is read again. A client that is gone cannot answer: its socket is
+ * closed and the request fails. A live one, still blocked in its ioctl, sends the same bytes again.
+ * Returns false when the client is gone; otherwise *bufd is resolved afresh (the reload drops it). */
+static bool reread_cmd(UMockdevIoctlData *cmdd, UMockdevIoctlData **bufd)
+{
+        g_autoptr(GError) err = NULL;
+        const struct nvme_passthru_cmd64 *pc = (const void *) cmdd->data;
+
+        if (!umockdev_ioctl_data_reload(cmdd, &err))
+                return false;
+        if (*bufd) {
+                g_clear_pointer(bufd, umockdev_ioctl_data_unref);
+                *bufd = umockdev_ioctl_data_resolve(cmdd, offsetof(struct nvme_passthru_cmd, addr), pc->data_len,
+                                                    &err);
+                if (!*bufd)
+                        return false;
+        }
+        return true;
+}
+
+/* The client vanished mid-ioctl (reread_cmd()): what was read is not a command. Nothing runs. */
+static void client_gone(Ctrl *c, UMockdevIoctlClient *client, const char *ioc)
+{
+        Harness *h = c->h;
+
+        g_mutex_lock(&h->lock);
+        c->seq++;
+        if (c->log) {
+                fprintf(c->log, "seq=%u ioctl=%s client gone before its command could be read: not run\n", c->seq,
+                        ioc);
+                fflush(c->log);
+        }
+        g_mutex_unlock(&h->lock);
+        umockdev_ioctl_client_complete(client, -1, EFAULT);
+}
+
 /* An I/O passthru command (NVME_IOCTL_IO_CMD/IO64_CMD) on the namespace node. The controller holds
  * a Read that finds it in a non-operational state for the rest of the entry plus the exit latency
  * (fake_ctrl_io()): the handler really sleeps that long, outside the lock, before completing. */
-static void handle_io(Ctrl *c, UMockdevIoctlClient *client, UMockdevIoctlData *cmdd, UMockdevIoctlData *bufd,
+static void handle_io(Ctrl *c, UMockdevIoctlClient *client, UMockdevIoctlData *cmdd, UMockdevIoctlData **bufdp,
                       bool is64)
 {
         Harness *h = c->h;
         struct nvme_passthru_cmd64 *pc = (void *) cmdd->data;
         const char *ioc = is64 ? "io64" : "io", *why = NULL;
+        UMockdevIoctlData *bufd = *bufdp;
         FakeCmd fc = {
                 .opcode = pc->opcode, .nsid = pc->nsid, .cdw10 = pc->cdw10, .cdw11 = pc->cdw11,
                 .cdw12 = pc->cdw12, .cdw13 = pc->cdw13, .cdw14 = pc->cdw14, .cdw15 = pc->cdw15,
@@ -174,13 +214,20 @@ static void handle_io(Ctrl *c, UMockdevIoctlClient *client, UMockdevIoctlData *c
         uint64_t delay = 0;
         int st;
 
+        if (!h->allow_any)
+                why = fake_io_allowed(&fc, h->allow_read);
+        if (why) {
+                if (!reread_cmd(cmdd, bufdp)) {
+                        client_gone(c, client, ioc);
+                        return;
+                }
+                bufd = *bufdp;
+                fc.data = bufd ? bufd->data : NULL;
+        }
         g_mutex_lock(&h->lock);
         c->seq++;
-        if (!h->allow_any) {
-                why = fake_io_allowed(&fc, h->allow_read);
-                if (why)
-                        violation_locked(c, ioc, &fc, why);
-        }
+        if (why)
+                violation_locked(c, ioc, &fc, why);
         st = c->removed ? -ENODEV : fake_ctrl_io(&c->model, &fc, (uint64_t) g_get_monotonic_time(), &delay);
         if (c->log) {
                 fprintf(c->log, "seq=%u ioctl=%s opc=0x%02x nsid=0x%08x slba=0x%llx nlb=%u data_len=%u ", c->seq, ioc,
@@ -359,7 +406,7 @@ static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlCli
                 }
         }
         if (io) {
-                handle_io(c, client, cmdd, bufd, is64);
+                handle_io(c, client, cmdd, &bufd, is64);
                 return TRUE;
         }
         fc = (FakeCmd) {
@@ -368,13 +415,19 @@ static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlCli
                 .data_len = bufd ? pc->data_len : 0, .data = bufd ? bufd->data : NULL,
         };
 
+        if (!h->allow_any)
+                why = fake_cmd_allowed(&fc);
+        if (why) {
+                if (!reread_cmd(cmdd, &bufd)) {
+                        client_gone(c, client, ioc);
+                        return TRUE;
+                }
+                fc.data = bufd ? bufd->data : NULL;
+        }
         g_mutex_lock(&h->lock);
         c->seq++;
-        if (!h->allow_any) {
-                why = fake_cmd_allowed(&fc);
-                if (why)
-                        violation_locked(c, ioc, &fc, why);
-        }
+        if (why)
+                violation_locked(c, ioc, &fc, why);
         if (c->removed)
                 st = -ENODEV;
         else {

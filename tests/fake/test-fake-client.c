@@ -11,6 +11,9 @@
  *   test-fake-client reset NAME                sd-device monitor sees the reset uevent; table restored
  *   test-fake-client add-remove NAME           add and remove uevents; ioctls on the old fd get ENODEV
  *   test-fake-client stall NAME N              never read the monitor while N uevents are sent
+ *   test-fake-client vanish NAME               ask for an admin command over umockdev's ioctl socket, then
+ *                                              close it instead of answering the harness's read of the
+ *                                              command: what a client killed mid-ioctl does
  *   test-fake-client lying NAME                arms get-apst=garble:once and set-apst=ignore:once at run
  *                                              time and checks what each answers
  *
@@ -26,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <systemd/sd-device.h>
 #include <systemd/sd-event.h>
@@ -307,6 +312,34 @@ static int cmd_forbidden(const char *name, const char *kind)
         return 0; /* the harness, not this client, must fail the run */
 }
 
+/* Speaks umockdev's ioctl socket protocol by hand (the preload library would answer the read), so the
+ * client "dies" at the one point a SIGKILL cannot be aimed at: after the harness asked for the
+ * command's bytes, before they were sent. The harness must not take what it reads then for a command. */
+static int cmd_vanish(const char *name)
+{
+        struct nvme_passthru_cmd cmd = { .opcode = nvme_admin_identify, .cdw10 = NVME_IDENTIFY_CNS_CTRL };
+        unsigned long req[3] = { 1 /* ioctl */, NVME_IOCTL_ADMIN_CMD, (unsigned long) &cmd };
+        const char *dir = getenv("UMOCKDEV_DIR");
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+
+        if (!dir)
+                return 2;
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ioctl//dev/%s", dir, name);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CHECK(fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0, "%s: connected to %s", name,
+              sa.sun_path);
+        if (failures)
+                return 1;
+        CHECK(send(fd, req, sizeof(req), MSG_NOSIGNAL) == (ssize_t) sizeof(req), "%s: ioctl asked for", name);
+        CHECK(recv(fd, req, sizeof(req), MSG_WAITALL) == (ssize_t) sizeof(req) && req[0] == 5 /* READ_MEM */ &&
+                      req[1] == (unsigned long) &cmd && req[2] == sizeof(cmd),
+              "%s: the harness reads the command's %zu bytes", name, sizeof(cmd));
+        close(fd);
+        printf("%s: gone without answering\n", name);
+        return 0;
+}
+
 typedef struct Wait {
         const char *sysname, *action, *prop, *value;
         bool seen;
@@ -515,6 +548,8 @@ int main(int argc, char **argv)
                 r = cmd_reset(argv[2]);
         else if (argc == 4 && !strcmp(argv[1], "stall"))
                 r = cmd_stall(argv[2], atoi(argv[3]));
+        else if (argc == 3 && !strcmp(argv[1], "vanish"))
+                r = cmd_vanish(argv[2]);
         else if (argc == 3 && !strcmp(argv[1], "lying"))
                 r = cmd_lying(argv[2]);
         else if (argc == 3 && !strcmp(argv[1], "add-remove"))
