@@ -42,6 +42,17 @@
 #define ADAPT_GAPS_HALF_LIFE_NS UINT64_C(20000000000) /* the decision histogram forgets half in 20 s */
 #define ADAPT_GAPS_ENERGY_NS UINT64_C(2000000000)    /* reprogram for energy at most every 2 s */
 #define ADAPT_GAPS_MIN_GAIN 0.03                     /* idle energy saved, to be worth a command */
+/* A change of workload. The decision histogram remembers tens of seconds: when a quiet
+ * spell gives way to a busy one, a table chosen for the quiet gaps wakes the drive on every
+ * busy one, and the histogram, still full of the quiet gaps, says it is within the kernel's
+ * wake delay while the guard's window fills with the excess. A second histogram forgets half
+ * in ADAPT_GAPS_FAST_HALF_LIFE_NS. Once it holds SHADOW_GUARD_MIN_GAPS gaps, and the table in
+ * force costs more wake delay on it than the kernel's would, at a rate that would use up what
+ * the window saved against the kernel's within ADAPT_SHIFT_HORIZON_NS, the policy chooses
+ * again at once, and for ADAPT_SHIFT_HORIZON_NS its candidates must meet that bound on the
+ * recent gaps too: before the guard has to fall back. */
+#define ADAPT_GAPS_FAST_HALF_LIFE_NS UINT64_C(2000000000)
+#define ADAPT_SHIFT_HORIZON_NS UINT64_C(10000000000)
 /* Evidence (gaps of at least ADAPT_TRUST_MIN_GAP_NS seen since the drive was first
  * watched, kept across restarts) before the policy trusts what it learned: for the
  * first ADAPT_TRUST_HOLD_GAPS the wake delay allowed is the stall budget's (and never
@@ -113,7 +124,7 @@ typedef struct AdaptDecision {
         uint64_t t_ns;
         ApstTable table;
         AdaptChain chain;
-        char reason[448];
+        char reason[512];
         double io_rate;            /* I/Os per second (decayed window) */
         uint64_t median_gap_ns;
         double observed_stall;     /* wake cost the ticks showed, share of elapsed time */
@@ -152,6 +163,9 @@ typedef struct Adapt {
         Shadow shadow;             /* applied vs kernel, window and since start */
         ShadowHist hist;           /* decayed (ADAPT_GAPS_HALF_LIFE_NS) for decisions */
         double hist_elapsed_ns;    /* decayed time the histogram covers */
+        ShadowHist recent;         /* decayed (ADAPT_GAPS_FAST_HALF_LIFE_NS): the last seconds' gaps */
+        double recent_elapsed_ns;  /* decayed time it covers */
+        uint64_t shift_until_ns;   /* candidates answer to the recent gaps too until then */
         double spent_wake_ns;      /* decayed the same: wake delay the tables in force cost */
         PassiveCalib pcal;         /* exit latencies measured from the first requests */
         double awake_svc_ns;       /* an awake request's service time, learned; < 0 unknown */

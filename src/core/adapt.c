@@ -402,6 +402,7 @@ typedef struct GapSearch {
         double reference_ns;       /* the kernel's table's own wake delay: always within reach */
         double kernel_ns;          /* what our tables may cost against the kernel's, margin included */
         double kernel_wait[GAP_BUCKETS];   /* the kernel's table: mean wait of a gap in each bucket */
+        double recent_limit_ns;    /* > 0: our tables' wake delay on the recent gaps at most this */
         AdaptChain cur, best;
         double best_e, best_w, best_margin;
         bool found;
@@ -444,6 +445,12 @@ static void gap_consider(GapSearch *s, bool reference) {
         shadow_hist_cost(reference ? &s->a->sd : &s->a->sd_cand, &sc, &s->a->hist, &e, &w);
         if (w > limit || (s->found && e >= s->best_e))
                 return;
+        if (s->recent_limit_ns > 0 && !reference) {
+                double re, rw;
+                shadow_hist_cost(&s->a->sd_cand, &sc, &s->a->recent, &re, &rw);
+                if (rw > s->recent_limit_ns)
+                        return;
+        }
         /* Our own tables must fit with the confidence margin; the kernel's is the reference.
          * Computed only for a candidate that would be the best so far. */
         if (!reference) {
@@ -614,6 +621,11 @@ static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, Shadow
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
                 a->hist.gaps[b] = a->hist.gaps[b] * f + (double) delta->gaps[b];
         a->hist_elapsed_ns = a->hist_elapsed_ns * f + (double) (now_ns - a->gaps_last_ns);
+        /* The recent histogram: the same, forgetting in seconds. */
+        double fr = exp2(-(double) (now_ns - a->gaps_last_ns) / (double) ADAPT_GAPS_FAST_HALF_LIFE_NS);
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                a->recent.gaps[b] = a->recent.gaps[b] * fr + (double) delta->gaps[b];
+        a->recent_elapsed_ns = a->recent_elapsed_ns * fr + (double) (now_ns - a->gaps_last_ns);
         /* Evidence: the time this delta covers, up to the period a busy disk is read at (an idle
          * disk is not read at all, and a long quiet spell is no more evidence than a period). */
         a->observed_ns += (double) MIN(now_ns - a->gaps_last_ns, 2 * ADAPT_GAPS_PERIOD_NS);
@@ -741,10 +753,27 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
                         .reference_ns = allowed(a, k_ref, budget_w, trust),
                         .kernel_ns = k_w + surplus };
         shadow_bucket_wait(&a->sd, &a->kernel_sc, s.kernel_wait);
+        /* A change of workload (ADAPT_SHIFT_HORIZON_NS): on the recent gaps, and enough of
+         * them, the table in force spends more than the kernel's would, fast enough to use up
+         * what the window saved within the horizon. Choose again at once; for the horizon,
+         * candidates must stay within that rate on the recent gaps too. */
+        double rk_e, rk_w, rc_e, rc_w;
+        shadow_hist_cost(&a->sd, &a->kernel_sc, &a->recent, &rk_e, &rk_w);
+        shadow_hist_cost(&a->sd_cand, applied_chain, &a->recent, &rc_e, &rc_w);
+        double headroom = MAX(wk.wake_ns - wa.wake_ns, 0.0);
+        double recent_limit = MAX(rk_w + headroom * a->recent_elapsed_ns / (double) ADAPT_SHIFT_HORIZON_NS, 1.0);
+        double recent_gaps = 0;
+        for (unsigned b = gaphist_bucket(ADAPT_TRUST_MIN_GAP_NS); b < GAP_BUCKETS; b++)
+                recent_gaps += a->recent.gaps[b];
+        bool shift = recent_gaps >= SHADOW_GUARD_MIN_GAPS && rc_w > recent_limit + 1.0;
+        if (shift)
+                a->shift_until_ns = now_ns + ADAPT_SHIFT_HORIZON_NS;
+        if (now_ns < a->shift_until_ns)
+                s.recent_limit_ns = recent_limit;
         gap_search(&s);
         if (!s.found || chain_equal(&s.best, &a->current))
                 return 0;
-        bool overrun = cur_w > limit * 1.05 + 1e6;
+        bool overrun = shift || cur_w > limit * 1.05 + 1e6;
         if (!overrun && ((a->programs > 0 && now_ns - a->last_program_ns < ADAPT_GAPS_ENERGY_NS) ||
                          s.best_e > (1.0 - ADAPT_GAPS_MIN_GAIN) * cur_e))
                 return 0;
@@ -765,11 +794,13 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
             snprintf(paid, sizeof paid, "; its margin paid by %.0f ms of wake delay saved over the last %.0f s",
                      surplus / 1e6, (double) SHADOW_WINDOW_NS / 1e9) < 0)
                 paid[0] = 0;
+        /* So does a change of workload. */
+        const char *busier = shift ? "; the last seconds' gaps woke it more than the kernel's table would" : "";
         if (snprintf(d.reason, sizeof d.reason,
                      "%.0f recent gaps (%.1f/s)%s: %s would wait %.2f%% of the time for wake-ups "
-                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s",
+                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s%s",
                      hist_total(&a->hist), d.io_rate, lie, chain, 100 * d.expected_stall, 100 * d.kernel_stall,
-                     100 * d.limit_stall, 100 * d.energy_vs_kernel, paid) < 0)
+                     100 * d.limit_stall, 100 * d.energy_vs_kernel, paid, busier) < 0)
                 d.reason[0] = 0;
         return program(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
 }
