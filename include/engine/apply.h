@@ -46,6 +46,11 @@ typedef struct ApplyTarget {
          * nothing (@withheld in the result). The daemon asks sysfs whether the controller is still
          * live: a reset may have begun since its state was read, a Get Features ago. May be NULL. */
         int (*may_write)(void *userdata);
+        /* Called when a command failed with ENODEV: is the controller being removed (gone from
+         * sysfs, or its state says it is being deleted)? Then the failure is no error of ours: it
+         * is logged at debug level only, and @gone is set in the result; the removal's own event
+         * says what happened. May be NULL (every failure is an error). */
+        bool (*leaving)(void *userdata);
         void *userdata;
 } ApplyTarget;
 
@@ -60,6 +65,7 @@ typedef struct ApplyResult {
         bool put_back;             /* after a failed verification, the controller accepted @before again */
         bool dirty;                /* ... but it could not be read back (or not even written back): the
                                     * controller may hold a table other than @before */
+        bool gone;                 /* it failed because the controller is being removed (leaving()) */
 } ApplyResult;
 
 /**

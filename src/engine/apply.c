@@ -41,8 +41,21 @@ const char *apply_error_to_string(int error, uint16_t nvme_status, char *buf, si
         return buf;
 }
 
-static void log_failure(const ApplyTarget *t, ApplyStep step, int error, uint16_t status, const ApstTable *want) {
+/* A command failed with ENODEV because the controller is being removed (ApplyTarget.leaving)? */
+static bool leaving(const ApplyTarget *t, int error) {
+        return error == -ENODEV && t->leaving && t->leaving(t->userdata);
+}
+
+/* @gone: the controller is being removed (leaving()): no error of ours, said at debug level. */
+static void log_failure(const ApplyTarget *t, ApplyStep step, int error, uint16_t status, const ApstTable *want,
+                        bool gone) {
         char hex[32 * 19 + 1], why[160], st[16] = "";
+
+        if (gone) {
+                log_debug("%s: %s failed: %s; the controller is being removed.", t->name, apply_step_to_string(step),
+                          strerror(-error));
+                return;
+        }
 
         apst_table_to_hex(want, hex, sizeof hex);
         if (error == -EREMOTEIO)
@@ -94,7 +107,7 @@ static int restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig, ApplySt
         apst_summary(orig, desc, sizeof desc);
         r = write_and_verify(c, orig, APPLY_STEP_RESTORE, APPLY_STEP_VERIFY_RESTORE, ret_step, &status, &back);
         if (r < 0) {
-                log_failure(t, *ret_step, r, status, orig);
+                log_failure(t, *ret_step, r, status, orig, leaving(t, r));
                 return r;
         }
         *ret_step = APPLY_STEP_NONE;
@@ -138,9 +151,12 @@ static void handle_write_failure(Ctrl *c, const ApplyTarget *t, const ApstTable 
                                      { "APST_TABLE", hex }, { "APST_TABLE_READ", got }, { "APST_REASON", t->reason }),
                           "%s: the controller accepted the APST table but reads back a different one; "
                           "putting back the table it had.", t->name);
-        } else
-                log_failure(t, res->failed_step, r, res->nvme_status, want);
-        if (res->failed_step != APPLY_STEP_VERIFY)
+        } else {
+                res->gone = leaving(t, r);
+                log_failure(t, res->failed_step, r, res->nvme_status, want, res->gone);
+        }
+        /* a controller on its way out gets nothing more */
+        if (res->failed_step != APPLY_STEP_VERIFY || res->gone)
                 return;
 
         res->dirty = restore(c, t, &res->before, &step) < 0;
@@ -193,7 +209,8 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
         if (r < 0) {
                 res.failed_step = APPLY_STEP_GET_BEFORE;
                 res.error = r;
-                log_failure(t, res.failed_step, r, res.nvme_status, want);
+                res.gone = leaving(t, r);
+                log_failure(t, res.failed_step, r, res.nvme_status, want, res.gone);
                 *ret = res;
                 return r;
         }

@@ -127,6 +127,35 @@ static int recheck_live(void *userdata) {
         return 0;
 }
 
+/* A command failed with ENODEV (or the node could not be opened): is the controller being removed?
+ * The kernel sets its state to "deleting" (or "dead" on a surprise removal) before its commands
+ * fail and its sysfs directory goes; the removal's uevent follows, and its handler says so. */
+static bool controller_leaving(const Controller *c, const ControllerContext *ctx) {
+        SysCtrl sys;
+
+        if (sysfs_read_controller(ctx->sysfs_root, c->name, &sys) < 0)
+                return true;
+        return strncmp(sys.state, "deleting", strlen("deleting")) == 0 || strcmp(sys.state, "dead") == 0;
+}
+
+/* apply_table() hook: ApplyTarget.leaving. */
+static bool leaving_hook(void *userdata) {
+        RecordHook *h = userdata;
+
+        return controller_leaving(h->c, h->ctx);
+}
+
+/* The step failed with @error because the controller is on its way out: no error, the outcome
+ * says it is gone. Return: true when so. */
+static bool outcome_leaving(const Controller *c, const ControllerContext *ctx, int error, ControllerOutcome *o) {
+        if ((error != -ENODEV && error != -ENOENT) || !controller_leaving(c, ctx))
+                return false;
+        log_debug("%s: %s; the controller is being removed.", c->name, strerror(-error));
+        o->result = CONTROLLER_GONE;
+        o->error = error;
+        return true;
+}
+
 /* ---- the steps ---- */
 
 static int step_open(Controller *c, const ControllerContext *ctx, Ctrl **ctrl, ControllerOutcome *o) {
@@ -136,6 +165,8 @@ static int step_open(Controller *c, const ControllerContext *ctx, Ctrl **ctrl, C
                 return 0;
         r = ctrl_open(ctx->dev_dir, c->name, ctrl);
         if (r < 0) {
+                if (outcome_leaving(c, ctx, r, o))
+                        return r;
                 log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
                           LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", controller_model(c) },
                                      { "NVME_FIRMWARE", controller_firmware(c) }),
@@ -179,6 +210,8 @@ static int step_identify(Controller *c, const ControllerContext *ctx, Ctrl **ctr
                 return r;
         r = ctrl_identify(*ctrl, &c->id, NULL, &status);
         if (r < 0) {
+                if (r == -ENODEV && outcome_leaving(c, ctx, r, o))
+                        return r;
                 (void) snprintf(st, sizeof st, "0x%04x", status);
                 log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
                           LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", c->sys.model },
@@ -269,13 +302,20 @@ static int step_write(Controller *c, const ControllerContext *ctx, Ctrl *ctrl, b
         uint32_t worst = c->have_learned ? apst_worst_wake_us(want, &c->id) : c->plan.plan.worst_wake_us;
         int r;
 
+        t.leaving = leaving_hook;
+        t.userdata = &hook;
         if (daemon) {
                 t.last_written = c->have_written ? &c->written : NULL;
                 t.before_write = record_original;
                 t.may_write = recheck_live;
-                t.userdata = &hook;
         }
         r = apply_table(ctrl, &t, want, worst, daemon, &o->apply);
+        if (o->apply.gone) {
+                /* on its way out: the removal's event follows */
+                o->result = CONTROLLER_GONE;
+                o->error = o->apply.error;
+                return 0;
+        }
         if (o->apply.withheld) {
                 /* nothing was sent: as if the gate had found it so */
                 o->result = o->apply.error == -EAGAIN ? CONTROLLER_NOT_LIVE : CONTROLLER_GONE;
@@ -449,6 +489,7 @@ int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_cha
 
 int controller_restore(Controller *c, const ControllerContext *ctx, const char *reason, ControllerOutcome *ret) {
         _cleanup_(ctrl_freep) Ctrl *ctrl = NULL;
+        RecordHook hook = { .c = c, .ctx = ctx };
         ApplyTarget t;
         int r;
 
@@ -492,9 +533,14 @@ int controller_restore(Controller *c, const ControllerContext *ctx, const char *
                 }
         }
         t = controller_target(c, reason);
+        t.leaving = leaving_hook;
+        t.userdata = &hook;
         r = apply_restore(ctrl, &t, &c->original);
-        if (r < 0)
+        if (r < 0) {
+                if (r == -ENODEV && outcome_leaving(c, ctx, r, ret))
+                        return r;
                 return outcome_fail(ret, CONTROLLER_STEP_WRITE, r, 0);
+        }
         c->have_written = false;
         c->have_original = false;
         original_forget(ctx, c);

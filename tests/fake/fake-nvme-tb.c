@@ -1181,6 +1181,8 @@ static bool ctl_pmqos(Harness *h, Ctrl *c, const char *us, const char *table, GS
 
 static void ctl_remove(Harness *h, Ctrl *c)
 {
+        /* the kernel's nvme_remove(): the state first ("deleting"), then commands fail with ENODEV */
+        set_attr(h, c->syspath, "state", "deleting");
         g_mutex_lock(&h->lock);
         c->removed = true;
         g_mutex_unlock(&h->lock);
