@@ -509,12 +509,29 @@ static void gap_search(GapSearch *s) {
                 }
 }
 
-static double hist_total(const ShadowHist *h) {
+/* The gaps in buckets @first and up. */
+static double hist_total_from(const ShadowHist *h, unsigned first) {
         double n = 0;
 
-        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+        for (unsigned b = first; b < GAP_BUCKETS; b++)
                 n += h->gaps[b];
         return n;
+}
+
+static double hist_total(const ShadowHist *h) {
+        return hist_total_from(h, 0);
+}
+
+/* Decay @h and the time it covers (*@elapsed_ns) over @dt_ns with @half_life_ns, then add @delta.
+ * Return: the decay factor. */
+static double hist_decay_add(ShadowHist *h, double *elapsed_ns, const GapHist *delta, uint64_t dt_ns,
+                             uint64_t half_life_ns) {
+        double f = exp2(-(double) dt_ns / (double) half_life_ns);
+
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                h->gaps[b] = h->gaps[b] * f + (double) delta->gaps[b];
+        *elapsed_ns = *elapsed_ns * f + (double) dt_ns;
+        return f;
 }
 
 /* Total variation distance between the shapes of two histograms (0..1). */
@@ -616,16 +633,11 @@ static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, Shadow
         PcalReach reach;
         double f;
 
-        /* The decision histogram: decayed, plus this delta. */
-        f = exp2(-(double) (now_ns - a->gaps_last_ns) / (double) ADAPT_GAPS_HALF_LIFE_NS);
-        for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                a->hist.gaps[b] = a->hist.gaps[b] * f + (double) delta->gaps[b];
-        a->hist_elapsed_ns = a->hist_elapsed_ns * f + (double) (now_ns - a->gaps_last_ns);
-        /* The recent histogram: the same, forgetting in seconds. */
-        double fr = exp2(-(double) (now_ns - a->gaps_last_ns) / (double) ADAPT_GAPS_FAST_HALF_LIFE_NS);
-        for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                a->recent.gaps[b] = a->recent.gaps[b] * fr + (double) delta->gaps[b];
-        a->recent_elapsed_ns = a->recent_elapsed_ns * fr + (double) (now_ns - a->gaps_last_ns);
+        /* The decision histogram: decayed, plus this delta; the recent one the same, forgetting in
+         * seconds. */
+        f = hist_decay_add(&a->hist, &a->hist_elapsed_ns, delta, now_ns - a->gaps_last_ns, ADAPT_GAPS_HALF_LIFE_NS);
+        (void) hist_decay_add(&a->recent, &a->recent_elapsed_ns, delta, now_ns - a->gaps_last_ns,
+                              ADAPT_GAPS_FAST_HALF_LIFE_NS);
         /* Evidence: the time this delta covers, up to the period a busy disk is read at (an idle
          * disk is not read at all, and a long quiet spell is no more evidence than a period). */
         a->observed_ns += (double) MIN(now_ns - a->gaps_last_ns, 2 * ADAPT_GAPS_PERIOD_NS);
@@ -762,10 +774,8 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         shadow_hist_cost(&a->sd_cand, applied_chain, &a->recent, &rc_e, &rc_w);
         double headroom = MAX(wk.wake_ns - wa.wake_ns, 0.0);
         double recent_limit = MAX(rk_w + headroom * a->recent_elapsed_ns / (double) ADAPT_SHIFT_HORIZON_NS, 1.0);
-        double recent_gaps = 0;
-        for (unsigned b = gaphist_bucket(ADAPT_TRUST_MIN_GAP_NS); b < GAP_BUCKETS; b++)
-                recent_gaps += a->recent.gaps[b];
-        bool shift = recent_gaps >= SHADOW_GUARD_MIN_GAPS && rc_w > recent_limit + 1.0;
+        bool shift = hist_total_from(&a->recent, gaphist_bucket(ADAPT_TRUST_MIN_GAP_NS)) >= SHADOW_GUARD_MIN_GAPS &&
+                     rc_w > recent_limit + 1.0;
         if (shift)
                 a->shift_until_ns = now_ns + ADAPT_SHIFT_HORIZON_NS;
         if (now_ns < a->shift_until_ns)

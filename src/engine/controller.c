@@ -145,10 +145,10 @@ static bool leaving_hook(void *userdata) {
         return controller_leaving(h->c, h->ctx);
 }
 
-/* The step failed with @error because the controller is on its way out: no error, the outcome
- * says it is gone. Return: true when so. */
+/* The step failed with @error (ENODEV, or ENOENT for the node) perhaps because the controller is on
+ * its way out: then it is no error, and the outcome says it is gone. Return: true when so. */
 static bool outcome_leaving(const Controller *c, const ControllerContext *ctx, int error, ControllerOutcome *o) {
-        if ((error != -ENODEV && error != -ENOENT) || !controller_leaving(c, ctx))
+        if (!controller_leaving(c, ctx))
                 return false;
         log_debug("%s: %s; the controller is being removed.", c->name, strerror(-error));
         o->result = CONTROLLER_GONE;
@@ -165,7 +165,7 @@ static int step_open(Controller *c, const ControllerContext *ctx, Ctrl **ctrl, C
                 return 0;
         r = ctrl_open(ctx->dev_dir, c->name, ctrl);
         if (r < 0) {
-                if (outcome_leaving(c, ctx, r, o))
+                if ((r == -ENODEV || r == -ENOENT) && outcome_leaving(c, ctx, r, o))
                         return r;
                 log_event(LOG_ERR, r, MSGID_TABLE_FAILED,
                           LOG_FIELDS({ "NVME_CTRL", c->name }, { "NVME_MODEL", controller_model(c) },
