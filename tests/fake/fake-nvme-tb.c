@@ -180,11 +180,18 @@ static bool reread_cmd(UMockdevIoctlData *cmdd, UMockdevIoctlData **bufd)
         return true;
 }
 
-/* The client vanished mid-ioctl (reread_cmd()): what was read is not a command. Nothing runs. */
-static void client_gone(Ctrl *c, UMockdevIoctlClient *client, const char *ioc)
+/* A command the allow-list rejects (@fc): is its client still there (reread_cmd())? If so, @fc's
+ * data points into the buffer read again. If not, what was read is not a command: nothing runs,
+ * the log says so, and false is returned (the ioctl is completed). */
+static bool client_still_there(Ctrl *c, UMockdevIoctlClient *client, const char *ioc, UMockdevIoctlData *cmdd,
+                               UMockdevIoctlData **bufd, FakeCmd *fc)
 {
         Harness *h = c->h;
 
+        if (reread_cmd(cmdd, bufd)) {
+                fc->data = *bufd ? (*bufd)->data : NULL;
+                return true;
+        }
         g_mutex_lock(&h->lock);
         c->seq++;
         if (c->log) {
@@ -194,6 +201,7 @@ static void client_gone(Ctrl *c, UMockdevIoctlClient *client, const char *ioc)
         }
         g_mutex_unlock(&h->lock);
         umockdev_ioctl_client_complete(client, -1, EFAULT);
+        return false;
 }
 
 /* An I/O passthru command (NVME_IOCTL_IO_CMD/IO64_CMD) on the namespace node. The controller holds
@@ -205,25 +213,18 @@ static void handle_io(Ctrl *c, UMockdevIoctlClient *client, UMockdevIoctlData *c
         Harness *h = c->h;
         struct nvme_passthru_cmd64 *pc = (void *) cmdd->data;
         const char *ioc = is64 ? "io64" : "io", *why = NULL;
-        UMockdevIoctlData *bufd = *bufdp;
         FakeCmd fc = {
                 .opcode = pc->opcode, .nsid = pc->nsid, .cdw10 = pc->cdw10, .cdw11 = pc->cdw11,
                 .cdw12 = pc->cdw12, .cdw13 = pc->cdw13, .cdw14 = pc->cdw14, .cdw15 = pc->cdw15,
-                .data_len = bufd ? pc->data_len : 0, .data = bufd ? bufd->data : NULL,
+                .data_len = *bufdp ? pc->data_len : 0, .data = *bufdp ? (*bufdp)->data : NULL,
         };
         uint64_t delay = 0;
         int st;
 
         if (!h->allow_any)
                 why = fake_io_allowed(&fc, h->allow_read);
-        if (why) {
-                if (!reread_cmd(cmdd, bufdp)) {
-                        client_gone(c, client, ioc);
-                        return;
-                }
-                bufd = *bufdp;
-                fc.data = bufd ? bufd->data : NULL;
-        }
+        if (why && !client_still_there(c, client, ioc, cmdd, bufdp, &fc))
+                return;
         g_mutex_lock(&h->lock);
         c->seq++;
         if (why)
@@ -417,13 +418,8 @@ static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlCli
 
         if (!h->allow_any)
                 why = fake_cmd_allowed(&fc);
-        if (why) {
-                if (!reread_cmd(cmdd, &bufd)) {
-                        client_gone(c, client, ioc);
-                        return TRUE;
-                }
-                fc.data = bufd ? bufd->data : NULL;
-        }
+        if (why && !client_still_there(c, client, ioc, cmdd, &bufd, &fc))
+                return TRUE;
         g_mutex_lock(&h->lock);
         c->seq++;
         if (why)
