@@ -1175,13 +1175,9 @@ static bool ctl_pmqos(Harness *h, Ctrl *c, const char *us, const char *table, GS
         return true;
 }
 
-static void ctl_remove(Harness *h, Ctrl *c)
+/* The second half of a removal: the devices and their uevents. */
+static void remove_devices(Harness *h, Ctrl *c)
 {
-        /* the kernel's nvme_remove(): the state first ("deleting"), then commands fail with ENODEV */
-        set_attr(h, c->syspath, "state", "deleting");
-        g_mutex_lock(&h->lock);
-        c->removed = true;
-        g_mutex_unlock(&h->lock);
         /* the kernel removes the namespace disk(s) first, then the controller */
         emit_uevent(h, c->ns_syspath, "remove");
         umockdev_testbed_remove_device(h->tb, c->ns_syspath);
@@ -1192,6 +1188,36 @@ static void ctl_remove(Harness *h, Ctrl *c)
         umockdev_testbed_remove_device(h->tb, c->subsys_syspath);
         if (c->pci_syspath)
                 umockdev_testbed_remove_device(h->tb, c->pci_syspath);
+}
+
+typedef struct Removal {
+        Harness *h;
+        Ctrl *c;
+} Removal;
+
+static gboolean on_removal_due(gpointer userdata)
+{
+        Removal *r = userdata;
+
+        remove_devices(r->h, r->c);
+        return G_SOURCE_REMOVE;
+}
+
+/* As the kernel's nvme_remove(): the state first ("deleting"), so commands fail with ENODEV, then
+ * the devices go, @delay_ms later (0: at once; a kernel tearing down its namespaces takes a while). */
+static void ctl_remove(Harness *h, Ctrl *c, unsigned delay_ms)
+{
+        set_attr(h, c->syspath, "state", "deleting");
+        g_mutex_lock(&h->lock);
+        c->removed = true;
+        g_mutex_unlock(&h->lock);
+        if (delay_ms == 0) {
+                remove_devices(h, c);
+                return;
+        }
+        Removal *r = g_new(Removal, 1);
+        *r = (Removal) { .h = h, .c = c };
+        g_timeout_add_full(G_PRIORITY_DEFAULT, delay_ms, on_removal_due, r, g_free);
 }
 
 static bool parse_stat(const char *text, unsigned long long v[17])
@@ -1287,8 +1313,14 @@ static bool ctl_execute(Harness *h, char **argv, GString *out, GError **error)
                 g_string_append_printf(out, "added %s\n", c->name);
                 return true;
         }
-        if (!strcmp(argv[0], "remove") && argc == 2) {
-                ctl_remove(h, c);
+        if (!strcmp(argv[0], "remove") && (argc == 2 || argc == 3)) {
+                unsigned long delay_ms = 0;
+                char *end = NULL;
+
+                if (argc == 3 && (!g_ascii_isdigit(argv[2][0]) || (delay_ms = strtoul(argv[2], &end, 10), *end) ||
+                                  delay_ms > FAKE_DELAY_MAX_MS))
+                        FAIL("bad delay '%s': milliseconds, at most %u", argv[2], FAKE_DELAY_MAX_MS);
+                ctl_remove(h, c, (unsigned) delay_ms);
                 g_string_append_printf(out, "removed %s\n", c->name);
                 return true;
         }

@@ -133,6 +133,51 @@ elif scenario == "hotplug":
             d.stop()
         d.dump()
 
+elif scenario == "removed-mid-step":
+    # Removal while the daemon's command is held, at the two other places a step can meet it:
+    # Identify of a controller that just came up, and the restore at stop. Each command comes
+    # back with ENODEV, as the kernel's does; that is the removal, said at debug level, never an
+    # error, and the stop still ends with exit 0 and nvme0 restored.
+    d = Daemon(CONF, extra_env={"NVME_APSTD_LOG_LEVEL": "debug"})
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        # added, but connecting: nothing is sent until it is live
+        ctl("add", f"nvme1,idctrl={WDC},pci=15b7:5009,state=connecting")
+        ctl("fault", "nvme1", "identify=delay=1500:once")
+        ctl("set-attr", "nvme1", "state", "live")
+        ctl("uevent", "nvme1", "change", "NVME_EVENT=connected")
+        check(subprocess.run([CTL, "wait", "nvme1", "identify", "1", "5000"]).returncode == 0,
+              "Identify sent once nvme1 is live")
+        ctl("remove", "nvme1")
+        check(d.wait_log(r"nvme1: controller removed; forgetting it") is not None, "nvme1: removal logged")
+        check(d.wait_log(r"debug: nvme1: No such device; the controller is being removed", timeout=5) is not None,
+              "the held Identify came back with ENODEV: said at debug level")
+
+        ctl("add", f"nvme2,idctrl={WDC},pci=15b7:5009")
+        want2 = plan_table(CONF, WDC, "15b7:5009")
+        check(wait_for(lambda: os.path.exists(os.path.join(STATE, "nvme2.table")) and read_table("nvme2") == want2, 10,
+                       "nvme2 programmed") is not None, "nvme2 programmed")
+        # the restore's Set Features is held, and nvme2 starts going meanwhile: deleting, its commands
+        # failing, its devices and their uevents 5 s later (after the daemon has finished)
+        m = re.search(r"set_apst=(\d+)", ctl("report", "nvme2"))
+        sets2 = int(m.group(1)) if m else 0
+        ctl("fault", "nvme2", "set-apst=delay=1500:once")
+        d.proc.send_signal(signal.SIGTERM)
+        check(subprocess.run([CTL, "wait", "nvme2", "set-apst", str(sets2 + 1), "5000"]).returncode == 0,
+              "the restore at stop sent its Set Features")
+        ctl("remove", "nvme2", "5000")
+        rc = d.stop()
+        check(rc == 0, "exit 0")
+        check(re.search(r"debug: nvme2: Set Features \(restore the previous table\) failed: No such device; the "
+                        r"controller is being removed", d.log()) is not None,
+              "the held restore came back with ENODEV: said at debug level")
+        check(not re.search(r"^(nvme-apstd: )?error", d.log(), re.M), "no error at all")
+        check(read_table("nvme0") == (0, [0] * 32), "nvme0's original (all-zero) table restored")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+
 elif scenario == "one-failing":
     want0 = plan_table(CONF, SAMSUNG, "144d:a808")
     d = Daemon(CONF)
