@@ -650,9 +650,11 @@ static void test_exact_confidence(void) {
  * which the tables in force waited 1.5 s less than the kernel's would have. The table that
  * sleeps early is taken, it still waits no longer than the kernel's on the gaps seen, and the
  * decision says what paid for it. Half a second saved is too little evidence to spend
- * (ADAPT_SURPLUS_MIN_NS): nothing changes. */
+ * (ADAPT_SURPLUS_MIN_NS): nothing changes; unless the tables in force paid for that saving
+ * with energy the kernel's table would not have spent (5% more here): then it pays at once. */
 static void test_exact_surplus(void) {
-        const double saved_ns[] = { 0.5e9, 1.5e9 };
+        const double saved_ns[] = { 0.5e9, 1.5e9, 0.5e9 };
+        const double overspent[] = { 0, 0, 0.05 };
 
         current = "exact/surplus";
         for (unsigned k = 0; k < sizeof saved_ns / sizeof saved_ns[0]; k++) {
@@ -663,7 +665,15 @@ static void test_exact_surplus(void) {
                 Adapt *a = confidence_start(&delta, &now);
                 unsigned programs = a->programs;
 
+                ShadowSums wa, wk;
+                shadow_window(&a->shadow, &wa, &wk);
+                /* the kernel's table is in force: the window holds nothing of ours yet */
+                CHECK(wa.energy_uwns <= wk.energy_uwns);
                 a->shadow.slot_kernel[a->shadow.slot].wake_ns += saved_ns[k];
+                a->shadow.slot_kernel[a->shadow.slot].gaps += SHADOW_GUARD_MIN_GAPS;
+                a->shadow.slot_applied[a->shadow.slot].gaps += SHADOW_GUARD_MIN_GAPS;
+                a->shadow.slot_kernel[a->shadow.slot].energy_uwns += 1e12;
+                a->shadow.slot_applied[a->shadow.slot].energy_uwns += (1.0 + overspent[k]) * 1e12;
                 for (unsigned i = 0; i < 4; i++) {
                         now += MS(2500);
                         CHECK(adapt_observe_gaps(a, &delta, now, &table, &why) >= 0);
@@ -680,8 +690,8 @@ static void test_exact_surplus(void) {
                               strstr(a->last.reason, " ms of wake delay saved over the last 120 s") != NULL);
                 }
                 if (getenv("TEST_VERBOSE"))
-                        fprintf(stderr, "saved %.1f s: %u programs, last: %s\n", saved_ns[k] / 1e9, a->programs,
-                                a->last.reason);
+                        fprintf(stderr, "saved %.1f s, %.0f%% more energy: %u programs, last: %s\n", saved_ns[k] / 1e9,
+                                100 * overspent[k], a->programs, a->last.reason);
                 free(a);
         }
 }

@@ -81,6 +81,10 @@
  * confidence margin. Never for its expected wake delay: on the gaps seen, a candidate still
  * waits no longer than the kernel's table. The window then stays at about ADAPT_SURPLUS_KEEP
  * of the kernel's wake delay, clear of the guard's tolerance. */
+/* The floor does not apply once the hold is over when the window's tables also spent more
+ * energy than the kernel's would have (the start's protection, typically): they bought the
+ * saving with that energy, and without the saving to pay for the margin a drive moved back
+ * to the kernel's table stays there, since the window learns nothing while it is in force. */
 #define ADAPT_SURPLUS_MIN_NS UINT64_C(1000000000)
 #define ADAPT_SURPLUS_KEEP 0.9
 /* The share of the stall budget a new table may plan to spend. */

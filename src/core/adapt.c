@@ -756,9 +756,12 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         k_w = MAX(k_w - MAX(wa.wake_ns - wk.wake_ns, 0.0), 0.0);
         double limit = allowed(a, k_w, budget_w, trust);
 
-        /* And wake delay they saved over the window pays for confidence (ADAPT_SURPLUS_KEEP). */
-        double surplus = wk.wake_ns >= (double) ADAPT_SURPLUS_MIN_NS ? MAX(ADAPT_SURPLUS_KEEP * wk.wake_ns - wa.wake_ns, 0.0)
-                                                                     : 0.0;
+        /* And wake delay they saved over the window pays for confidence (ADAPT_SURPLUS_KEEP),
+         * at once when that saving cost energy the kernel's table would not have spent. */
+        bool in_debt = trust >= 1.0 && wk.gaps >= SHADOW_GUARD_MIN_GAPS && wa.energy_uwns > wk.energy_uwns;
+        double surplus = in_debt || wk.wake_ns >= (double) ADAPT_SURPLUS_MIN_NS
+                                 ? MAX(ADAPT_SURPLUS_KEEP * wk.wake_ns - wa.wake_ns, 0.0)
+                                 : 0.0;
 
         GapSearch s = { .a = a,
                         .limit_ns = limit,
