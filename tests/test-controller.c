@@ -4,12 +4,23 @@
  * controller_program() refuses a table beyond max_latency_us or invalid for the
  * controller before anything is opened, and controller_replan() keeps the learned
  * table for an unchanged configuration and drops it for a changed one.
+ * And a removal caught between the gate and the open: the /dev node gone while
+ * sysfs still said live at the gate.
  */
 #undef NDEBUG
 #include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "controller.h"
@@ -42,6 +53,106 @@ static void setup(Controller *c, Config *cfg, ControllerContext *ctx, SysPlatfor
         };
         assert(controller_replan(c, ctx, NULL) == 0);
         assert(c->plan.verdict == DEVICE_MANAGE);
+}
+
+/* A sysfs `state` attribute that reads "live" the first time and @second after: a FIFO that a
+ * thread keeps open for writing. It writes one value whenever the pipe is empty, so each read
+ * (one read() per open, as sysfs_read_attr() does) finds exactly one; @consumed counts the values
+ * read. A write while no reader has it open fails (EPIPE, SIGPIPE ignored) and is tried again. */
+typedef struct StateFeed {
+        char path[256];
+        const char *second;
+        atomic_bool stop;
+        unsigned written, consumed;
+} StateFeed;
+
+static void *state_feed(void *userdata) {
+        StateFeed *f = userdata;
+        int fd = -1;
+
+        while (!atomic_load(&f->stop)) {
+                int queued = 0;
+
+                /* O_NONBLOCK: ENXIO until the first reader opens it, so the stop flag is seen */
+                if (fd < 0 && (fd = open(f->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+                        assert(errno == ENXIO);
+                else if (ioctl(fd, FIONREAD, &queued) == 0 && queued == 0) {
+                        if (f->written > f->consumed)
+                                f->consumed++;   /* the last value was read */
+                        const char *v = f->written == 0 ? "live\n" : f->second;
+                        ssize_t k = write(fd, v, strlen(v));
+                        assert(k == (ssize_t) strlen(v) || (k < 0 && errno == EPIPE));
+                        if (k > 0)
+                                f->written++;
+                }
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        }
+        if (fd >= 0) {
+                int queued = -1;
+                if (ioctl(fd, FIONREAD, &queued) == 0 && queued == 0 && f->written > f->consumed)
+                        f->consumed++;
+                close(fd);
+        }
+        return NULL;
+}
+
+static void write_attr(const char *dir, const char *name, const char *value) {
+        char path[512];
+        FILE *f;
+
+        assert((size_t) snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path);
+        f = fopen(path, "we");
+        assert(f);
+        assert(fputs(value, f) >= 0);
+        assert(fclose(f) == 0);
+}
+
+/* The gate reads sysfs live; before the open, the kernel tears the controller down and its /dev
+ * node goes (ENOENT). When sysfs then reads @second_state, is the step's outcome @want? */
+static void removed_before_open(const char *second_state, ControllerResult want) {
+        char root[] = "/tmp/test-controller-XXXXXX", dir[256], dev[256];
+        Controller c;
+        Config cfg;
+        ControllerContext ctx;
+        SysPlatform plat;
+        ControllerOutcome o;
+        StateFeed feed = { .second = second_state };
+        pthread_t t;
+
+        assert(mkdtemp(root));
+        assert((size_t) snprintf(dir, sizeof dir, "%s/class", root) < sizeof dir && mkdir(dir, 0755) == 0);
+        assert((size_t) snprintf(dir, sizeof dir, "%s/class/nvme", root) < sizeof dir && mkdir(dir, 0755) == 0);
+        assert((size_t) snprintf(dir, sizeof dir, "%s/class/nvme/nvme0", root) < sizeof dir && mkdir(dir, 0755) == 0);
+        assert((size_t) snprintf(dev, sizeof dev, "%s/dev", root) < sizeof dev && mkdir(dev, 0755) == 0);
+        write_attr(dir, "transport", "pcie\n");
+        write_attr(dir, "model", "Samsung SSD 970 EVO Plus 2TB\n");
+        assert((size_t) snprintf(feed.path, sizeof feed.path, "%s/state", dir) < sizeof feed.path);
+        assert(mkfifo(feed.path, 0644) == 0);
+        assert(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
+        assert(pthread_create(&t, NULL, state_feed, &feed) == 0);
+
+        config_init(&cfg);
+        cfg.apst.policy = APST_POLICY_ADAPTIVE;
+        setup(&c, &cfg, &ctx, &plat);
+        ctx.sysfs_root = root;
+        ctx.dev_dir = dev;   /* no nvme0 node in it */
+        (void) controller_sync(&c, &ctx, "test", &o);
+        atomic_store(&feed.stop, true);
+        assert(pthread_join(t, NULL) == 0);
+
+        /* the gate read live, the leaving check read again */
+        assert(feed.consumed >= 2);
+        assert(o.result == want);
+        assert(o.error == -ENOENT);
+        if (want == CONTROLLER_FAILED)
+                assert(o.failed_step == CONTROLLER_STEP_OPEN);
+        assert(!c.have_written);
+
+        assert(unlink(feed.path) == 0);
+        char cmd[300];
+        assert((size_t) snprintf(cmd, sizeof cmd, "rm -rf '%s'", root) < sizeof cmd);
+        assert(system(cmd) == 0);
+        config_done(&cfg);
 }
 
 int main(void) {
@@ -93,5 +204,12 @@ int main(void) {
         printf("ok: a changed configuration drops the learned table\n");
 
         config_done(&cfg);
+
+        removed_before_open("deleting\n", CONTROLLER_GONE);
+        removed_before_open("deleting (no IO)\n", CONTROLLER_GONE);
+        removed_before_open("dead\n", CONTROLLER_GONE);
+        printf("ok: a /dev node gone between the gate and the open of a controller being removed is no error\n");
+        removed_before_open("live\n", CONTROLLER_FAILED);
+        printf("ok: ... but of a live controller it is\n");
         return 0;
 }
