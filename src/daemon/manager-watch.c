@@ -43,6 +43,7 @@
 #include "bpfwatch.h"
 #include "gaphist.h"
 #include "log.h"
+#include "manager-metrics.h"
 #include "manager-watch.h"
 #include "passive-calib.h"
 #include "watch.h"
@@ -54,6 +55,10 @@
  * whenever it is read, so the wait only delays a decision; 20 s (plus up to half of
  * WATCH_SLOW_NS of slack) keeps an idle daemon at <= 0.05 wake-ups a second. */
 #define WATCH_BPF_IDLE_NS UINT64_C(20000000000)
+/* The shadow kernel's totals reach the metrics file at most this often while gaps end, and once
+ * when they stop: nothing else writes it while the policy keeps its table, and an idle daemon
+ * writes nothing. */
+#define WATCH_METRICS_NS UINT64_C(10000000000)
 /* Namespaces of one controller the program tells apart (bpfwatch.h: a slot's disks). */
 #define WATCH_BPF_DISKS 32u
 /* A passive estimate replans when it moved by more than this share from the one planned with. */
@@ -83,6 +88,8 @@ struct ManagerWatch {
         uint64_t total_excess_ns;  /* first requests' service beyond an awake one's: the wake-ups paid */
         PassiveCalib pcal;
         uint32_t pcal_logged;      /* states whose disagreement with the descriptor was said */
+        bool metrics_due;          /* gaps accounted since the metrics file was last brought up to date */
+        uint64_t metrics_usec;     /* when it was */
 };
 
 static Watch *watcher(ManagerWatch *w) {
@@ -405,6 +412,20 @@ static int bpf_refresh_disks(ManagerWatch *w) {
 
 static void set_source(ManagerWatch *w, AdaptSource source, uint64_t now);
 
+/* The shadow kernel's totals in the metrics file (WATCH_METRICS_NS): @gaps, this reading
+ * accounted some. */
+static void metrics_account(ManagerWatch *w, bool gaps, uint64_t now) {
+        if (!w->adapt)
+                return;
+        if (gaps)
+                w->metrics_due = true;
+        if (!w->metrics_due || (gaps && now < w->metrics_usec + WATCH_METRICS_NS / NS_PER_USEC))
+                return;
+        manager_metrics_update(w->ctrl->manager);
+        w->metrics_due = false;
+        w->metrics_usec = now;
+}
+
 static int on_bpf_timer(ManagerWatch *w) {
         ManagerCtrl *c = w->ctrl;
         Manager *m = c->manager;
@@ -464,6 +485,7 @@ static int on_bpf_timer(ManagerWatch *w) {
                 program = true;
         if (w->adapt && gaps > 0)
                 log_account(w, now * NS_PER_USEC);
+        metrics_account(w, gaps > 0, now);
         busy_hook(m, busy, now, &deadline);
 
         /* While gaps end, read as often as the policy decides; then back off to the idle wait
