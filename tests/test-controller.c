@@ -98,13 +98,9 @@ static void *state_feed(void *userdata) {
 
 static void write_attr(const char *dir, const char *name, const char *value) {
         char path[512];
-        FILE *f;
 
         assert((size_t) snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path);
-        f = fopen(path, "we");
-        assert(f);
-        assert(fputs(value, f) >= 0);
-        assert(fclose(f) == 0);
+        assert(write_file_atomic(path, value, strlen(value), 0644) == 0);
 }
 
 /* The gate reads sysfs live; before the open, the kernel tears the controller down and its /dev

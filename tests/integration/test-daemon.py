@@ -773,17 +773,22 @@ elif scenario == "bpf-source":
                 return None
             with open(prom) as f:
                 return re.search(r'^nvme_apstd_watch_source_info\{controller="nvme0",source="bpf"\} 1$', f.read(), re.M)
-        fd = os.open(os.environ["APSTD_LOOPDEV"], os.O_RDONLY | os.O_DIRECT)
-        buf = mmap.mmap(-1, 4096)
-        try:
-            # each gap ends with three reads in a row: the second and third find the drive awake
-            for i, gap in enumerate([0.02, 0.3, 1.5] * 6 + [0.02]):
-                for k in range(3):
-                    os.preadv(fd, [buf], 4096 * ((i * 3 + k) * 7 % 1000))
-                time.sleep(gap)
-            os.preadv(fd, [buf], 0)
-        finally:
-            os.close(fd)
+
+        def direct_reads(schedule):
+            # 4 KiB O_DIRECT reads of the loop device: (block, pause after it) each
+            fd = os.open(os.environ["APSTD_LOOPDEV"], os.O_RDONLY | os.O_DIRECT)
+            buf = mmap.mmap(-1, 4096)
+            try:
+                for block, pause in schedule:
+                    os.preadv(fd, [buf], 4096 * block)
+                    if pause:
+                        time.sleep(pause)
+            finally:
+                os.close(fd)
+
+        # each gap ends with three reads in a row: the second and third find the drive awake
+        direct_reads([((i * 3 + k) * 7 % 1000, gap if k == 2 else 0)
+                      for i, gap in enumerate([0.02, 0.3, 1.5] * 6 + [0.02]) for k in range(3)] + [(0, 0)])
         # The policy may move the table as the gaps come (it is adaptive), so which states the gaps
         # reached depends on its decisions; every state measured must come out a loop device's.
         pat = (r"nvme0: ps(\d) wakes in (\d+) µs as the block layer sees it \((\d+) wake-ups[^\n]*not the "
@@ -815,13 +820,7 @@ elif scenario == "bpf-source":
             return float(m.group(1)) if m else None
         j0 = wait_for(lambda: (kernel_joules() or 0) > 0 and kernel_joules(), 5, "the kernel's table's energy counted")
         check(j0 is not None and j0 > 0, f"the kernel's table's estimated energy on those gaps is counted ({j0} J)")
-        fd = os.open(os.environ["APSTD_LOOPDEV"], os.O_RDONLY | os.O_DIRECT)
-        try:
-            for i in range(4):
-                os.preadv(fd, [buf], 4096 * (i * 13 % 1000))
-                time.sleep(0.3)
-        finally:
-            os.close(fd)
+        direct_reads([(i * 13 % 1000, 0.3) for i in range(4)])
         j1 = wait_for(lambda: (kernel_joules() or 0) > (j0 or 0) and kernel_joules(), 5,
                       "the kernel's table's energy after a second burst")
         check(j1 is not None, f"a second burst's gaps reach the metrics file within seconds ({j0} J, then {j1} J)")
