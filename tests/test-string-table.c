@@ -11,7 +11,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "adapt.h"
+#include "apply.h"
+#include "apst.h"
+#include "config.h"
+#include "cpufreq-policy.h"
+#include "device.h"
+#include "doctor.h"
+#include "sim.h"
+#include "situation.h"
 #include "string-table.h"
+#include "trace.h"
 
 typedef enum Fruit {
         FRUIT_APPLE,
@@ -69,7 +79,47 @@ static void test_macro(void) {
         printf("ok /string-table/macro\n");
 }
 
+/* Each of @n values has a non-empty name no other value has; value @n and -EINVAL have none. */
+#define CHECK_TABLE(to_string, n)                                                       \
+        do {                                                                            \
+                for (int _i = 0; _i < (int) (n); _i++) {                                \
+                        const char *_s = to_string(_i);                                 \
+                        assert(_s && _s[0]);                                            \
+                        for (int _k = 0; _k < _i; _k++)                                 \
+                                assert(strcmp(_s, to_string(_k)) != 0);                 \
+                }                                                                       \
+                assert(to_string(n) == NULL);                                           \
+                assert(to_string(-EINVAL) == NULL);                                     \
+        } while (0)
+
+/* ... and each name parses back to its value; unknown names and NULL give -EINVAL. */
+#define CHECK_ROUND_TRIP(to_string, from_string, n)                                     \
+        do {                                                                            \
+                CHECK_TABLE(to_string, n);                                              \
+                for (int _i = 0; _i < (int) (n); _i++)                                  \
+                        assert((int) from_string(to_string(_i)) == _i);                 \
+                assert((int) from_string("no-such-name") == -EINVAL);                   \
+                assert((int) from_string(NULL) == -EINVAL);                             \
+        } while (0)
+
+static void test_tables(void) {
+        CHECK_ROUND_TRIP(apst_policy_to_string, apst_policy_from_string, _APST_POLICY_MAX);
+        CHECK_ROUND_TRIP(adapt_source_to_string, adapt_source_from_string, _ADAPT_SOURCE_MAX);
+        CHECK_ROUND_TRIP(cpu_pin_mode_to_string, cpu_pin_mode_from_string, _CPU_PIN_MAX);
+        CHECK_ROUND_TRIP(watch_source_mode_to_string, watch_source_mode_from_string, _WATCH_SOURCE_MAX);
+        CHECK_TABLE(apply_step_to_string, _APPLY_STEP_MAX);
+        CHECK_TABLE(cpufreq_attr_to_string, _CPUFREQ_ATTR_MAX);
+        CHECK_TABLE(device_verdict_to_string, _DEVICE_VERDICT_MAX);
+        CHECK_TABLE(doctor_finding_id_to_string, _DOCTOR_FINDING_MAX);
+        CHECK_TABLE(power_source_to_string, _POWER_SOURCE_MAX);
+        CHECK_TABLE(sim_activity_to_string, _SIM_ACTIVITY_MAX);
+        CHECK_TABLE(trace_format_to_string, _TRACE_FORMAT_MAX);
+        CHECK_TABLE(trace_op_to_string, _TRACE_OP_MAX);
+        printf("ok /string-table/tables\n");
+}
+
 int main(void) {
         test_macro();
+        test_tables();
         return 0;
 }

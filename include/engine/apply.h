@@ -28,6 +28,7 @@ typedef enum ApplyStep {
         _APPLY_STEP_INVALID = -EINVAL,
 } ApplyStep;
 
+/* "Set Features (write the table)", ...; NULL outside the enum. */
 const char *apply_step_to_string(ApplyStep s);
 
 /* What the journal entries say about the controller. */

@@ -22,6 +22,7 @@
 
 #include "adapt.h"
 #include "macro.h"
+#include "string-table.h"
 
 #define NS_PER_MS 1000000.0
 #define NS_PER_US 1000.0
@@ -373,21 +374,12 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
 
 /* ---- The exact source ---- */
 
-static const char *const source_names[_ADAPT_SOURCE_MAX] = {
+static const char *const adapt_source_table[_ADAPT_SOURCE_MAX] = {
         [ADAPT_SOURCE_STAT] = "stat",
         [ADAPT_SOURCE_BPF] = "bpf",
 };
 
-const char *adapt_source_to_string(AdaptSource s) {
-        return s >= 0 && s < _ADAPT_SOURCE_MAX ? source_names[s] : NULL;
-}
-
-AdaptSource adapt_source_from_string(const char *s) {
-        for (unsigned i = 0; s && i < _ADAPT_SOURCE_MAX; i++)
-                if (strcmp(s, source_names[i]) == 0)
-                        return (AdaptSource) i;
-        return _ADAPT_SOURCE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(adapt_source, AdaptSource);
 
 static void chain_to_shadow(const Adapt *a, const AdaptChain *c, ShadowChain *ret) {
         ApstTable t;

@@ -30,6 +30,7 @@
 
 #include "apst.h"
 #include "macro.h"
+#include "string-table.h"
 
 #define APST_ENTRY_RESERVED_MASK (UINT64_C(0xFFFFFFFF00000000) | UINT64_C(0x7))
 
@@ -43,20 +44,7 @@ static const char *const apst_policy_table[_APST_POLICY_MAX] = {
         [APST_POLICY_ADAPTIVE] = "adaptive",
 };
 
-const char *apst_policy_to_string(ApstPolicyKind p) {
-        if (p < 0 || p >= _APST_POLICY_MAX)
-                return NULL;
-        return apst_policy_table[p];
-}
-
-ApstPolicyKind apst_policy_from_string(const char *s) {
-        if (!s)
-                return _APST_POLICY_INVALID;
-        for (int i = 0; i < _APST_POLICY_MAX; i++)
-                if (streq_ptr(s, apst_policy_table[i]))
-                        return (ApstPolicyKind) i;
-        return _APST_POLICY_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(apst_policy, ApstPolicyKind);
 
 /*
  * Quirks

@@ -41,6 +41,7 @@
 
 #include "config.h"
 #include "macro.h"
+#include "string-table.h"
 #include "util.h"
 
 /* Bounds of the numbers, documented in nvme-apstd.conf(5). */
@@ -301,16 +302,7 @@ static const char *const cpu_pin_mode_table[_CPU_PIN_MAX] = {
         [CPU_PIN_BUSY] = "busy",
 };
 
-const char *cpu_pin_mode_to_string(CpuPinMode m) {
-        return m >= 0 && m < _CPU_PIN_MAX ? cpu_pin_mode_table[m] : NULL;
-}
-
-CpuPinMode cpu_pin_mode_from_string(const char *s) {
-        for (size_t i = 0; s && i < ELEMENTSOF(cpu_pin_mode_table); i++)
-                if (strcmp(s, cpu_pin_mode_table[i]) == 0)
-                        return (CpuPinMode) i;
-        return _CPU_PIN_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(cpu_pin_mode, CpuPinMode);
 
 static int parse_pin(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
         CpuPinMode m = cpu_pin_mode_from_string(v);
@@ -323,22 +315,13 @@ static int parse_pin(const ConfigKey *k, const char *v, void *dest, char *reason
         return 0;
 }
 
-static const char *const watch_source_table[_WATCH_SOURCE_MAX] = {
+static const char *const watch_source_mode_table[_WATCH_SOURCE_MAX] = {
         [WATCH_SOURCE_AUTO] = "auto",
         [WATCH_SOURCE_BPF] = "bpf",
         [WATCH_SOURCE_STAT] = "stat",
 };
 
-const char *watch_source_mode_to_string(WatchSourceMode m) {
-        return m >= 0 && m < _WATCH_SOURCE_MAX ? watch_source_table[m] : NULL;
-}
-
-WatchSourceMode watch_source_mode_from_string(const char *s) {
-        for (size_t i = 0; s && i < ELEMENTSOF(watch_source_table); i++)
-                if (strcmp(s, watch_source_table[i]) == 0)
-                        return (WatchSourceMode) i;
-        return _WATCH_SOURCE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(watch_source_mode, WatchSourceMode);
 
 static int parse_watch_source(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
         WatchSourceMode m = watch_source_mode_from_string(v);

@@ -7,27 +7,18 @@
 #include "apply.h"
 #include "apstd-ids.h"
 #include "log.h"
+#include "string-table.h"
 
-const char *apply_step_to_string(ApplyStep s) {
-        switch (s) {
-        case APPLY_STEP_NONE:
-                return "none";
-        case APPLY_STEP_GET_BEFORE:
-                return "Get Features (read the current table)";
-        case APPLY_STEP_SET:
-                return "Set Features (write the table)";
-        case APPLY_STEP_VERIFY:
-                return "Get Features (verify the table)";
-        case APPLY_STEP_RESTORE:
-                return "Set Features (restore the previous table)";
-        case APPLY_STEP_VERIFY_RESTORE:
-                return "Get Features (verify the restored table)";
-        case _APPLY_STEP_MAX:
-        case _APPLY_STEP_INVALID:
-                break;
-        }
-        return "invalid";
-}
+static const char *const apply_step_table[_APPLY_STEP_MAX] = {
+        [APPLY_STEP_NONE] = "none",
+        [APPLY_STEP_GET_BEFORE] = "Get Features (read the current table)",
+        [APPLY_STEP_SET] = "Set Features (write the table)",
+        [APPLY_STEP_VERIFY] = "Get Features (verify the table)",
+        [APPLY_STEP_RESTORE] = "Set Features (restore the previous table)",
+        [APPLY_STEP_VERIFY_RESTORE] = "Get Features (verify the restored table)",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(apply_step, ApplyStep);
 
 const char *apply_error_to_string(int error, uint16_t nvme_status, char *buf, size_t n) {
         if (error == -ERANGE)
