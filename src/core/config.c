@@ -179,26 +179,14 @@ static int parse_bool(const ConfigKey *k, const char *v, void *dest, char *reaso
 }
 
 static int parse_policy(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
-        /*
-         * Our own small table rather than apst_policy_from_string(), so the
-         * parser does not pull the APST builder in; keep it in step with apst.c.
-         */
-        static const struct {
-                const char *name;
-                ApstPolicyKind kind;
-        } table[] = {
-                { "budget", APST_POLICY_BUDGET },
-                { "kernel", APST_POLICY_KERNEL },
-                { "adaptive", APST_POLICY_ADAPTIVE },
-        };
+        ApstPolicyKind p = apst_policy_from_string(v);
 
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (strcmp(v, table[i].name) == 0) {
-                        *(ApstPolicyKind *) dest = table[i].kind;
-                        return 0;
-                }
-        snprintf(reason, n, "unknown policy (budget, kernel or adaptive)");
-        return -EINVAL;
+        if (p < 0) {
+                snprintf(reason, n, "unknown policy (budget, kernel or adaptive)");
+                return -EINVAL;
+        }
+        *(ApstPolicyKind *) dest = p;
+        return 0;
 }
 
 static int set_string(void *dest, const char *v, char *reason, size_t n) {
