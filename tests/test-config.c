@@ -180,20 +180,20 @@ static void check_force_on(const Config *c) {
 }
 
 static void check_stall_half(const Config *c) {
-        assert(c->apst.stall_budget_cpct == 50);
+        assert(c->apst.stall_budget_pct_x100 == 50);
         assert(c->apst.policy == APST_POLICY_ADAPTIVE);
 }
 
 static void check_stall_default(const Config *c) {
-        assert(c->apst.stall_budget_cpct == APST_STALL_BUDGET_DEFAULT_CPCT);
+        assert(c->apst.stall_budget_pct_x100 == APST_STALL_BUDGET_DEFAULT_PCT_X100);
 }
 
 static void check_stall_whole(const Config *c) {
-        assert(c->apst.stall_budget_cpct == 300);
+        assert(c->apst.stall_budget_pct_x100 == 300);
 }
 
 static void check_stall_hundredth(const Config *c) {
-        assert(c->apst.stall_budget_cpct == 1);
+        assert(c->apst.stall_budget_pct_x100 == 1);
 }
 
 static void check_force_off(const Config *c) {

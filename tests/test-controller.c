@@ -192,7 +192,7 @@ int main(void) {
         printf("ok: an unchanged configuration keeps the learned table\n");
 
         /* a changed knob (the stall budget) drops it: the plan's table is written again */
-        cfg.apst.stall_budget_cpct = 50;
+        cfg.apst.stall_budget_pct_x100 = 50;
         assert(controller_replan(&c, &ctx, &changed) == 0);
         assert(!c.have_learned);
         assert(changed == !apst_table_equal(&t, &c.plan.plan.table));

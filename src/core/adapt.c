@@ -156,7 +156,7 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
         if (!a || !id || !p || !ret_table)
                 return -EINVAL;
         ap = *p;
-        *a = (Adapt) { .id = *id, .budget_cpct = p->stall_budget_cpct, .exlat_factor = 1.0 };
+        *a = (Adapt) { .id = *id, .budget_pct_x100 = p->stall_budget_pct_x100, .exlat_factor = 1.0 };
         a->p0_uw = id->psd[0].idle_power_uw ? id->psd[0].idle_power_uw : APST_P0_DEFAULT_UW;
 
         ap.policy = APST_POLICY_ADAPTIVE;
@@ -186,7 +186,7 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
 
         /* The exact source's model and the shadow kernel. */
         a->params = *p;
-        a->budget_explicit = p->stall_budget_cpct != APST_STALL_BUDGET_DEFAULT_CPCT;
+        a->budget_explicit = p->stall_budget_pct_x100 != APST_STALL_BUDGET_DEFAULT_PCT_X100;
         a->kernel_table = plan.outcome == APST_OUTCOME_PROGRAM ? plan.table : (ApstTable) {};
         a->sd = (ShadowDrive) { .npss = id->npss, .p0_uw = a->p0_uw };
         for (unsigned i = 1; i <= id->npss && i < SHADOW_STATES; i++) {
@@ -311,14 +311,14 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
         chain_score(a, &a->kernel, a->exlat_factor, &k_e, &k_s);
         chain_score(a, &a->current, a->exlat_factor, &cur_e, &cur_s);
         s = (Search) { .a = a, .xf = a->exlat_factor };
-        double budget_ns = elapsed * a->budget_cpct / 10000.0;
+        double budget_ns = elapsed * a->budget_pct_x100 / 10000.0;
         s.limit_ns = MIN(budget_ns, k_s);
         /* Also a drive that stalls more than its advertised latencies explain: the observed
          * wake cost counts against the table in force. */
         /* Slack of a tenth of the budget, so gaps that hover around a threshold do not
          * make the limit flip the table back and forth. */
         overrun = cur_s > s.limit_ns * 1.1 + budget_ns / 20 ||
-                  watch_stall_fraction(&a->watch) > 1.5 * a->budget_cpct / 10000.0 + 1e-6;
+                  watch_stall_fraction(&a->watch) > 1.5 * a->budget_pct_x100 / 10000.0 + 1e-6;
         /* A band: a new table must fit in 80% of the budget (and the kernel's cost), the one
          * in force is kept up to 110% of its limit plus 5% of the budget, so the noise
          * of the estimates does not flip tables. */
@@ -358,7 +358,7 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
                         "I/O every ~%s (%.1f/s)%s: the kernel's table would stall %.2f%% of the time, the table "
                         "in force %.2f%%, budget %.2f%%; %s: expected stall %.2f%%, idle energy %.0f%% of the kernel's",
                         gap, d.io_rate, lie, 100 * d.kernel_stall, elapsed > 0 ? 100 * cur_s / elapsed : 0,
-                     a->budget_cpct / 100.0, chain, 100 * d.expected_stall, 100 * d.energy_vs_kernel) < 0)
+                     a->budget_pct_x100 / 100.0, chain, 100 * d.expected_stall, 100 * d.energy_vs_kernel) < 0)
                 d.reason[0] = 0;
 
         a->current = s.best;
@@ -733,7 +733,8 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         shadow_hist_cost(&a->sd_cand, applied_chain, &a->hist, &cur_e, &cur_w);
         /* The stall budget holds over the window with what was already paid: wake delay the
          * tables in force spent beyond it is taken off what the next table may spend. */
-        double budget_w = MAX((double) a->hist_elapsed_ns, (double) ADAPT_BUDGET_MIN_SPAN_NS) * a->budget_cpct / 10000.0;
+        double budget_w = MAX((double) a->hist_elapsed_ns, (double) ADAPT_BUDGET_MIN_SPAN_NS) * a->budget_pct_x100 /
+                          10000.0;
         /* A new table must fit in ADAPT_BUDGET_FILL of it: the gaps to come are not exactly
          * the gaps seen, and a table right at the limit would overrun as often as not. */
         budget_w = MAX(ADAPT_BUDGET_FILL * budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);

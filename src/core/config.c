@@ -439,7 +439,7 @@ static const ConfigKey config_keys[] = {
         APST_KEY("secondary_latency_tol_us", parse_u32, secondary_latency_tol_us, 0, LATENCY_US_MAX,
                  APST_KEY_SECONDARY_TOL),
         APST_KEY("force", parse_bool, force, 0, 0, APST_KEY_FORCE),
-        APST_KEY("stall_budget_pct", parse_percent, stall_budget_cpct, 0, APST_STALL_BUDGET_MAX_CPCT,
+        APST_KEY("stall_budget_pct", parse_percent, stall_budget_pct_x100, 0, APST_STALL_BUDGET_MAX_PCT_X100,
                  APST_KEY_STALL_BUDGET),
         APST_KEY("use_calibration", parse_bool, use_calibration, 0, 0, APST_KEY_USE_CALIBRATION),
 

@@ -238,7 +238,7 @@ static void log_decision(const ManagerCtrl *c, const AdaptDecision *d) {
         fmt_pct(obs, sizeof obs, d->observed_stall);
         fmt_pct(exp, sizeof exp, d->expected_stall);
         fmt_pct(kern, sizeof kern, d->kernel_stall);
-        (void) snprintf(budget, sizeof budget, "%.2f", ct->plan.params.stall_budget_cpct / 100.0);
+        (void) snprintf(budget, sizeof budget, "%.2f", ct->plan.params.stall_budget_pct_x100 / 100.0);
         (void) snprintf(energy, sizeof energy, "%.3f", d->energy_vs_kernel);
         (void) snprintf(rate, sizeof rate, "%.2f", d->io_rate);
         (void) snprintf(gap, sizeof gap, "%" PRIu64, d->median_gap_ns / 1000000u);
