@@ -112,11 +112,11 @@ static int sleep_usec(uint64_t usec) {
 }
 
 /* One timed Read. Return: 0 (*ret_us the time it took) or negative errno. */
-static int timed_read(Ctrl *ns, uint16_t *status, uint32_t *ret_us) {
+static int timed_read(AdminHandle *ns, uint16_t *status, uint32_t *ret_us) {
         uint64_t t0 = now_usec(), t1;
         int r;
 
-        r = ctrl_read_block(ns, 0, status);
+        r = admin_read_block(ns, 0, status);
         t1 = now_usec();
         if (r < 0)
                 return r;
@@ -141,8 +141,8 @@ static void progress(const Run *run, const char *name, unsigned ps, unsigned k) 
  * (awake), an idle wait, a Read that wakes the drive. Return: 0, -EINTR (signal), -ETIME
  * (--max-time), negative errno of a command.
  */
-static int measure_state(const Run *run, Ctrl *admin, Ctrl *ns, const IdCtrl *id, uint8_t ps, uint32_t *awake,
-                         size_t *n_awake, StateResult *ret, uint16_t *status) {
+static int measure_state(const Run *run, AdminHandle *admin, AdminHandle *ns, const IdCtrl *id, uint8_t ps,
+                         uint32_t *awake, size_t *n_awake, StateResult *ret, uint16_t *status) {
         _cleanup_free_ uint32_t *asleep = calloc(run->opt->samples, sizeof *asleep);
         _cleanup_free_ uint32_t *costs = calloc(run->opt->samples, sizeof *costs);
         _cleanup_free_ uint32_t *here = calloc(run->opt->samples, sizeof *here);
@@ -172,7 +172,7 @@ static int measure_state(const Run *run, Ctrl *admin, Ctrl *ns, const IdCtrl *id
                         r = -ETIME;
                         break;
                 }
-                progress(run, ctrl_name(admin), ps, k + 1);
+                progress(run, admin_name(admin), ps, k + 1);
                 r = timed_read(ns, status, &here[k]);
                 if (r < 0)
                         return r;
@@ -286,7 +286,7 @@ static int save_results(const Run *run, const IdCtrl *id, uint32_t awake_median,
 }
 
 /* Put @orig back and drop the record. Return: 0 or negative errno (the record is kept then). */
-static int restore(Ctrl *admin, const ApstTable *orig, const char *record, uint16_t *status) {
+static int restore(AdminHandle *admin, const ApstTable *orig, const char *record, uint16_t *status) {
         int r;
 
         r = apply_set_verified(admin, orig, status);
@@ -294,13 +294,14 @@ static int restore(Ctrl *admin, const ApstTable *orig, const char *record, uint1
                 return r;
         r = record_remove(record);
         if (r < 0)
-                log_warning_errno(r, "%s: original table put back, but cannot remove %s: %m", ctrl_name(admin), record);
+                log_warning_errno(r, "%s: original table put back, but cannot remove %s: %m", admin_name(admin),
+                                  record);
         return 0;
 }
 
 static const char *error_words(int r, uint16_t status, char *buf, size_t n) {
         if (r == -EREMOTEIO)
-                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", status, ctrl_status_to_string(status));
+                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", status, admin_status_to_string(status));
         else if (r == -EBADMSG)
                 (void) snprintf(buf, n, "the table read back differs from the one written");
         else
@@ -312,7 +313,7 @@ static const char *error_words(int r, uint16_t status, char *buf, size_t n) {
 typedef struct CalibCtrl {
         const SysCtrl *sys;
         FILE *out;                 /* where the words go: stdout, or stderr with --json */
-        Ctrl *admin, *ns;
+        AdminHandle *admin, *ns;
         IdCtrl id;
         uint8_t ps[IDCTRL_MAX_PS]; /* the states to measure */
         size_t n;
@@ -344,12 +345,12 @@ static int calibrate_prepare(Run *run, const Config *cfg, const SysPlatform *pla
                 fprintf(out, "%s: FAILED (controller is %s, not live)\n", sys->name, sys->state);
                 return 1;
         }
-        r = ctrl_open(arg_dev_dir, sys->name, &cc->admin);
+        r = admin_open(arg_dev_dir, sys->name, &cc->admin);
         if (r < 0) {
                 fprintf(out, "%s: FAILED (cannot open %s/%s: %s)\n", sys->name, arg_dev_dir, sys->name, strerror(-r));
                 return 1;
         }
-        r = ctrl_identify(cc->admin, &cc->id, NULL, &status);
+        r = admin_identify(cc->admin, &cc->id, NULL, &status);
         if (r < 0) {
                 fprintf(out, "%s: FAILED (Identify Controller: %s)\n", sys->name, error_words(r, status, why, sizeof why));
                 return 1;
@@ -375,7 +376,7 @@ static int calibrate_prepare(Run *run, const Config *cfg, const SysPlatform *pla
         }
         r = sysfs_ctrl_namespace(arg_sysfs_root, sys->name, cc->dev, sizeof cc->dev, &nsid, &lba);
         if (r >= 0)
-                r = ctrl_open_namespace(arg_dev_dir, cc->dev, nsid, lba, &cc->ns);
+                r = admin_open_namespace(arg_dev_dir, cc->dev, nsid, lba, &cc->ns);
         if (r < 0) {
                 fprintf(out, "%s: FAILED (no namespace to read from: %s)\n", sys->name,
                        r == -ENOENT ? "none in sysfs" : strerror(-r));
@@ -408,13 +409,13 @@ static int calibrate_take_original(CalibCtrl *cc, const char *runtime_dir) {
         char why[256];
         int r, load_error;
 
-        r = ctrl_read_block(cc->ns, 0, &status);
+        r = admin_read_block(cc->ns, 0, &status);
         if (r < 0) {
                 fprintf(cc->out, "%s: FAILED (Read of one block of %s: %s); table unchanged\n", name, cc->dev,
                         error_words(r, status, why, sizeof why));
                 return 1;
         }
-        r = ctrl_get_apst(cc->admin, &found, &status);
+        r = admin_get_apst(cc->admin, &found, &status);
         if (r < 0) {
                 fprintf(cc->out, "%s: FAILED (Get Features 0x0C: %s); table unchanged\n", name,
                         error_words(r, status, why, sizeof why));
@@ -539,8 +540,8 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
                 r = calibrate_report(run, &cc, &o, r);
         }
         free(o.saved);
-        ctrl_free(cc.ns);
-        ctrl_free(cc.admin);
+        admin_free(cc.ns);
+        admin_free(cc.admin);
         return r;
 }
 

@@ -26,7 +26,7 @@ const char *apply_error_to_string(int error, uint16_t nvme_status, char *buf, si
                 (void) snprintf(buf, n, "the controller's Identify data is invalid (npss > 31: more than 32 "
                                         "power states); leaving its APST alone");
         else if (error == -EREMOTEIO)
-                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", nvme_status, ctrl_status_to_string(nvme_status));
+                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", nvme_status, admin_status_to_string(nvme_status));
         else
                 (void) snprintf(buf, n, "%s", strerror(-error));
         return buf;
@@ -64,17 +64,17 @@ static void log_failure(const ApplyTarget *t, ApplyStep step, int error, uint16_
 }
 
 /* Write @tbl, read back and compare. On failure fills in the step and status and returns -errno. */
-static int write_and_verify(Ctrl *c, const ApstTable *tbl, ApplyStep set_step, ApplyStep verify_step,
+static int write_and_verify(AdminHandle *c, const ApstTable *tbl, ApplyStep set_step, ApplyStep verify_step,
                             ApplyStep *ret_step, uint16_t *ret_status, ApstTable *ret_readback) {
         ApstTable back;
         int r;
 
-        r = ctrl_set_apst(c, tbl, ret_status);
+        r = admin_set_apst(c, tbl, ret_status);
         if (r < 0) {
                 *ret_step = set_step;
                 return r;
         }
-        r = ctrl_get_apst(c, &back, ret_status);
+        r = admin_get_apst(c, &back, ret_status);
         if (r < 0) {
                 *ret_step = verify_step;
                 return r;
@@ -88,7 +88,7 @@ static int write_and_verify(Ctrl *c, const ApstTable *tbl, ApplyStep set_step, A
 }
 
 /* Write back @orig and verify it; *ret_step is the step that failed (APPLY_STEP_NONE on success). */
-static int restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig, ApplyStep *ret_step) {
+static int restore(AdminHandle *c, const ApplyTarget *t, const ApstTable *orig, ApplyStep *ret_step) {
         char hex[32 * 19 + 1], desc[512];
         uint16_t status = 0;
         ApstTable back;
@@ -127,7 +127,7 @@ static void log_overwritten(const ApplyTarget *t, const ApstTable *found) {
 /* The write or its verification failed (res->failed_step, res->error): log it, and after a failed
  * verification put back what was there. If that fails too, the controller may hold what we just
  * wrote: say so, the caller must know (res->dirty). A failed Set changed nothing. */
-static void handle_write_failure(Ctrl *c, const ApplyTarget *t, const ApstTable *want, const ApstTable *back,
+static void handle_write_failure(AdminHandle *c, const ApplyTarget *t, const ApstTable *want, const ApstTable *back,
                                  ApplyResult *res) {
         char hex[32 * 19 + 1], got[32 * 19 + 1], desc[512];
         ApplyStep step = APPLY_STEP_NONE;
@@ -190,13 +190,13 @@ static void log_in_place(const ApplyTarget *t, const ApstTable *want, uint32_t w
                           t->policy, desc, worst_wake_us / 1000, (worst_wake_us % 1000) / 100);
 }
 
-int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t worst_wake_us,
+int apply_table(AdminHandle *c, const ApplyTarget *t, const ApstTable *want, uint32_t worst_wake_us,
                 bool skip_if_equal, ApplyResult *ret) {
         ApplyResult res = { .failed_step = APPLY_STEP_NONE };
         ApstTable back = {};
         int r;
 
-        r = ctrl_get_apst(c, &res.before, &res.nvme_status);
+        r = admin_get_apst(c, &res.before, &res.nvme_status);
         if (r < 0) {
                 res.failed_step = APPLY_STEP_GET_BEFORE;
                 res.error = r;
@@ -238,13 +238,13 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
         return 0;
 }
 
-int apply_restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig) {
+int apply_restore(AdminHandle *c, const ApplyTarget *t, const ApstTable *orig) {
         ApplyStep step = APPLY_STEP_NONE;
 
         return restore(c, t, orig, &step);
 }
 
-int apply_set_verified(Ctrl *c, const ApstTable *t, uint16_t *ret_status) {
+int apply_set_verified(AdminHandle *c, const ApstTable *t, uint16_t *ret_status) {
         ApplyStep step;
         ApstTable back;
 
