@@ -572,14 +572,14 @@ static void update_exlat(Adapt *a) {
         bool measured[SHADOW_STATES] = {};
         double factor = 1.0;
 
-        if (pc->awake.count >= PCAL_MIN_SAMPLES)
+        if (pc->awake.count >= PASSIVE_CALIB_MIN_SAMPLES)
                 a->awake_svc_ns = (double) pc->awake.sum_ns / (double) pc->awake.count;
         _Static_assert(SHADOW_STATES == IDCTRL_MAX_PS, "one index for both");
         for (unsigned s = 1; s <= a->sd.npss && s < SHADOW_STATES; s++) {
-                PcalEstimate e;
+                PassiveCalibEstimate e;
                 uint64_t ns;
 
-                if (pcal_estimate(pc, s, &e) == 0)
+                if (passive_calib_estimate(pc, s, &e) == 0)
                         ns = e.exlat_ns;
                 else if (pc->state[s].count >= ADAPT_EXLAT_EARLY_SAMPLES) {
                         uint64_t mean = pc->state[s].sum_ns / pc->state[s].count;
@@ -622,7 +622,7 @@ static double allowed(const Adapt *a, double k_w, double budget_w, double trust)
  * the table in force (@ret_applied) and the kernel's cost on them. */
 static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, ShadowChain *ret_applied) {
         ShadowChain applied;
-        PcalReach reach;
+        PassiveCalibReach reach;
         double f;
 
         /* The decision histogram: decayed, plus this delta; the recent one the same, forgetting in
@@ -641,9 +641,9 @@ static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, Shadow
          * with the exit latencies the first requests showed. */
         /* The first delta after a new table holds gaps that began under the old one: no
          * evidence for either table's states. */
-        pcal_reach_from_table(&a->current_table, &a->id, &reach);
+        passive_calib_reach_from_table(&a->current_table, &a->id, &reach);
         if (!a->table_changed)
-                pcal_feed(&a->pcal, delta, &reach);
+                passive_calib_feed(&a->pcal, delta, &reach);
         a->table_changed = false;
         update_exlat(a);
         shadow_chain_from_table(&a->sd, a->current_table.apste, a->current_table.entry, &applied);
