@@ -4,46 +4,44 @@
  * bounds hold it, 4 buckets per octave, and the counter algebra the daemon
  * uses between two readings of the kernel's maps.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
+#include "check.h"
 #include "gaphist.h"
 #include "gaphist-kern.h"
 
 static void test_buckets(void) {
-        assert(GAP_BUCKETS == 98);
-        assert(gaphist_bucket(0) == 0);
-        assert(gaphist_bucket(65535) == 0);
-        assert(gaphist_bucket(65536) == 1);
+        CHECK(GAP_BUCKETS == 98);
+        CHECK(gaphist_bucket(0) == 0);
+        CHECK(gaphist_bucket(65535) == 0);
+        CHECK(gaphist_bucket(65536) == 1);
         /* 4 per octave: 2^16, 1.25, 1.5, 1.75 x 2^16, then 2^17 */
-        assert(gaphist_bucket(81920) == 2);
-        assert(gaphist_bucket(81919) == 1);
-        assert(gaphist_bucket(98304) == 3);
-        assert(gaphist_bucket(114688) == 4);
-        assert(gaphist_bucket(131072) == 5);
+        CHECK(gaphist_bucket(81920) == 2);
+        CHECK(gaphist_bucket(81919) == 1);
+        CHECK(gaphist_bucket(98304) == 3);
+        CHECK(gaphist_bucket(114688) == 4);
+        CHECK(gaphist_bucket(131072) == 5);
         /* 1 ms = 1e6 ns: 2^19 <= 1e6 < 2^20, q = (1e6 >> 17) & 3 = 7 & 3 = 3 */
-        assert(gaphist_bucket(1000000) == 1 + 3 * 4 + 3);
-        assert(gaphist_bucket(UINT64_C(1) << 40) == GAP_BUCKETS - 1);
-        assert(gaphist_bucket(UINT64_MAX) == GAP_BUCKETS - 1);
-        assert(gaphist_bucket((UINT64_C(1) << 40) - 1) == GAP_BUCKETS - 2);
+        CHECK(gaphist_bucket(1000000) == 1 + 3 * 4 + 3);
+        CHECK(gaphist_bucket(UINT64_C(1) << 40) == GAP_BUCKETS - 1);
+        CHECK(gaphist_bucket(UINT64_MAX) == GAP_BUCKETS - 1);
+        CHECK(gaphist_bucket((UINT64_C(1) << 40) - 1) == GAP_BUCKETS - 2);
 
         /* every bucket's bounds hold exactly its gaps, and the buckets tile the line */
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 uint64_t lo = gaphist_bucket_lower_ns(b), hi = gaphist_bucket_upper_ns(b);
 
-                assert(lo < hi);
-                assert(gaphist_bucket(lo) == b);
+                CHECK(lo < hi);
+                CHECK(gaphist_bucket(lo) == b);
                 if (hi != UINT64_MAX) {
-                        assert(gaphist_bucket(hi - 1) == b);
-                        assert(gaphist_bucket(hi) == b + 1);
-                        assert(gaphist_bucket_lower_ns(b + 1) == hi);
+                        CHECK(gaphist_bucket(hi - 1) == b);
+                        CHECK(gaphist_bucket(hi) == b + 1);
+                        CHECK(gaphist_bucket_lower_ns(b + 1) == hi);
                 }
                 /* at most a quarter octave wide above bucket 0 */
                 if (b > 0 && hi != UINT64_MAX)
-                        assert((hi - lo) * 4 <= lo);
+                        CHECK((hi - lo) * 4 <= lo);
         }
 }
 
@@ -58,22 +56,22 @@ static void test_counters(void) {
         b.requests = 10;
 
         unsigned k = gaphist_bucket(1600000);
-        assert(gaphist_bucket(1700000) == k);
-        assert(b.gaps[k] == 2 && b.wake_count[k] == 2 && b.wake_sum_ns[k] == 200000 && b.wake_max_ns[k] == 110000);
+        CHECK(gaphist_bucket(1700000) == k);
+        CHECK(b.gaps[k] == 2 && b.wake_count[k] == 2 && b.wake_sum_ns[k] == 200000 && b.wake_max_ns[k] == 110000);
 
-        assert(gaphist_delta(&b, &a, &d) == 0);
-        assert(d.gaps[k] == 1 && d.wake_sum_ns[k] == 110000 && d.requests == 7);
-        assert(d.gaps[gaphist_bucket(5000000000)] == 1);
-        assert(gaphist_total_gaps(&d) == 2);
-        assert(d.gap_sum_ns == 1700000 + UINT64_C(5000000000));
+        CHECK(gaphist_delta(&b, &a, &d) == 0);
+        CHECK(d.gaps[k] == 1 && d.wake_sum_ns[k] == 110000 && d.requests == 7);
+        CHECK(d.gaps[gaphist_bucket(5000000000)] == 1);
+        CHECK(gaphist_total_gaps(&d) == 2);
+        CHECK(d.gap_sum_ns == 1700000 + UINT64_C(5000000000));
 
         /* counters that went backwards: the program was reloaded, take the new reading whole */
-        assert(gaphist_delta(&a, &b, &d) == -ERANGE);
-        assert(memcmp(&d, &a, sizeof d) == 0);
+        CHECK(gaphist_delta(&a, &b, &d) == -ERANGE);
+        CHECK(memcmp(&d, &a, sizeof d) == 0);
 
         GapHist m = a;
         gaphist_merge(&m, &d);
-        assert(m.gaps[k] == 2 && m.requests == 6);
+        CHECK(m.gaps[k] == 2 && m.requests == 6);
 }
 
 /* The eBPF program's bucket function (gaphist-kern.h) is the same function: at every bound, on
@@ -81,29 +79,29 @@ static void test_counters(void) {
 static void test_kernel_side(void) {
         uint64_t x = 1;
 
-        assert(GAPK_BUCKETS == GAP_BUCKETS && GAPK_BASE_SHIFT == GAP_BASE_SHIFT && GAPK_TOP_SHIFT == GAP_TOP_SHIFT);
-        assert(sizeof(struct gapk_hist) == sizeof(GapHist));
-        assert(offsetof(struct gapk_hist, wake_max_ns) == offsetof(GapHist, wake_max_ns));
-        assert(offsetof(struct gapk_hist, requests) == offsetof(GapHist, requests));
+        CHECK(GAPK_BUCKETS == GAP_BUCKETS && GAPK_BASE_SHIFT == GAP_BASE_SHIFT && GAPK_TOP_SHIFT == GAP_TOP_SHIFT);
+        CHECK(sizeof(struct gapk_hist) == sizeof(GapHist));
+        CHECK(offsetof(struct gapk_hist, wake_max_ns) == offsetof(GapHist, wake_max_ns));
+        CHECK(offsetof(struct gapk_hist, requests) == offsetof(GapHist, requests));
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 uint64_t lo = gaphist_bucket_lower_ns(b);
 
-                assert(gapk_bucket(lo) == b);
+                CHECK(gapk_bucket(lo) == b);
                 if (lo > 0)
-                        assert(gapk_bucket(lo - 1) == gaphist_bucket(lo - 1));
-                assert(gapk_bucket(lo + 1) == gaphist_bucket(lo + 1));
+                        CHECK(gapk_bucket(lo - 1) == gaphist_bucket(lo - 1));
+                CHECK(gapk_bucket(lo + 1) == gaphist_bucket(lo + 1));
         }
         for (unsigned i = 0; i < 100000; i++) {
                 x = x * 6364136223846793005u + 1442695040888963407u;   /* every magnitude */
                 uint64_t v = x >> (x % 64);
-                assert(gapk_bucket(v) == gaphist_bucket(v));
+                CHECK(gapk_bucket(v) == gaphist_bucket(v));
         }
-        assert(gapk_bucket(0) == 0 && gapk_bucket(UINT64_MAX) == GAP_BUCKETS - 1);
+        CHECK(gapk_bucket(0) == 0 && gapk_bucket(UINT64_MAX) == GAP_BUCKETS - 1);
 }
 
 int main(void) {
         test_buckets();
         test_kernel_side();
         test_counters();
-        return 0;
+        return check_exit_status();
 }
