@@ -12,6 +12,8 @@
  * count against that.
  *
  * Needs root, a kernel with BTF and eBPF, and losetup: else exit 77.
+ * Covers: src/platform/bpfwatch.c, src/platform/bpf/iogap.bpf.c, src/core/gaphist.c,
+ * src/platform/sysfs.c.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -19,7 +19,9 @@
  *
  * Uses only libnvme's generic nvme_{identify,set_features,get_features}() (libnvme 1.3's typed APST
  * helpers are broken, doc/platform.md), open() on /dev and sd_device_enumerator_allow_uninitialized(), as
- * the harness README tells the daemon to. Exit 0 when every check holds, 1 otherwise. */
+ * the harness README tells the daemon to. Exit 0 when every check holds, 1 otherwise.
+ * Covers: the harness itself: tests/fake/fake-nvme-tb.c, tests/fake/fakectrl.c.
+ */
 
 #include <endian.h>
 #include <errno.h>

@@ -2,7 +2,9 @@
 /* test-fake-cpupower: libcpupower 6.1 against the harness's fake cpufreq tree
  * (fake-nvme-tb --no-ctrl --cpufreq 3 --cpufreq-shared -- test-fake-cpupower).
  * Checks that the tree reads like the kernel's through libcpupower (policies, limits, governors,
- * driver, affected CPUs of a shared policy) and that writes land, whole, in the policy files. */
+ * driver, affected CPUs of a shared policy) and that writes land, whole, in the policy files.
+ * Covers: the harness's fake cpufreq tree: tests/fake/fake-nvme-tb.c.
+ */
 
 #include <errno.h>
 #include <fcntl.h>
