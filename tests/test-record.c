@@ -5,7 +5,8 @@
  * foreign-version or another drive's record is refused and never half-used;
  * the unversioned APST record of earlier releases is still read; a crash
  * between writing and renaming (the temporary file left behind) neither
- * shadows the record nor blocks the next write.
+ * shadows the record nor blocks the next write. One name for a controller's
+ * record (record_ctrl_path()), refused rather than cut short.
  */
 #undef NDEBUG
 
@@ -259,6 +260,19 @@ static void test_read_full(void) {
         assert(unlink(path) == 0);
 }
 
+static void test_ctrl_path(void) {
+        char buf[32] = "untouched";
+
+        assert(record_ctrl_path("/run/nvme-apstd", "nvme0", buf, sizeof buf) == 0);
+        assert(strcmp(buf, "/run/nvme-apstd/ctrl-nvme0.orig") == 0);
+        /* exactly the 31 characters plus the NUL fit; one byte less is refused, @buf kept */
+        assert(record_ctrl_path("/run/nvme-apstd", "nvme10", buf, sizeof buf) == -ENAMETOOLONG);
+        assert(strcmp(buf, "/run/nvme-apstd/ctrl-nvme0.orig") == 0);
+        assert(record_ctrl_path("/run/nvme-apstd", "nvme1", buf, 31) == -ENAMETOOLONG);
+        assert(record_ctrl_path("", "nvme3", buf, sizeof buf) == 0);
+        assert(strcmp(buf, "/ctrl-nvme3.orig") == 0);
+}
+
 int main(void) {
         assert(mkdtemp(dir));
         test_header();
@@ -267,6 +281,7 @@ int main(void) {
         test_apst_legacy();
         test_files();
         test_read_full();
+        test_ctrl_path();
         assert(rmdir(dir) == 0);
         return 0;
 }
