@@ -434,7 +434,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "force", no_argument, NULL, ARG_FORCE },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "no-save", no_argument, NULL, ARG_NO_SAVE },
-                { "config", required_argument, NULL, 'c' },
+                CLI_CONFIG_OPTION,
                 CLI_COMMON_OPTIONS,
                 {},
         };
@@ -442,7 +442,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
         int c;
 
         optind = 0;
-        while ((c = cli_getopt(argc, argv, "n:c:h", options, help)) >= 0) {
+        while ((c = cli_getopt_config(argc, argv, "n:c:h", options, help, &o->config_path)) >= 0) {
                 switch (c) {
                 case 'n':
                         if (safe_atou32(optarg, &v) < 0 || v < 1 || v > CALIB_SAMPLES_MAX) {
@@ -466,9 +466,6 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_NO_SAVE:
                         o->no_save = true;
-                        break;
-                case 'c':
-                        o->config_path = optarg;
                         break;
                 default:
                         return 2;

@@ -300,7 +300,7 @@ typedef struct DoctorOptions {
 } DoctorOptions;
 
 /* Return: 1 to go on, 0 when done (--help, --version), -EINVAL. */
-static int parse_doctor_options(int argc, char *argv[], DoctorOptions *o) {
+static int parse_argv(int argc, char *argv[], DoctorOptions *o) {
         enum { ARG_KERNEL_LOG = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -426,7 +426,7 @@ int verb_doctor(int argc, char *argv[]) {
         size_t n = 0, n_log = 0;
         int r, status = 2;
 
-        r = parse_doctor_options(argc, argv, &o);
+        r = parse_argv(argc, argv, &o);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
 

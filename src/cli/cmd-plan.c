@@ -220,7 +220,7 @@ typedef struct PlanArgs {
 static int parse_argv(int argc, char *argv[], PlanArgs *a) {
         enum { ARG_PCI_ID = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
+                CLI_CONFIG_OPTION,
                 { "json", no_argument, NULL, 'j' },
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "pci-id", required_argument, NULL, ARG_PCI_ID },
@@ -231,11 +231,8 @@ static int parse_argv(int argc, char *argv[], PlanArgs *a) {
         int c;
 
         optind = 0;
-        while ((c = cli_getopt(argc, argv, "c:ji:h", options, help)) >= 0) {
+        while ((c = cli_getopt_config(argc, argv, "c:ji:h", options, help, &a->config_path)) >= 0) {
                 switch (c) {
-                case 'c':
-                        a->config_path = optarg;
-                        break;
                 case 'j':
                         a->json = true;
                         break;

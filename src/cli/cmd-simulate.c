@@ -261,7 +261,7 @@ static int parse_option(int c, const char *arg, Options *o) {
         return 0;
 }
 
-static int parse_options(int argc, char *argv[], Options *o) {
+static int parse_argv(int argc, char *argv[], Options *o) {
         static const struct option options[] = {
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "trace", required_argument, NULL, 't' },
@@ -758,7 +758,7 @@ int verb_simulate(int argc, char *argv[]) {
                       .source = ADAPT_SOURCE_BPF };
         int r;
 
-        r = parse_options(argc, argv, &o);
+        r = parse_argv(argc, argv, &o);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
         return run(&o) < 0 ? 1 : 0;

@@ -445,27 +445,21 @@ static int status_show(sd_bus *bus, bool json) {
         return 0;
 }
 
-int verb_status(int argc, char *argv[]) {
+/* Return: 1 to go on, 0 to exit 0 (--help, --version), 2 (bad usage). */
+static int parse_argv(int argc, char *argv[], const char **ret_config_path, bool *ret_json) {
         static const struct option options[] = {
                 { "json", no_argument, NULL, 'j' },
-                { "config", required_argument, NULL, 'c' },
+                CLI_CONFIG_OPTION,
                 CLI_COMMON_OPTIONS,
                 {},
         };
-        const char *config_path = NULL;
-        sd_bus *bus = NULL;
-        bool json = false;
-        char why[160];
-        int c, r;
+        int c;
 
         optind = 0;
-        while ((c = cli_getopt(argc, argv, "jc:h", options, help)) >= 0) {
+        while ((c = cli_getopt_config(argc, argv, "jc:h", options, help, ret_config_path)) >= 0) {
                 switch (c) {
                 case 'j':
-                        json = true;
-                        break;
-                case 'c':
-                        config_path = optarg;
+                        *ret_json = true;
                         break;
                 default:
                         return 2;
@@ -475,6 +469,19 @@ int verb_status(int argc, char *argv[]) {
                 return 0;
         if (verb_check_args("status", argc, argv) < 0)
                 return 2;
+        return 1;
+}
+
+int verb_status(int argc, char *argv[]) {
+        const char *config_path = NULL;
+        sd_bus *bus = NULL;
+        bool json = false;
+        char why[160];
+        int r;
+
+        r = parse_argv(argc, argv, &config_path, &json);
+        if (r != 1)
+                return r;
 
         r = sd_bus_open_system(&bus);
         if (r >= 0) {
