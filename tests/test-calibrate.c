@@ -7,7 +7,8 @@
  * Read, a stop, the deadline), the record then removed; nothing written when the first Read,
  * the Get Features or the record fails; the record kept when the original cannot go back; a
  * record left by a previous run used as the original. The drive's own answers and the gate
- * are covered end to end by tests/integration/test-calibrate.py.
+ * past the open are covered end to end by tests/integration/test-calibrate.py; here, only the gate
+ * before the open (calibrate_controller()).
  */
 #undef NDEBUG
 #include <assert.h>
@@ -24,6 +25,7 @@
 #include "fileio.h"
 #include "idctrl.h"
 #include "macro.h"
+#include "record-file.h"
 
 /* What the fake drive does, and what it was sent. */
 typedef struct Fake {
@@ -100,7 +102,7 @@ static const uint8_t targets[] = { 3, 4 };   /* the 600p's two non-operational s
 static void setup(Fake *f, CalibrateRequest *req, CalibrateResult *res, CalibrateIo *io) {
         static char record[PATH_MAX];
 
-        (void) snprintf(record, sizeof record, "%s/ctrl-nvme0.orig", dir);
+        assert(record_ctrl_path(dir, "nvme0", record, sizeof record) == 0);
         (void) unlink(record);
         *f = (Fake) { .record = record };
         /* a valid table unlike any calibrate writes (50 ms idle, not CALIB_ITPT_MS): it must come back */
@@ -269,6 +271,39 @@ static void test_from_record(void) {
         assert(access(f.record, F_OK) < 0);
 }
 
+/* calibrate_controller()'s gate, before any device is opened: the words come from the verb, the
+ * verdict and the step from here; no callback, nothing opened, no record. */
+static void test_gate(void) {
+        Config cfg;
+        SysCtrl sys = { .name = "nvme0", .transport = "tcp", .state = "live" };
+        CalibrateRequest req = {
+                .sys = &sys,
+                .config = &cfg,
+                .sysfs_root = "/nonexistent",
+                .dev_dir = "/nonexistent",
+                .record_dir = dir,
+                .samples = 1,
+                .deadline_usec = UINT64_MAX,
+        };
+        CalibrateResult res;
+        Fake f = {};
+
+        config_init(&cfg);
+        assert(calibrate_controller(&req, on_event, &f, &res) == 0);
+        assert(res.verdict == CALIBRATE_SKIPPED);
+
+        (void) snprintf(sys.transport, sizeof sys.transport, "pcie");
+        (void) snprintf(sys.state, sizeof sys.state, "resetting");
+        assert(calibrate_controller(&req, on_event, &f, &res) == -ENODEV);
+        assert(res.verdict == CALIBRATE_FAILED && res.failed_step == CALIBRATE_STEP_STATE);
+
+        (void) snprintf(sys.state, sizeof sys.state, "live");
+        assert(calibrate_controller(&req, on_event, &f, &res) == -ENOENT);
+        assert(res.verdict == CALIBRATE_FAILED && res.failed_step == CALIBRATE_STEP_OPEN);
+        assert(f.n_events == 0);
+        config_done(&cfg);
+}
+
 int main(void) {
         const char *tmp = getenv("TMPDIR");
         char *buf = NULL;
@@ -285,6 +320,7 @@ int main(void) {
         test_failures_put_back();
         test_restore_fails();
         test_from_record();
+        test_gate();
         assert(rmdir(dir) == 0);
         return 0;
 }
