@@ -77,8 +77,8 @@ static int take_runlock(const char *runtime_dir) {
                 r = runlock_take(runtime_dir, false, true, &fd);
         }
         if (r < 0) {
-                log_warning_errno(r, "Cannot lock %s/" RUNLOCK_NAME ": %m; `calibrate` will not see that the daemon runs.",
-                                  runtime_dir);
+                log_warning_errno(r, "Cannot lock %s/" RUNLOCK_NAME ": %m; `calibrate` will not see that the daemon "
+                                  "runs.", runtime_dir);
                 return -1;
         }
         return fd;

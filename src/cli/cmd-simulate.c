@@ -723,7 +723,8 @@ static int hindsight_row(const Options *o, const IdCtrl *id, const SimDrive *d, 
         r = hindsight_search(id, quirks, params, d, t->io, t->n, sp, kernel, o->hindsight_share, &h);
         if (r < 0)
                 return log_error_errno(r, "hindsight: %s", strerror(-r));
-        log_debug("hindsight: %u tables tried, %s", h.candidates, h.kernel_won ? "the kernel's won" : "one beat the kernel's");
+        log_debug("hindsight: %u tables tried, %s", h.candidates,
+                  h.kernel_won ? "the kernel's won" : "one beat the kernel's");
         *table = h.table;
         row->res = h.res;
         return 0;
@@ -773,8 +774,8 @@ static int run(const Options *o) {
                                 goto free_rows;
                         continue;
                 }
-                r = simulate_row(o, &id, &d, &t, &sp, done == 0 ? &params : NULL, done == 0 ? kind : _SIMULATE_POLICY_INVALID, adapt,
-                                 &tables[done], &rows[done]);
+                r = simulate_row(o, &id, &d, &t, &sp, done == 0 ? &params : NULL,
+                                 done == 0 ? kind : _SIMULATE_POLICY_INVALID, adapt, &tables[done], &rows[done]);
                 if (r < 0)
                         goto free_rows;
         }

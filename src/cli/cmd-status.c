@@ -180,7 +180,8 @@ static void snake_case(const char *in, char *out, size_t n) {
         for (size_t i = 0; in[i] && k + 2 < n; i++) {
                 char c = in[i];
                 bool upper = c >= 'A' && c <= 'Z';
-                bool prev_lower = i > 0 && ((in[i - 1] >= 'a' && in[i - 1] <= 'z') || (in[i - 1] >= '0' && in[i - 1] <= '9'));
+                bool prev_lower = i > 0 && ((in[i - 1] >= 'a' && in[i - 1] <= 'z') ||
+                                            (in[i - 1] >= '0' && in[i - 1] <= '9'));
 
                 if (upper && prev_lower)
                         out[k++] = '_';
@@ -193,7 +194,8 @@ static void snake_case(const char *in, char *out, size_t n) {
 static void json_string(FILE *f, const char *s) {
         struct json_object *o = json_object_new_string(s ? s : "");
 
-        fputs(o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "\"\"", f);
+        fputs(o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "\"\"",
+              f);
         json_object_put(o);
 }
 
@@ -283,8 +285,8 @@ static void print_ctrl(const Props *c) {
         const char *fw = prop_s(c, "Firmware");
         char since[128], t1[32], t2[32];
 
-        printf("%s %s - %s%s%s%s\n", state_mark(state), prop_s(c, "Name"), prop_s(c, "Model"), fw[0] ? " (firmware " : "",
-               fw, fw[0] ? ")" : "");
+        printf("%s %s - %s%s%s%s\n", state_mark(state), prop_s(c, "Name"), prop_s(c, "Model"),
+               fw[0] ? " (firmware " : "", fw, fw[0] ? ")" : "");
         format_since(prop_t(c, "LastChangeUSec"), since, sizeof since);
         printf("      State: %s; table last written: %s\n", state, since);
         if (prop_t(c, "LastChangeUSec"))
@@ -401,7 +403,8 @@ static int status_show(sd_bus *bus, bool json) {
                         props_done(&man);
                         return -ESRCH;
                 }
-                log_error("Cannot read the daemon's state over D-Bus: %s", error.message ? error.message : strerror(-r));
+                log_error("Cannot read the daemon's state over D-Bus: %s",
+                          error.message ? error.message : strerror(-r));
                 sd_bus_error_free(&error);
                 props_done(&man);
                 return r;
