@@ -277,6 +277,8 @@ static void say_failed(const CalibCtrl *cc) {
                         res->record, strerror(-res->error));
                 return;
         case CALIBRATE_STEP_MEMORY:
+                fprintf(cc->out, "%s: FAILED (out of memory)\n", name);
+                return;
         case CALIBRATE_STEP_NONE:
         case _CALIBRATE_STEP_MAX:
         case _CALIBRATE_STEP_INVALID:
