@@ -1,19 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The string-table helper (string-table.h): the macro on an enum of its own, then every
- * table the sources define: each value has a name, names are distinct, each name parses back
- * to its value, and a value outside the table has no name.
+ * include/core/string-table.h (headers only): the macro on enums of its own, then every table
+ * the sources define with it (adapt.c, apst.c, config.c, cpufreq-policy.c, device.c, doctor.c,
+ * sim.c, situation.c, trace.c, engine/apply.c): each value has a name, names are distinct, each
+ * name parses back to its value, and a value outside the table has no name.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
-#include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "adapt.h"
 #include "apply.h"
 #include "apst.h"
+#include "check.h"
 #include "config.h"
 #include "cpufreq-policy.h"
 #include "device.h"
@@ -57,39 +56,45 @@ const char *hole_to_string(Hole h);
 Hole hole_from_string(const char *s);
 DEFINE_STRING_TABLE_LOOKUP(hole, Hole);
 
-static void test_macro(void) {
-        for (Fruit f = 0; f < _FRUIT_MAX; f++)
-                assert(fruit_from_string(fruit_to_string(f)) == f);
-        assert(strcmp(fruit_to_string(FRUIT_PEAR), "pear") == 0);
-        assert(fruit_from_string("quince") == FRUIT_QUINCE);
-        assert(fruit_to_string(_FRUIT_MAX) == NULL);
-        assert(fruit_to_string(_FRUIT_INVALID) == NULL);
-        assert(fruit_to_string((Fruit) -1) == NULL);
-        assert(fruit_to_string((Fruit) 1000) == NULL);
-        assert(fruit_from_string(NULL) == -EINVAL);
-        assert(fruit_from_string("") == -EINVAL);
-        assert(fruit_from_string("Pear") == -EINVAL);      /* case matters */
-        assert(fruit_from_string("pear ") == -EINVAL);     /* the whole string */
-        assert(fruit_from_string("pea") == -EINVAL);       /* not a prefix */
+/* NULL-safe: a failed CHECK goes on, so a missing name must not crash the next one. */
+static bool streq_null(const char *a, const char *b) {
+        return a && b && strcmp(a, b) == 0;
+}
 
-        assert(strcmp(hole_to_string(HOLE_NAMED), "named") == 0);
-        assert(hole_to_string(HOLE_UNNAMED) == NULL);
-        assert(hole_from_string("named") == HOLE_NAMED);
-        assert(hole_from_string("") == _HOLE_INVALID);
-        printf("ok /string-table/macro\n");
+static void test_macro(void) {
+        current = "macro";
+        for (Fruit f = 0; f < _FRUIT_MAX; f++)
+                CHECK(fruit_from_string(fruit_to_string(f)) == f);
+        CHECK(streq_null(fruit_to_string(FRUIT_PEAR), "pear"));
+        CHECK(fruit_from_string("quince") == FRUIT_QUINCE);
+        CHECK(fruit_to_string(_FRUIT_MAX) == NULL);
+        CHECK(fruit_to_string(_FRUIT_INVALID) == NULL);
+        CHECK(fruit_to_string((Fruit) -1) == NULL);
+        CHECK(fruit_to_string((Fruit) 1000) == NULL);
+        CHECK(fruit_from_string(NULL) == -EINVAL);
+        CHECK(fruit_from_string("") == -EINVAL);
+        CHECK(fruit_from_string("Pear") == -EINVAL);      /* case matters */
+        CHECK(fruit_from_string("pear ") == -EINVAL);     /* the whole string */
+        CHECK(fruit_from_string("pea") == -EINVAL);       /* not a prefix */
+
+        CHECK(streq_null(hole_to_string(HOLE_NAMED), "named"));
+        CHECK(hole_to_string(HOLE_UNNAMED) == NULL);
+        CHECK(hole_from_string("named") == HOLE_NAMED);
+        CHECK(hole_from_string("") == _HOLE_INVALID);
 }
 
 /* Each of @n values has a non-empty name no other value has; value @n and -EINVAL have none. */
 #define CHECK_TABLE(to_string, n)                                                       \
         do {                                                                            \
+                current = #to_string;                                                   \
                 for (int _i = 0; _i < (int) (n); _i++) {                                \
                         const char *_s = to_string(_i);                                 \
-                        assert(_s && _s[0]);                                            \
+                        CHECK(_s && _s[0]);                                             \
                         for (int _k = 0; _k < _i; _k++)                                 \
-                                assert(strcmp(_s, to_string(_k)) != 0);                 \
+                                CHECK(!streq_null(_s, to_string(_k)));                  \
                 }                                                                       \
-                assert(to_string(n) == NULL);                                           \
-                assert(to_string(-EINVAL) == NULL);                                     \
+                CHECK(to_string(n) == NULL);                                            \
+                CHECK(to_string(-EINVAL) == NULL);                                      \
         } while (0)
 
 /* ... and each name parses back to its value; unknown names and NULL give -EINVAL. */
@@ -97,9 +102,9 @@ static void test_macro(void) {
         do {                                                                            \
                 CHECK_TABLE(to_string, n);                                              \
                 for (int _i = 0; _i < (int) (n); _i++)                                  \
-                        assert((int) from_string(to_string(_i)) == _i);                 \
-                assert((int) from_string("no-such-name") == -EINVAL);                   \
-                assert((int) from_string(NULL) == -EINVAL);                             \
+                        CHECK((int) from_string(to_string(_i)) == _i);                  \
+                CHECK((int) from_string("no-such-name") == -EINVAL);                    \
+                CHECK((int) from_string(NULL) == -EINVAL);                              \
         } while (0)
 
 static void test_tables(void) {
@@ -115,11 +120,10 @@ static void test_tables(void) {
         CHECK_TABLE(sim_activity_to_string, _SIM_ACTIVITY_MAX);
         CHECK_TABLE(trace_format_to_string, _TRACE_FORMAT_MAX);
         CHECK_TABLE(trace_op_to_string, _TRACE_OP_MAX);
-        printf("ok /string-table/tables\n");
 }
 
 int main(void) {
         test_macro();
         test_tables();
-        return 0;
+        return check_exit_status();
 }
