@@ -14,10 +14,11 @@
  * and gets apst_policy_to_string(ApstPolicyKind), NULL for a value outside the table, and
  * apst_policy_from_string(const char *), the value whose name is exactly @s (case matters)
  * or -EINVAL (the enum's _INVALID) for NULL or an unknown name. A module whose names are only
- * printed, never parsed, uses DEFINE_STRING_TABLE_LOOKUP_TO_STRING alone.
+ * printed, never parsed, uses DEFINE_STRING_TABLE_LOOKUP_TO_STRING alone; an enum private to
+ * one .c file uses DEFINE_PRIVATE_STRING_TABLE_LOOKUP (both functions static).
  *
  * The table's size is the enum's _MAX, so a value added to the enum without a name is a hole
- * (NULL) that the test of each table finds (tests/test-string-table.c).
+ * (NULL) that the test of each table finds (tests/unit/test-string-table.c).
  */
 
 #include <errno.h>
@@ -27,15 +28,15 @@
 #include "macro.h"
 
 /* (size_t) of a negative value (an enum's _INVALID) is past every table: one comparison for both ends */
-#define DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type)                        \
-        const char *name##_to_string(type i) {                                  \
+#define _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, scope)                \
+        scope const char *name##_to_string(type i) {                            \
                 if ((size_t) i >= ELEMENTSOF(name##_table))                     \
                         return NULL;                                            \
                 return name##_table[i];                                         \
         }
 
-#define DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type)                      \
-        type name##_from_string(const char *s) {                                \
+#define _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, scope)              \
+        scope type name##_from_string(const char *s) {                          \
                 if (!s)                                                         \
                         return (type) -EINVAL;                                  \
                 for (size_t i = 0; i < ELEMENTSOF(name##_table); i++)           \
@@ -44,6 +45,14 @@
                 return (type) -EINVAL;                                          \
         }
 
+#define DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type) _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, )
+#define DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type) _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, )
+
 #define DEFINE_STRING_TABLE_LOOKUP(name, type)                                  \
         DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type)                        \
         DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type)
+
+/* The same, static: for an enum of one file, without a header to declare its lookups in. */
+#define DEFINE_PRIVATE_STRING_TABLE_LOOKUP(name, type)                          \
+        _DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type, static)               \
+        _DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type, static)

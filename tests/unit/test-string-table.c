@@ -56,6 +56,21 @@ const char *hole_to_string(Hole h);
 Hole hole_from_string(const char *s);
 DEFINE_STRING_TABLE_LOOKUP(hole, Hole);
 
+/* The static variant, as a .c file's private enum uses it: no prototypes needed. */
+typedef enum Tide {
+        TIDE_EBB,
+        TIDE_FLOOD,
+        _TIDE_MAX,
+        _TIDE_INVALID = -EINVAL,
+} Tide;
+
+static const char *const tide_table[_TIDE_MAX] = {
+        [TIDE_EBB] = "ebb",
+        [TIDE_FLOOD] = "flood",
+};
+
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP(tide, Tide);
+
 /* NULL-safe: a failed CHECK goes on, so a missing name must not crash the next one. */
 static bool streq_null(const char *a, const char *b) {
         return a && b && strcmp(a, b) == 0;
@@ -81,6 +96,11 @@ static void test_macro(void) {
         CHECK(hole_to_string(HOLE_UNNAMED) == NULL);
         CHECK(hole_from_string("named") == HOLE_NAMED);
         CHECK(hole_from_string("") == _HOLE_INVALID);
+
+        CHECK(streq_null(tide_to_string(TIDE_FLOOD), "flood"));
+        CHECK(tide_from_string("ebb") == TIDE_EBB);
+        CHECK(tide_to_string(_TIDE_MAX) == NULL);
+        CHECK(tide_from_string("neap") == _TIDE_INVALID);
 }
 
 /* Each of @n values has a non-empty name no other value has; value @n and -EINVAL have none. */
