@@ -43,7 +43,6 @@
 #include "bpfwatch.h"
 #include "gaphist.h"
 #include "log.h"
-#include "manager-metrics.h"
 #include "manager-watch.h"
 #include "passive-calib.h"
 #include "watch.h"
@@ -421,7 +420,7 @@ static void metrics_account(ManagerWatch *w, bool gaps, uint64_t now) {
                 w->metrics_due = true;
         if (!w->metrics_due || (gaps && now < w->metrics_usec + WATCH_METRICS_NS / NS_PER_USEC))
                 return;
-        manager_metrics_update(w->ctrl->manager);
+        manager_publish(w->ctrl->manager, NULL);     /* the metrics file among what goes out */
         w->metrics_due = false;
         w->metrics_usec = now;
 }
