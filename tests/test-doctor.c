@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "doctor.h"
+#include "doctor-out.h"
 #include "macro.h"
 
 static IdCtrl intel;   /* INTEL SSDPEKKW256G7: ps3 and ps4 non-operational */
