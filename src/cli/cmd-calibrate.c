@@ -44,6 +44,7 @@
 #include "log.h"
 #include "record-file.h"
 #include "runlock.h"
+#include "state-file.h"
 #include "sysfs.h"
 #include "util.h"
 #include "verbs.h"

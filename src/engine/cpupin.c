@@ -25,6 +25,7 @@
 #include "cpupin.h"
 #include "log.h"
 #include "record-file.h"
+#include "state-file.h"
 #include "util.h"
 
 struct CpuPin {
