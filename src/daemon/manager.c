@@ -987,16 +987,9 @@ static int manager_connect_signals(Manager *m) {
 static int manager_connect_udev(Manager *m) {
         int r;
 
-        r = sd_device_monitor_new(&m->monitor);
-        if (r >= 0)
-                r = sd_device_monitor_filter_add_match_subsystem_devtype(m->monitor, "nvme", NULL);
-        if (r >= 0)
-                r = sd_device_monitor_attach_event(m->monitor, m->event);
-        if (r >= 0)
-                r = sd_device_monitor_start(m->monitor, on_uevent, m);
+        r = manager_device_monitor(m, "nvme", on_uevent, "nvme-uevents", &m->monitor);
         if (r < 0)
                 return log_error_errno(r, "Cannot listen for NVMe uevents: %m");
-        (void) sd_event_source_set_description(sd_device_monitor_get_event_source(m->monitor), "nvme-uevents");
         return 0;
 }
 
