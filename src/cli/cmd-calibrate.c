@@ -35,6 +35,7 @@
 #include "calib-plan.h"
 #include "calib-store.h"
 #include "cli.h"
+#include "clock.h"
 #include "config-build.h"
 #include "cpupin.h"
 #include "ctrljob.h"
@@ -93,13 +94,6 @@ static void help(void) {
                "Exit status: 0 measured and put back; 1 a controller failed or was refused; 2 usage;\n"
                "128+N stopped by signal N (the original table put back first).\n",
                CALIB_SAMPLES_DEFAULT, CALIB_SAMPLES_MAX, CALIB_MAX_TIME_DEFAULT_S, SYSCONFDIR);
-}
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
 /* Sleep @usec unless a signal arrives. Return: 0, or -EINTR after a signal. */

@@ -33,6 +33,7 @@
 #include "cpufreq-sysfs.h"
 #include "apstd-ids.h"
 #include "bus-api.h"
+#include "clock.h"
 #include "config-build.h"
 #include "ctrljob.h"
 #include "nvme-admin.h"
@@ -173,7 +174,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata);
 /* Look again when the command now outstanding reaches the deadline (or, between two commands, a
  * deadline from now). Only while a job runs: an idle daemon has no such timer. */
 static void manager_ctrl_arm_deadline(ManagerCtrl *c) {
-        uint64_t now = ctrljob_now_usec(), d = manager_deadline_usec(c->manager);
+        uint64_t now = now_usec(), d = manager_deadline_usec(c->manager);
         uint64_t age = ctrljob_command_age_usec(c->job, now);
         int r;
 
@@ -196,7 +197,7 @@ static void manager_ctrl_queue(ManagerCtrl *c, CtrlJobKind kind, const ApstTable
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         ManagerCtrl *c = userdata;
-        uint64_t now = ctrljob_now_usec(), d = manager_deadline_usec(c->manager);
+        uint64_t now = now_usec(), d = manager_deadline_usec(c->manager);
         uint64_t age;
         char secs[16];
 
@@ -373,7 +374,7 @@ static void manager_ctrl_finish(ManagerCtrl *c, CtrlJob *j) {
                                      { "APST_REASON", job->reason }),
                           "%s: the admin command outstanding since it became unresponsive has returned after "
                           "%.1f s; re-checking the controller as after a reset.", c->controller.name,
-                          (double) (ctrljob_now_usec() - job->started_usec) / 1e6);
+                          (double) (now_usec() - job->started_usec) / 1e6);
 
         manager_ctrl_account(c, job->reason, o,
                              job->kind != CTRL_JOB_RESTORE && had_written ? &prev_written : NULL);

@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include <libnvme.h>
 
+#include "clock.h"
 #include "nvme-admin.h"
 
 struct Ctrl {
@@ -155,13 +155,6 @@ static _Thread_local CtrlInFlight *thread_in_flight;
 
 void ctrl_set_thread_in_flight(CtrlInFlight *f) {
         thread_in_flight = f;
-}
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
 typedef enum CtrlCmd {
