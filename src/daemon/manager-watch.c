@@ -425,6 +425,24 @@ static void metrics_account(ManagerWatch *w, bool gaps, uint64_t now) {
         w->metrics_usec = now;
 }
 
+/* What the table in force charged for @delta's gaps: where it took the drive to sleep, the
+ * passive calibration fed with the wake-ups, the wake time beyond an awake request's. Return:
+ * whether the passive calibration asks for a new plan. */
+static bool bpf_account_wakes(ManagerWatch *w, const GapHist *delta) {
+        const ManagerCtrl *c = w->ctrl;
+        PcalReach reach;
+
+        pcal_reach_from_table(&c->controller.written, &c->controller.plan.plan_id, &reach);
+        pcal_feed(&w->pcal, delta, &reach);
+        if (w->pcal.awake.count > 0) {
+                uint64_t awake = w->pcal.awake.sum_ns / w->pcal.awake.count;
+                for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                        if (delta->wake_sum_ns[b] > delta->wake_count[b] * awake)
+                                w->total_excess_ns += delta->wake_sum_ns[b] - delta->wake_count[b] * awake;
+        }
+        return pcal_review(w, &reach);
+}
+
 static int on_bpf_timer(ManagerWatch *w) {
         ManagerCtrl *c = w->ctrl;
         Manager *m = c->manager;
@@ -457,20 +475,8 @@ static int on_bpf_timer(ManagerWatch *w) {
         w->last_issued = st.issued;
         w->total_requests += delta.requests;
 
-        /* What the table in force charged: the gaps it took the drive to sleep and where to. */
-        if (gaps > 0 && c->controller.have_written) {
-                PcalReach reach;
-
-                pcal_reach_from_table(&c->controller.written, &c->controller.plan.plan_id, &reach);
-                pcal_feed(&w->pcal, &delta, &reach);
-                if (w->pcal.awake.count > 0) {
-                        uint64_t awake = w->pcal.awake.sum_ns / w->pcal.awake.count;
-                        for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                                if (delta.wake_sum_ns[b] > delta.wake_count[b] * awake)
-                                        w->total_excess_ns += delta.wake_sum_ns[b] - delta.wake_count[b] * awake;
-                }
-                replan = pcal_review(w, &reach);
-        }
+        if (gaps > 0 && c->controller.have_written)
+                replan = bpf_account_wakes(w, &delta);
         if (w->adapt && w->adapt->source != ADAPT_SOURCE_BPF) {
                 /* The exact source from now on: a drive with nothing learned yet goes to the kernel's
                  * table (adapt_start_exact()), which its first deltas then move from. */
