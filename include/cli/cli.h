@@ -4,9 +4,7 @@
 /* Helpers shared by the subcommands (src/cmd-*.c, src/cli/main.c). */
 
 #include <getopt.h>
-#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "config.h"
 #include "controller.h"

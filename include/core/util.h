@@ -7,7 +7,6 @@
  * every number that comes from a file or the command line goes through here.
  */
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -28,9 +28,7 @@
 #include "cpupin.h"
 #include "cpuset.h"
 #include "ctrljob.h"
-#include "macro.h"
 #include "situation.h"
-#include "sysfs.h"
 
 typedef struct Manager Manager;
 typedef struct ManagerCtrl ManagerCtrl;

@@ -21,8 +21,6 @@
  * deadline (ctrljob_run()).
  */
 
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "controller.h"

@@ -6,7 +6,6 @@
  * doc/calibrate.md): read, and replaced atomically. The format is calib.h's.
  */
 
-#include <stddef.h>
 
 #include "calib.h"
 

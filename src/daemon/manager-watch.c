@@ -45,6 +45,7 @@
 #include "log.h"
 #include "manager-watch.h"
 #include "passive-calib.h"
+#include "sysfs.h"
 #include "watch.h"
 
 #define NS_PER_USEC UINT64_C(1000)

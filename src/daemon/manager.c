@@ -36,7 +36,6 @@
 #include "clock.h"
 #include "config-build.h"
 #include "ctrljob.h"
-#include "nvme-admin.h"
 #include "log.h"
 #include "manager.h"
 #include "manager-cpu.h"
@@ -45,6 +44,7 @@
 #include "manager-qos.h"
 #include "manager-watch.h"
 #include "retry.h"
+#include "sysfs.h"
 #include "util.h"
 
 static ManagerCtrl *manager_ctrl_free(ManagerCtrl *c) {

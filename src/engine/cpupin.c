@@ -26,7 +26,6 @@
 #include "log.h"
 #include "record-file.h"
 #include "state-file.h"
-#include "util.h"
 
 struct CpuPin {
         const CpufreqOps *ops;

@@ -2,7 +2,6 @@
 /* The calibration file on disk: load and atomic save (calib-store.h, through state-file.h); the
  * format is calib.c's. */
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -2,7 +2,6 @@
 /* The learned-state file on disk: load and atomic save (learned-store.h, through state-file.h);
  * the format is learned.c's. */
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <libnvme.h>
 
