@@ -129,7 +129,8 @@ void manager_watch_savings(const ManagerCtrl *c, ManagerSavings *ret) {
         ret->fallbacks = w->adapt->shadow.fallbacks;
 }
 
-static uint64_t now_usec(const Manager *m) {
+/* The event loop's time of this iteration (sd_event_now()), not a fresh reading (clock.h's now_usec()). */
+static uint64_t loop_now_usec(const Manager *m) {
         uint64_t t = 0;
 
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
@@ -447,7 +448,7 @@ static bool bpf_account_wakes(ManagerWatch *w, const GapHist *delta) {
 static int on_bpf_timer(ManagerWatch *w) {
         ManagerCtrl *c = w->ctrl;
         Manager *m = c->manager;
-        uint64_t now = now_usec(m), wait, deadline = UINT64_MAX;
+        uint64_t now = loop_now_usec(m), wait, deadline = UINT64_MAX;
         bool busy, program = false, verify, replan = false;
         GapHist h, delta;
         BpfSlotState st;
@@ -518,7 +519,7 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         ManagerWatch *w = userdata;
         ManagerCtrl *c = w->ctrl;
         Manager *m = c->manager;
-        uint64_t now = now_usec(m), due, deadline = UINT64_MAX;
+        uint64_t now = loop_now_usec(m), due, deadline = UINT64_MAX;
         AdaptDecision why;
         ApstTable table;
         WatchStat st;
@@ -683,7 +684,7 @@ void manager_watch_ctrl(ManagerCtrl *c) {
         }
         if (!m->event)
                 return;
-        now = now_usec(m);
+        now = loop_now_usec(m);
         if (!w) {
                 w = calloc(1, sizeof *w);
                 if (!w) {
