@@ -215,7 +215,7 @@ static void read_nvme_core(const char *root, DoctorSnapshot *s) {
 }
 
 static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
-        _cleanup_(ctrl_freep) Ctrl *ctrl = NULL;
+        _cleanup_(admin_freep) AdminHandle *ctrl = NULL;
         uint8_t raw[IDCTRL_SIZE];
         char path[PATH_MAX];
         uint16_t status = 0;
@@ -230,9 +230,9 @@ static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
         if (strcmp(sys->transport, "pcie") != 0)
                 return;
 
-        r = ctrl_open(arg_dev_dir, sys->name, &ctrl);
+        r = admin_open(arg_dev_dir, sys->name, &ctrl);
         if (r >= 0)
-                r = ctrl_identify(ctrl, &d->id, raw, &status);
+                r = admin_identify(ctrl, &d->id, raw, &status);
         if (r < 0) {
                 d->id_error = r;
                 (void) apply_error_to_string(r, status, d->id_error_text, sizeof d->id_error_text);
@@ -245,7 +245,7 @@ static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
         if (!d->id.apst_supported)
                 return;     /* no Get Features 0x0C for a drive without the feature, as the kernel */
         status = 0;
-        r = ctrl_get_apst(ctrl, &d->table, &status);
+        r = admin_get_apst(ctrl, &d->table, &status);
         d->table_error = r < 0 ? r : 0;
         if (r < 0)
                 (void) apply_error_to_string(r, status, d->table_error_text, sizeof d->table_error_text);
@@ -434,10 +434,10 @@ typedef struct DoctorOptions {
 } DoctorOptions;
 
 /* Return: 1 to go on, 0 when done (--help, --version), -EINVAL. */
-static int parse_doctor_options(int argc, char *argv[], DoctorOptions *o) {
+static int parse_argv(int argc, char *argv[], DoctorOptions *o) {
         enum { ARG_KERNEL_LOG = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
+                CLI_CONFIG_OPTION,
                 { "json", no_argument, NULL, 'j' },
                 { "kernel-log", required_argument, NULL, ARG_KERNEL_LOG },
                 CLI_COMMON_OPTIONS,
@@ -446,11 +446,8 @@ static int parse_doctor_options(int argc, char *argv[], DoctorOptions *o) {
         int c;
 
         optind = 0;
-        while ((c = cli_getopt(argc, argv, "c:jh", options, help)) >= 0) {
+        while ((c = cli_getopt_config(argc, argv, "c:jh", options, help, &o->config_path)) >= 0) {
                 switch (c) {
-                case 'c':
-                        o->config_path = optarg;
-                        break;
                 case 'j':
                         o->json = true;
                         break;
@@ -560,7 +557,7 @@ int verb_doctor(int argc, char *argv[]) {
         size_t n = 0, n_log = 0;
         int r, status = 2;
 
-        r = parse_doctor_options(argc, argv, &o);
+        r = parse_argv(argc, argv, &o);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
 
