@@ -123,7 +123,7 @@ static void test_parse_time_span_usec(void) {
                         abort();
                 }
         }
-        assert(parse_time_span_usec(NULL, &v) == -EINVAL);
+        CHECK(parse_time_span_usec(NULL, &v) == -EINVAL);
 }
 
 static void test_runtime_directory(void) {
