@@ -809,8 +809,9 @@ static const BadCase bad_cases[] = {
           "2: [device a] match_model = a\\x1b[31mb: control character in the value" },
         { "/config/bad/key/serial-not-shown", "[device a]\nmatch_serial = S4EWNX0R\nmatch_serial = S5\n",
           -EINVAL, "3: [device a] match_serial = (not shown): key given twice in this section (first on line 2)" },
-        { "/config/bad/key/syntax-error-reported-first", "[apst]\nbogus line\nunknown = 1\n", -EINVAL,
-          "2: bogus line: expected \"key = value\", \"[section]\" or a comment" },
+        { "/config/bad/key/syntax-error-and-the-next", "[apst]\nbogus line\nunknown = 1\n", -EINVAL,
+          "2: bogus line: expected \"key = value\", \"[section]\" or a comment\n"
+          FILENAME ":3: [apst] unknown = 1: unknown key" },
 
         /* numbers */
         { "/config/bad/number/empty", "[apst]\nmax_latency_us =\n", -EINVAL,
