@@ -128,25 +128,54 @@ typedef struct Parser {
         size_t n_errors, n_dropped;
 } Parser;
 
-static int parse_u32(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
-        uint32_t x;
+/*
+ * A time span: a plain number in the key's own unit (@unit µs, named @uname: what the key's name ends
+ * in), or a number with us, ms or s (parse_time_span_usec()), which must come out whole in that unit.
+ */
+static int parse_span(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n, uint64_t unit,
+                      const char *uname) {
+        uint64_t usec, x;
         int r;
 
-        r = safe_atou32(v, &x);
+        r = parse_time_span_usec(v, &usec);
+        if (r >= 0 && v[strspn(v, "0123456789")] == '\0') {      /* plain: today's meaning */
+                if (usec > UINT64_MAX / unit)
+                        r = -ERANGE;
+                else
+                        usec *= unit;
+        }
         if (r == -ERANGE) {
-                snprintf(reason, n, "number too large (range %" PRIu32 "..%" PRIu32 ")", k->min, k->max);
+                snprintf(reason, n, "number too large (range %" PRIu32 "..%" PRIu32 " %s)", k->min, k->max, uname);
                 return -EINVAL;
         }
         if (r < 0) {
-                snprintf(reason, n, "not a decimal number (digits only, no sign or unit)");
+                snprintf(reason, n, "not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)");
                 return -EINVAL;
         }
+        if (usec % unit != 0) {
+                snprintf(reason, n, "not a whole number of %s", uname);
+                return -EINVAL;
+        }
+        x = usec / unit;
         if (x < k->min || x > k->max) {
-                snprintf(reason, n, "out of range (%" PRIu32 "..%" PRIu32 ")", k->min, k->max);
+                snprintf(reason, n, "out of range (%" PRIu32 "..%" PRIu32 " %s)", k->min, k->max, uname);
                 return -EINVAL;
         }
-        *(uint32_t *) dest = x;
+        *(uint32_t *) dest = (uint32_t) x;
         return 0;
+}
+
+/* Keys in µs, ms and s: a plain number is in the unit the key's name ends in. */
+static int parse_usec(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        return parse_span(k, v, dest, reason, n, 1, "us");
+}
+
+static int parse_msec(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        return parse_span(k, v, dest, reason, n, 1000, "ms");
+}
+
+static int parse_sec(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        return parse_span(k, v, dest, reason, n, 1000000, "s");
 }
 
 /* A percentage with at most two decimals ("2", "0.5", "0.25"), stored in hundredths of a
@@ -445,13 +474,13 @@ static int parse_metrics_path(const ConfigKey *k, const char *v, void *dest, cha
 
 static const ConfigKey config_keys[] = {
         APST_KEY("policy", parse_policy, policy, 0, 0, APST_KEY_POLICY),
-        APST_KEY("max_latency_us", parse_u32, max_latency_us, 0, LATENCY_US_MAX, APST_KEY_MAX_LATENCY),
-        APST_KEY("primary_timeout_ms", parse_u32, primary_timeout_ms, 0, APST_ITPT_MAX, APST_KEY_PRIMARY_TIMEOUT),
-        APST_KEY("secondary_timeout_ms", parse_u32, secondary_timeout_ms, 0, APST_ITPT_MAX,
+        APST_KEY("max_latency_us", parse_usec, max_latency_us, 0, LATENCY_US_MAX, APST_KEY_MAX_LATENCY),
+        APST_KEY("primary_timeout_ms", parse_msec, primary_timeout_ms, 0, APST_ITPT_MAX, APST_KEY_PRIMARY_TIMEOUT),
+        APST_KEY("secondary_timeout_ms", parse_msec, secondary_timeout_ms, 0, APST_ITPT_MAX,
                  APST_KEY_SECONDARY_TIMEOUT),
-        APST_KEY("primary_latency_tol_us", parse_u32, primary_latency_tol_us, 0, LATENCY_US_MAX,
+        APST_KEY("primary_latency_tol_us", parse_usec, primary_latency_tol_us, 0, LATENCY_US_MAX,
                  APST_KEY_PRIMARY_TOL),
-        APST_KEY("secondary_latency_tol_us", parse_u32, secondary_latency_tol_us, 0, LATENCY_US_MAX,
+        APST_KEY("secondary_latency_tol_us", parse_usec, secondary_latency_tol_us, 0, LATENCY_US_MAX,
                  APST_KEY_SECONDARY_TOL),
         APST_KEY("force", parse_bool, force, 0, 0, APST_KEY_FORCE),
         APST_KEY("stall_budget_pct", parse_percent, stall_budget_pct_x100, 0, APST_STALL_BUDGET_MAX_PCT_X100,
@@ -466,7 +495,7 @@ static const ConfigKey config_keys[] = {
         DEVICE_KEY("enable", parse_bool, enable),
 
         CPU_KEY("pin", parse_pin, pin, 0, 0, CPU_KEY_PIN),
-        CPU_KEY("release_after_ms", parse_u32, release_after_ms, 0, RELEASE_AFTER_MS_MAX, CPU_KEY_RELEASE_AFTER),
+        CPU_KEY("release_after_ms", parse_msec, release_after_ms, 0, RELEASE_AFTER_MS_MAX, CPU_KEY_RELEASE_AFTER),
         CPU_KEY("governor", parse_word, governor, 1, GOVERNOR_MAX, CPU_KEY_GOVERNOR),
         CPU_KEY("min_freq", parse_freq, min_freq, 0, 0, CPU_KEY_MIN_FREQ),
         CPU_KEY("max_freq", parse_freq, max_freq, 0, 0, CPU_KEY_MAX_FREQ),
@@ -475,7 +504,7 @@ static const ConfigKey config_keys[] = {
 
         { "path", SEC(SECTION_METRICS), parse_metrics_path, offsetof(MetricsConfig, path), 0, METRICS_PATH_MAX, 0 },
 
-        { "unresponsive_after_sec", SEC(SECTION_DAEMON), parse_u32, offsetof(DaemonConfig, unresponsive_after_sec),
+        { "unresponsive_after_sec", SEC(SECTION_DAEMON), parse_sec, offsetof(DaemonConfig, unresponsive_after_sec),
           1, UNRESPONSIVE_AFTER_SEC_MAX, 0 },
 
         { "source", SEC(SECTION_WATCH), parse_watch_source, offsetof(WatchConfig, source), 0, 0, 0 },
