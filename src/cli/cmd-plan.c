@@ -198,6 +198,7 @@ static void help(void) {
         printf("Usage: nvme-apstd plan [OPTIONS] [nvmeX...]\n\n"
                "Show the APST table the daemon would program, without writing anything.\n\n"
                "  -c --config FILE     configuration file (default: %s/nvme-apstd.conf)\n"
+               "     --root DIR        read the configuration and its drop-ins under DIR\n"
                "  -j --json            print one JSON object\n"
                "  -i --id-ctrl FILE    read Identify data from FILE (`nvme id-ctrl -b` or `-o json`)\n"
                "                       instead of the live controllers; repeatable\n"
@@ -218,9 +219,10 @@ typedef struct PlanArgs {
 
 /* Return: 1 to go on, 0 to exit 0 (--help), 2 (bad usage). */
 static int parse_argv(int argc, char *argv[], PlanArgs *a) {
-        enum { ARG_PCI_ID = _CLI_ARG_FIRST_PRIVATE };
+        enum { ARG_PCI_ID = _CLI_ARG_FIRST_PRIVATE, ARG_ROOT };
         static const struct option options[] = {
                 CLI_CONFIG_OPTION,
+                { "root", required_argument, NULL, ARG_ROOT },
                 { "json", no_argument, NULL, 'j' },
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "pci-id", required_argument, NULL, ARG_PCI_ID },
@@ -241,6 +243,9 @@ static int parse_argv(int argc, char *argv[], PlanArgs *a) {
                         (void) snprintf(e->name, sizeof e->name, "%s", optarg);
                         /* no sysfs: planned as a PCIe drive whose PCI ids are unknown (0) */
                         (void) snprintf(e->sys.transport, sizeof e->sys.transport, "pcie");
+                        break;
+                case ARG_ROOT:
+                        arg_config_root = optarg;
                         break;
                 case ARG_PCI_ID:
                         if (a->n_files == 0) {
