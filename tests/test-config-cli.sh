@@ -73,6 +73,25 @@ put /etc/nvme-apstd.conf.d/60-device.conf '[device intel]\nmatch_model = INTEL*\
 put /etc/nvme-apstd.conf.d/70-device.conf '[device intel]\nmax_latency_us = 0.5ms\n'
 expect "[device NAME] in two files is one section" "$(planned "$tmp/root")" 500
 
+# exit_latency_us from a drop-in: planned with where larger than the descriptor (ps3 advertises 300 µs)
+put /etc/nvme-apstd.conf.d/75-measured.conf '[device intel]\nexit_latency_us = ps3:1.5ms\n'
+"$bin" plan --root "$tmp/root" -i "$idctrl" > "$tmp/out"
+checks=$((checks + 1))
+grep -q " 3 .*1500 µs from configuration: planned with it" "$tmp/out" ||
+        fail "plan: ps3 from configuration: $(cat "$tmp/out")"
+got=$("$bin" plan --root "$tmp/root" -i "$idctrl" --json | python3 -c '
+import json, sys
+ps = json.load(sys.stdin)["controllers"][0]["power_states"]
+print(" ".join(str(p["ps"]) for p in ps if p["from_configuration"]), ps[3]["planned_exlat_us"])')
+expect "plan --json: only ps3 from configuration, planned with 1500 µs" "$got" "3 1500"
+put /etc/nvme-apstd.conf.d/75-measured.conf '[device intel]\nexit_latency_us = ps3=1500\n'
+"$bin" plan --root "$tmp/root" -i "$idctrl" > /dev/null 2> "$tmp/err"
+expect "plan refuses a malformed exit_latency_us" $? 1
+checks=$((checks + 1))
+grep -qF "75-measured.conf:2: [device intel] exit_latency_us = ps3=1500: expected psN:LATENCY" "$tmp/err" ||
+        fail "malformed exit_latency_us: $(cat "$tmp/err")"
+rm "$tmp/root/etc/nvme-apstd.conf.d/75-measured.conf"
+
 # --config FILE: FILE.d only, not the system directories
 put /srv/my.conf '[apst]\nmax_latency_us = 100\n'
 put /srv/my.conf.d/10-x.conf '[apst]\nmax_latency_us = 200\n'

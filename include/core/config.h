@@ -51,6 +51,7 @@ typedef enum ApstKeyBit {
         APST_KEY_FORCE = 1u << 6,
         APST_KEY_STALL_BUDGET = 1u << 7,
         APST_KEY_USE_CALIBRATION = 1u << 8,
+        APST_KEY_EXIT_LATENCY = 1u << 9,    /* [device NAME] only */
 } ApstKeyBit;
 
 /* Bits of ConfigOverlay.cpu_set: which [cpu] keys a situation section gives. */

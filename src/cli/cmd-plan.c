@@ -73,7 +73,10 @@ static void print_human(const PlanEntry *e) {
                 format_watts(s->max_power_uw, w, sizeof w);
                 printf("    %2u  %-11s  %-15s  %10" PRIu32 "   %10" PRIu32, i, w,
                        s->non_operational ? "non-operational" : "operational", s->enlat_us, s->exlat_us);
-                if (e->plan.calib_raised & (1u << i))
+                if (e->plan.config_raised & (1u << i))
+                        printf("   %" PRIu32 " µs from configuration: planned with it",
+                               e->plan.plan_id.psd[i].exlat_us);
+                else if (e->plan.calib_raised & (1u << i))
                         printf("   measured %" PRIu32 " µs: planned with it", e->plan.plan_id.psd[i].exlat_us);
                 printf("\n");
         }
@@ -133,6 +136,8 @@ static struct json_object *json_power_states(const IdCtrl *id, const DevicePlan 
                 (void) json_object_object_add(o, "planned_exlat_us",
                                               json_object_new_uint64(plan->plan_id.psd[i].exlat_us));
                 (void) json_object_object_add(o, "measured", json_object_new_boolean(plan->calib_raised & (1u << i)));
+                (void) json_object_object_add(o, "from_configuration",
+                                              json_object_new_boolean(plan->config_raised & (1u << i)));
                 (void) json_object_array_add(a, o);
         }
         return a;

@@ -662,5 +662,15 @@ bool apst_params_equal(const ApstParams *a, const ApstParams *b) {
                a->primary_timeout_ms == b->primary_timeout_ms && a->secondary_timeout_ms == b->secondary_timeout_ms &&
                a->primary_latency_tol_us == b->primary_latency_tol_us &&
                a->secondary_latency_tol_us == b->secondary_latency_tol_us && a->force == b->force &&
-               a->stall_budget_pct_x100 == b->stall_budget_pct_x100 && a->use_calibration == b->use_calibration;
+               a->stall_budget_pct_x100 == b->stall_budget_pct_x100 && a->use_calibration == b->use_calibration &&
+               apst_exlat_equal(&a->exlat, &b->exlat);
+}
+
+bool apst_exlat_equal(const ApstExlat *a, const ApstExlat *b) {
+        if (a->mask != b->mask)
+                return false;
+        for (unsigned ps = 0; ps < IDCTRL_MAX_PS; ps++)
+                if ((a->mask & (1u << ps)) && a->us[ps] != b->us[ps])
+                        return false;
+        return true;
 }

@@ -178,6 +178,53 @@ static int parse_sec(const ConfigKey *k, const char *v, void *dest, char *reason
         return parse_span(k, v, dest, reason, n, 1000000, "s");
 }
 
+/* "ps3:1500 ps4:32ms": measured exit latencies per power state, blank-separated, units allowed. */
+static int parse_exlat(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        ApstExlat x = {};
+        const char *s = v;
+
+        while (*s) {
+                char word[64], sub[200];
+                size_t len = strcspn(s, " \t");
+                unsigned ps = 0;
+                char *colon, *end = NULL;
+                uint32_t us;
+
+                if (len >= sizeof(word) || strncmp(s, "ps", 2) != 0 || !(colon = memchr(s, ':', len)))
+                        goto bad;
+                memcpy(word, s, len);
+                word[len] = '\0';
+                colon = word + (colon - s);
+                *colon = '\0';
+                if (!(word[2] >= '0' && word[2] <= '9'))
+                        goto bad;
+                ps = (unsigned) strtoul(word + 2, &end, 10);
+                if (*end || ps >= IDCTRL_MAX_PS) {
+                        snprintf(reason, n, "%s: no such power state (ps0..ps%u)", word, IDCTRL_MAX_PS - 1);
+                        return -EINVAL;
+                }
+                if (x.mask & (1u << ps)) {
+                        snprintf(reason, n, "ps%u given twice", ps);
+                        return -EINVAL;
+                }
+                if (parse_span(k, colon + 1, &us, sub, sizeof(sub), 1, "us") < 0) {
+                        snprintf(reason, n, "ps%u: %s", ps, sub);
+                        return -EINVAL;
+                }
+                x.mask |= 1u << ps;
+                x.us[ps] = us;
+                s += len;
+                s += strspn(s, " \t");
+        }
+        if (x.mask == 0)
+                goto bad;
+        *(ApstExlat *) dest = x;
+        return 0;
+bad:
+        snprintf(reason, n, "expected psN:LATENCY pairs separated by blanks (\"ps3:1500 ps4:32ms\")");
+        return -EINVAL;
+}
+
 /* A percentage with at most two decimals ("2", "0.5", "0.25"), stored in hundredths of a
  * percent; k->min and k->max are in those hundredths. */
 static int parse_percent(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
@@ -486,6 +533,9 @@ static const ConfigKey config_keys[] = {
         APST_KEY("stall_budget_pct", parse_percent, stall_budget_pct_x100, 0, APST_STALL_BUDGET_MAX_PCT_X100,
                  APST_KEY_STALL_BUDGET),
         APST_KEY("use_calibration", parse_bool, use_calibration, 0, 0, APST_KEY_USE_CALIBRATION),
+        /* measured, so at least 1 µs; the bound of every other latency */
+        { "exit_latency_us", SEC(SECTION_DEVICE), parse_exlat, offsetof(ApstParams, exlat), 1, LATENCY_US_MAX,
+          APST_KEY_EXIT_LATENCY, sizeof(ApstExlat) },
 
         DEVICE_KEY("match_name", parse_glob, match_name),
         DEVICE_KEY("match_model", parse_glob, match_model),
@@ -1079,7 +1129,7 @@ static void *key_base(Parser *p, const ConfigKey *k) {
         case SECTION_APST:
                 return ov ? &ov->dev.apst : &p->config.apst;
         case SECTION_DEVICE:
-                return k->sections & SEC(SECTION_APST) ? (void *) &d->apst : (void *) d;
+                return k->apst_bit ? (void *) &d->apst : (void *) d;
         case SECTION_CPU:
                 return ov ? &ov->cpu : &p->config.cpu;
         case SECTION_METRICS:

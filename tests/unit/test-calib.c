@@ -233,6 +233,27 @@ static void test_seed(void) {
         CHECK(apst_table_equal(&with.plan.table, &without.plan.table) && !with.calib_raised);
         CHECK(apst_table_uses_state(&with.plan.table, 4));
         config_done(&cfg);
+
+        /* exit_latency_us in the configuration is a measurement like the saved one: the larger wins */
+        CHECK(config_parse_string("[apst]\nmax_latency_us = 15000\n[device intel]\nmatch_model = INTEL*\n"
+                                  "exit_latency_us = ps4:30.1ms ps3:200\n", "test.conf", &cfg, NULL) == 0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, NULL, &with) == 0);
+        CHECK(!apst_table_uses_state(&with.plan.table, 4));
+        CHECK(with.calib_raised == 1u << 4 && with.config_raised == 1u << 4);  /* ps3: 200 < 300 advertised */
+        CHECK(with.plan_id.psd[4].exlat_us == 30100 && with.plan_id.psd[3].exlat_us == 300);
+        config_done(&cfg);
+        /* below the saved measurement: the saved one is planned with, not shown as the configuration's */
+        CHECK(config_parse_string("[apst]\nmax_latency_us = 15000\n[device intel]\nmatch_model = INTEL*\n"
+                                  "exit_latency_us = ps4:20ms\n", "test.conf", &cfg, NULL) == 0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, &c, &with) == 0);
+        CHECK(with.plan_id.psd[4].exlat_us == 30100 && with.calib_raised == 1u << 4 && !with.config_raised);
+        config_done(&cfg);
+        /* only for the drives the section matches */
+        CHECK(config_parse_string("[apst]\nmax_latency_us = 15000\n[device other]\nmatch_model = Samsung*\n"
+                                  "exit_latency_us = ps4:30ms\n", "test.conf", &cfg, NULL) == 0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, NULL, &with) == 0);
+        CHECK(!with.calib_raised && apst_table_uses_state(&with.plan.table, 4));
+        config_done(&cfg);
 }
 
 int main(void) {

@@ -818,6 +818,23 @@ static const BadCase bad_cases[] = {
           "2: [apst] max_latency_us = : empty value" },
         { "/config/bad/number/trailing-garbage", "[apst]\nmax_latency_us = 10x\n", -EINVAL,
           "2: [apst] max_latency_us = 10x: not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)" },
+        { "/config/bad/exlat/in-apst", "[apst]\nexit_latency_us = ps3:1500\n", -EINVAL,
+          "2: [apst] exit_latency_us = ps3:1500: unknown key in this section (it belongs in [device NAME])" },
+        { "/config/bad/exlat/no-ps", "[device a]\nmatch_name = nvme0\nexit_latency_us = 1500\n", -EINVAL,
+          "3: [device a] exit_latency_us = 1500: expected psN:LATENCY pairs separated by blanks "
+          "(\"ps3:1500 ps4:32ms\")" },
+        { "/config/bad/exlat/state-out-of-range", "[device a]\nmatch_name = nvme0\nexit_latency_us = ps32:1\n",
+          -EINVAL, "3: [device a] exit_latency_us = ps32:1: ps32: no such power state (ps0..ps31)" },
+        { "/config/bad/exlat/twice", "[device a]\nmatch_name = nvme0\nexit_latency_us = ps3:1 ps3:2\n",
+          -EINVAL, "3: [device a] exit_latency_us = ps3:1 ps3:2: ps3 given twice" },
+        { "/config/bad/exlat/zero", "[device a]\nmatch_name = nvme0\nexit_latency_us = ps3:0\n",
+          -EINVAL, "3: [device a] exit_latency_us = ps3:0: ps3: out of range (1..10000000 us)" },
+        { "/config/bad/exlat/bad-unit", "[device a]\nmatch_name = nvme0\nexit_latency_us = ps3:1h\n",
+          -EINVAL, "3: [device a] exit_latency_us = ps3:1h: ps3: not a time span (a number, optionally "
+          "followed by us, ms or s: 1500, 1.5ms)" },
+        { "/config/bad/exlat/situation", "[device a]\nmatch_name = nvme0\n[device a on-battery]\n"
+          "exit_latency_us = ps3:1\n", -EINVAL, "4: [device a on-battery] exit_latency_us = ps3:1: what a device "
+          "section matches is the same in every situation; put match_ keys in [device a]" },
         { "/config/bad/number/unknown-unit", "[apst]\nprimary_timeout_ms = 100min\n", -EINVAL,
           "2: [apst] primary_timeout_ms = 100min: not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)" },
         { "/config/bad/number/unit-not-whole", "[apst]\nprimary_timeout_ms = 1500us\n", -EINVAL,
@@ -1314,6 +1331,14 @@ static void test_units(void) {
         CHECK(c.apst.secondary_latency_tol_us == 250000);
         CHECK(c.cpu.release_after_ms == 3000);
         CHECK(c.daemon.unresponsive_after_sec == 30);
+        config_done(&c);
+        current = "/config/units/exit-latency";
+        REQUIRE(config_parse_string("[device a]\nmatch_name = nvme0\nexit_latency_us = ps3:1500 ps4:32ms  "
+                                    "ps0:1\n", FILENAME, &c, NULL) == 0);
+        CHECK(c.devices[0].set == APST_KEY_EXIT_LATENCY);
+        CHECK(c.devices[0].apst.exlat.mask == ((1u << 3) | (1u << 4) | 1u));
+        CHECK(c.devices[0].apst.exlat.us[3] == 1500 && c.devices[0].apst.exlat.us[4] == 32000 &&
+              c.devices[0].apst.exlat.us[0] == 1);
         config_done(&c);
         current = "/config/units/edge-of-range";
         REQUIRE(config_parse_string("[apst]\nmax_latency_us = 10s\n", FILENAME, &c, NULL) == 0);
