@@ -1389,8 +1389,10 @@ static int validate_cpu_in(Parser *p, const Situation *s) {
         /* The message is the file's that set min_freq; max_freq's line, with its file if another one. */
         p->file = min_file;
         p->filename = p->src[min_file].path ?: "<string>";
-        snprintf(where, sizeof(where), "%s%sline %u", max_file != min_file ? p->src[max_file].path ?: "" : "",
-                 max_file != min_file ? " " : "", max_line);
+        if (max_file != min_file)
+                snprintf(where, sizeof(where), "%s line %u", p->src[max_file].path ?: "<string>", max_line);
+        else
+                snprintf(where, sizeof(where), "line %u", max_line);
         if (!situated)
                 return fail(p, min_line, -EINVAL, "[cpu] min_freq = %s: above max_freq = %s (%s)", lo, hi, where);
         situation_describe(s, sit, sizeof(sit));

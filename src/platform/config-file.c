@@ -149,11 +149,9 @@ static void load_set_error(LoadSet *s, int error, const char *message) {
 
 /* Read @path into the set; with @missing_ok a missing file is left out. */
 static int load_set_add(LoadSet *s, const char *path, bool missing_ok) {
-        _cleanup_free_ char *text = NULL, *err = NULL, *p = strdup(path);
+        _cleanup_free_ char *text = NULL, *err = NULL;
         int r;
 
-        if (!p)
-                return -ENOMEM;
         if (missing_ok && access(path, F_OK) < 0 && errno == ENOENT)
                 return 0;
         r = config_read_text(path, &text, &err);
@@ -163,8 +161,10 @@ static int load_set_add(LoadSet *s, const char *path, bool missing_ok) {
         }
         if (!grow(&s->texts, s->n + 1, sizeof(char *)) || !grow(&s->paths, s->n + 1, sizeof(char *)))
                 return -ENOMEM;
+        s->paths[s->n] = strdup(path);
+        if (!s->paths[s->n])
+                return -ENOMEM;
         s->texts[s->n] = TAKE_PTR(text);
-        s->paths[s->n] = TAKE_PTR(p);
         s->n++;
         return 0;
 }
@@ -243,7 +243,7 @@ static int load_dropins(const ConfigLoad *o, LoadSet *s) {
         }
         if (r >= 0)
                 r = config_dropins_order(entries, n, &order, &n_order);
-        for (size_t i = 0; i < n_order && r >= 0; i++) {
+        for (size_t i = 0; entries && i < n_order && r >= 0; i++) {
                 _cleanup_free_ char *p = NULL;
 
                 p = path_join3(dirs[entries[order[i]].dir], "/", entries[order[i]].name);
