@@ -65,9 +65,13 @@ static const char *ctrl_policy(const ManagerCtrl *mc) {
                 return apst_policy_to_string(c->plan.params.policy);
         case DEVICE_UNSUPPORTED:
                 return "unsupported";
-        default:
-                return "unmanaged";
+        case DEVICE_DISABLED:
+        case DEVICE_NOT_PCIE:
+        case _DEVICE_VERDICT_MAX:
+        case _DEVICE_VERDICT_INVALID:
+                break;
         }
+        return "unmanaged";
 }
 
 /* Bring the list of policies up to date with the pins in force now. */
