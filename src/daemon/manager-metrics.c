@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The daemon's metrics file glue (see manager-metrics.h): builds a MetricsState from
- * the Manager and hands it to the writer (metrics.h), which replaces the file
+ * the Manager and hands it to the writer (metrics-file.h), which replaces the file
  * only when its text changed. Called after the loop has handled an event, so
  * it adds no wake-up of its own; an idle daemon writes nothing.
  *
