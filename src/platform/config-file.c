@@ -282,6 +282,7 @@ int config_load_all(const ConfigLoad *o, Config *ret, char **ret_error) {
         for (size_t i = 0; i < s.n; i++)
                 s.src[i] = (ConfigSource) { .path = s.paths[i], .text = s.texts[i] };
         /* Parsed even when a file could not be read, so one report says everything that is wrong. */
+        config_init(&c);        /* nothing allocated: config_done() below is harmless when nothing was parsed */
         r = s.n > 0 ? config_parse_sources(s.src, s.n, &c, &parse_error) : 0;
         if (r < 0 || s.error < 0) {
                 if (r >= 0)

@@ -205,6 +205,23 @@ static void test_load_all(void) {
         CHECK(c.apst.primary_timeout_ms == APST_PARAMS_DEFAULT.primary_timeout_ms);
         config_done(&c);
 
+        current = "/config-dropin/load/named-file-missing";
+        {
+                const ConfigLoad missing = { .root = root, .path = "/srv/none.conf" };
+                _cleanup_free_ char *e = NULL;
+
+                CHECK(config_load_all(&missing, &c, &e) == -ENOENT);
+                CHECK_SAY(e && strstr(e, "/srv/none.conf: cannot open: No such file or directory"), "%s", e);
+        }
+        current = "/config-dropin/load/named-file-a-directory-with-dropins";
+        {
+                const ConfigLoad dir = { .root = root, .path = "/srv/my.conf.d" };
+                _cleanup_free_ char *e = NULL;
+
+                CHECK(config_load_all(&dir, &c, &e) == -EISDIR);
+                CHECK_SAY(e && strstr(e, "is a directory"), "%s", e);
+        }
+
         current = "/config-dropin/load/errors-in-two-files";
         put("/srv/my.conf.d/20-bad.conf", "[apst]\nmax_latency_us = 99s\n");
         put("/srv/my.conf.d/30-bad.conf", "[apst]\nforce = perhaps\n");
