@@ -739,7 +739,8 @@ static bool device_has_match(const DeviceSection *d) {
 /* Checks that need the whole section. */
 static int section_end(Parser *p) {
         /* A section with an error already is not judged as a whole (its match_ key may be the error). */
-        if (!p->skip && p->n_errors == p->section_errors && p->section == SECTION_DEVICE && !current_overlay(p) && !device_has_match(current_device(p)))
+        if (!p->skip && p->n_errors == p->section_errors && p->section == SECTION_DEVICE && !current_overlay(p) &&
+            !device_has_match(current_device(p)))
                 return fail(p, p->section_line, -EINVAL,
                             "[%s]: no match_ key (match_name, match_model, match_serial, match_pci or "
                             "match_firmware), so it would apply to every controller; put settings for all "
