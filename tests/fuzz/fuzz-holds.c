@@ -26,12 +26,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The configuration's largest max_latency_us (config.c). */
 #define MAX_US 10000000u
 
-/* The next NUL-terminated field of @buf from *@off (the rest when there is no NUL). */
-static const char *field(char *buf, size_t size, size_t *off) {
-        const char *f = buf + *off;
-        size_t l = strnlen(f, size - *off);
+/* The next NUL-terminated field of @buf (@size bytes, the last one NUL) from *@off; "" past the end. */
+static const char *field(const char *buf, size_t size, size_t *off) {
+        const char *f;
 
-        *off = MIN(size, *off + l + 1);
+        if (*off >= size)
+                return "";
+        f = buf + *off;
+        *off = MIN(size, *off + strlen(f) + 1);
         return f;
 }
 
