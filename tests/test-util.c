@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,75 @@ static void test_safe_atou32(void) {
         assert(safe_atou32_n("123", 0, &v) == -EINVAL);
 }
 
+static void test_parse_time_span_usec(void) {
+        static const struct {
+                const char *in;
+                int r;
+                uint64_t usec;
+        } cases[] = {
+                { "0", 0, 0 },
+                { "1500", 0, 1500 },
+                { "1500us", 0, 1500 },
+                { "7\xc2\xb5s", 0, 7 },
+                { "1ms", 0, 1000 },
+                { "1.5ms", 0, 1500 },
+                { "0.001ms", 0, 1 },
+                { "2.50ms", 0, 2500 },
+                { "1.0000ms", 0, 1000 },          /* trailing zeros past 1 µs are fine */
+                { "2s", 0, 2000000 },
+                { "0.000001s", 0, 1 },
+                { "007ms", 0, 7000 },
+                { "18446744073709551615", 0, UINT64_MAX },
+                { "18446744073709551615us", 0, UINT64_MAX },
+                { "18446744073709s", 0, UINT64_C(18446744073709000000) },
+                { "18446744073709.551615s", 0, UINT64_MAX },
+                /* overflow: of the digits, and of the product with the unit */
+                { "18446744073709551616", -ERANGE, 0 },
+                { "18446744073710s", -ERANGE, 0 },
+                { "18446744073709.551616s", -ERANGE, 0 },
+                { "99999999999999999999999ms", -ERANGE, 0 },
+                /* a fraction finer than a microsecond is refused, not rounded */
+                { "1.5", -EINVAL, 0 },
+                { "1.5us", -EINVAL, 0 },
+                { "1.0005ms", -EINVAL, 0 },
+                { "0.0000001s", -EINVAL, 0 },
+                /* no sign, blank, exponent, other unit or half a number */
+                { "", -EINVAL, 0 },
+                { "-1", -EINVAL, 0 },
+                { "-1ms", -EINVAL, 0 },
+                { "+1", -EINVAL, 0 },
+                { " 1", -EINVAL, 0 },
+                { "1 ms", -EINVAL, 0 },
+                { "1ms ", -EINVAL, 0 },
+                { "1e3", -EINVAL, 0 },
+                { "1min", -EINVAL, 0 },
+                { "1h", -EINVAL, 0 },
+                { "1MS", -EINVAL, 0 },
+                { "1ns", -EINVAL, 0 },
+                { "ms", -EINVAL, 0 },
+                { ".5ms", -EINVAL, 0 },
+                { "1.ms", -EINVAL, 0 },
+                { "1..5ms", -EINVAL, 0 },
+                { "1.5.1ms", -EINVAL, 0 },
+                { "0x10", -EINVAL, 0 },
+                { "1msms", -EINVAL, 0 },
+        };
+        uint64_t v;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                int r;
+
+                v = 42;
+                r = parse_time_span_usec(cases[i].in, &v);
+                if (r != cases[i].r || (r == 0 && v != cases[i].usec) || (r < 0 && v != 42)) {
+                        fprintf(stderr, "parse_time_span_usec(\"%s\") = %d, %llu; want %d, %llu\n", cases[i].in, r,
+                                (unsigned long long) v, cases[i].r, (unsigned long long) cases[i].usec);
+                        abort();
+                }
+        }
+        assert(parse_time_span_usec(NULL, &v) == -EINVAL);
+}
+
 static void test_runtime_directory(void) {
         _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
 
@@ -97,6 +167,7 @@ static void test_pin_mode(void) {
 int main(void) {
         test_safe_atou32();
         test_safe_atod();
+        test_parse_time_span_usec();
         test_runtime_directory();
         test_retry();
         test_pin_mode();
