@@ -28,9 +28,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+import apstd_test  # noqa: E402
 from apstd_test import *  # noqa: F401,F403
 
 require_harness()
@@ -327,6 +329,8 @@ def scenario_root():
         write_config(CONF_TEXT, CONF)
     finally:
         d.stop()
+        if apstd_test.failures:
+            d.dump()
         bus.close()
 
 
@@ -355,10 +359,30 @@ class Polkit:
         self.proc.wait(10)
 
 
+class NotifyReader(threading.Thread):
+    """Reads the daemon's notifications while the test waits elsewhere: with the watchdog on, a
+    socket left unread fills and sd_notify() blocks the daemon (as the service manager never does)."""
+
+    def __init__(self, d):
+        super().__init__(daemon=True)
+        self.d = d
+        self.stopping = False
+        self.start()
+
+    def run(self):
+        while not self.stopping:
+            self.d.poll_notify(0.05)
+
+    def stop(self):
+        self.stopping = True
+        self.join()
+
+
 def scenario_polkit():
     bus = Bus()
     pk = Polkit(bus)
     d = start(bus, extra_env={"WATCHDOG_USEC": "1000000"})
+    reader = NotifyReader(d)
     try:
         planned = read_table("nvme0")
         user = Client(bus, unprivileged=True)
@@ -386,19 +410,6 @@ def scenario_polkit():
         check(err is None and wait_for(lambda: read_table("nvme0") == planned, 1.0, "table back"),
               f"root may release it ({err})")
 
-        # polkit would ask the user: refused with InteractiveAuthorizationRequired unless allowed
-        pk.mock("SetAllowed", "(as)", ([],))
-        pk.mock("AddMethod", "(sssss)", ("org.freedesktop.PolicyKit1.Authority", "CheckAuthorization",
-                                          "(sa{sv})sa{ss}us", "(bba{ss})", "ret = (False, True, {})"))
-        got = user.ask("hold nvme0 0")
-        check(got.startswith("error org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"),
-              f"a challenge without interaction allowed: {got}")
-        got = user.ask("hold nvme0 0 interactive")
-        check(got.startswith("error org.freedesktop.DBus.Error.AccessDenied"),
-              f"a challenge with interaction allowed, still not authorised: {got}")
-        pk.mock("AddMethod", "(sssss)", ("org.freedesktop.PolicyKit1.Authority", "CheckAuthorization",
-                                          "(sa{sv})sa{ss}us", "(bba{ss})", "ret = (False, False, {})"))
-
         # polkit hangs: the loop serves others within 100 ms, the watchdog keeps being fed
         pk.mock("SimulateHang", "(b)", (True,))
         i = len(d.notifications)
@@ -413,7 +424,6 @@ def scenario_polkit():
                 worst = 99
             time.sleep(0.05)
         check(worst < 0.1, f"properties answered within 100 ms while polkit hangs (worst {worst * 1000:.1f} ms)")
-        d.poll_notify(0)
         pings = [k for k in d.notifications[i:] if "WATCHDOG=1" in k]
         check(len(pings) >= 5, f"the watchdog fed while polkit hangs ({len(pings)} pings in 3 s, every <= 0.45 s)")
         got = user.line()
@@ -423,6 +433,19 @@ def scenario_polkit():
         check(read_table("nvme0") == planned, "nothing written")
         pk.mock("SimulateHang", "(b)", (False,))
         pk.mock("ReleaseHangingCalls")
+
+        # polkit would ask the user: refused with InteractiveAuthorizationRequired unless allowed
+        pk.mock("SetAllowed", "(as)", ([],))
+        pk.mock("AddMethod", "(sssss)", ("org.freedesktop.PolicyKit1.Authority", "CheckAuthorization",
+                                          "(sa{sv})sa{ss}us", "(bba{ss})", "ret = (False, True, {})"))
+        got = user.ask("hold nvme0 0")
+        check(got.startswith("error org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"),
+              f"a challenge without interaction allowed: {got}")
+        got = user.ask("hold nvme0 0 interactive")
+        check(got.startswith("error org.freedesktop.DBus.Error.AccessDenied"),
+              f"a challenge with interaction allowed, still not authorised: {got}")
+        pk.mock("AddMethod", "(sssss)", ("org.freedesktop.PolicyKit1.Authority", "CheckAuthorization",
+                                          "(sa{sv})sa{ss}us", "(bba{ss})", "ret = (False, False, {})"))
 
         # no polkit on the bus: only root
         pk.stop()
@@ -434,7 +457,10 @@ def scenario_polkit():
         user.close()
         other.close()
     finally:
+        reader.stop()
         d.stop()
+        if apstd_test.failures:
+            d.dump()
         bus.close()
 
 
