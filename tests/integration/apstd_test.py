@@ -61,9 +61,9 @@ def require_harness():
         skip("not running under the fake controller harness (FAKE_NVME_STATE unset)")
 
 
-def read_table(name):
-    """(apste, [32 ints]) as the fake controller holds it now."""
-    with open(os.path.join(STATE, f"{name}.table")) as f:
+def read_table(name, state=None):
+    """(apste, [32 ints]) as the fake controller holds it now (or as a copy of its state in @state holds it)."""
+    with open(os.path.join(state or STATE, f"{name}.table")) as f:
         words = f.read().split()
     apste = None
     entries = []
@@ -82,11 +82,11 @@ def write_table_file(path, apste, entries):
             f.write(f"0x{e:016x}\n")
 
 
-def read_log(name):
-    """Admin commands the controller saw, as dicts (opc, cdw10, cdw11, status/errno)."""
+def read_log(name, state=None):
+    """Admin commands the controller saw, as dicts (opc, cdw10, cdw11, status/errno); @state as read_table()."""
     out = []
     try:
-        with open(os.path.join(STATE, f"{name}.log")) as f:
+        with open(os.path.join(state or STATE, f"{name}.log")) as f:
             for line in f:
                 d = dict(re.findall(r"(\w+)=(\S+)", line))
                 d["line"] = line.strip()
