@@ -191,6 +191,15 @@ typedef struct Adapt {
 int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstParams *p, uint64_t now_ns,
                ApstTable *ret_table);
 
+/**
+ * adapt_set_max_latency() - the budget its choices must stay within from now on
+ * A latency hold lowers it (and its end raises it back) without a restart: what was observed
+ * stays. The states a choice may use are those adapt_init()'s parameters allowed whose
+ * enlat + exlat is within @max_latency_us; the kernel's table, the guard's fallback and its
+ * reference, is not bounded by it (the daemon writes no choice beyond the budget in force).
+ */
+void adapt_set_max_latency(Adapt *a, uint32_t max_latency_us);
+
 /* When the watcher wants its next reading. */
 static inline uint64_t adapt_next(const Adapt *a) {
         return watch_next(&a->watch);

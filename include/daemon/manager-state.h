@@ -28,6 +28,7 @@
 #include "cpupin.h"
 #include "cpuset.h"
 #include "ctrljob.h"
+#include "holds.h"
 #include "macro.h"
 #include "situation.h"
 #include "sysfs.h"
@@ -89,6 +90,12 @@ struct ManagerCtrl {
         unsigned queued;           /* ManagerQueued bits */
         char sync_reason[64], replan_reason[64], restore_reason[64];
         ApstTable queued_table;
+        /* Latency holds (manager-holds.c writes these): the cap the holds on it put on its budget,
+         * planned with at its next re-plan (controller.latency_cap_us is the one its plan has);
+         * time spent with a hold on it (CLOCK_MONOTONIC µs: the total before @hold_since_usec, and
+         * since when, 0 = none now). */
+        uint32_t hold_cap_us;
+        uint64_t hold_usec, hold_since_usec;
 };
 
 struct Manager {
@@ -137,6 +144,8 @@ struct Manager {
         CpuPin *cpupin;
         CpuSet irq_cpus;           /* CPUs servicing the controllers' interrupts (cpus = nvme-irq) */
         struct ManagerMetrics *metrics; /* src/daemon/manager-metrics.c; NULL until the first update */
+        struct ManagerHolds *holds;     /* latency holds (manager-holds.c); NULL until the first is asked for */
+        struct BusHolds *bus_holds;     /* HoldLatency and ReleaseLatency on the bus; NULL without a bus */
         uint64_t config_reloads;   /* SIGHUPs that took effect */
         uint64_t config_reload_failures;  /* SIGHUPs whose file was rejected */
 

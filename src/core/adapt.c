@@ -204,6 +204,10 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
         return 0;
 }
 
+void adapt_set_max_latency(Adapt *a, uint32_t max_latency_us) {
+        a->params.max_latency_us = max_latency_us;
+}
+
 typedef struct Search {
         const Adapt *a;
         double xf, limit_ns;
@@ -230,7 +234,9 @@ static void consider(Search *s) {
 static bool set_step(Search *s, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
         unsigned state = s->a->chain[j];
 
-        if (grid_ms[g] <= reach_ms)
+        /* a latency hold may have lowered the budget since apst_chain() (adapt_set_max_latency()) */
+        if (grid_ms[g] <= reach_ms ||
+            (uint64_t) s->a->id.psd[state].enlat_us + s->a->id.psd[state].exlat_us > s->a->params.max_latency_us)
                 return false;
         s->cur.n = k + 1;
         s->cur.state[k] = state;

@@ -15,33 +15,14 @@
 
 #include "macro.h"
 #include "metrics.h"
+#include "util.h"
 
-
-/* Length of the UTF-8 sequence starting at @p, or 0 when it is not a valid one. */
-static size_t utf8_len(const unsigned char *p) {
-        size_t n;
-
-        if (p[0] < 0x80)
-                return 1;
-        if (p[0] >= 0xc2 && p[0] <= 0xdf)
-                n = 2;
-        else if (p[0] >= 0xe0 && p[0] <= 0xef)
-                n = 3;
-        else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-                n = 4;
-        else
-                return 0;
-        for (size_t i = 1; i < n; i++)
-                if ((p[i] & 0xc0) != 0x80)
-                        return 0;
-        return n;
-}
 
 static void label_value(FILE *f, const char *v) {
         const unsigned char *p = (const unsigned char *) strempty(v);
 
         while (*p) {
-                size_t n = utf8_len(p);
+                size_t n = utf8_char_len((const char *) p);
 
                 if (*p == '\\' || *p == '"')
                         fprintf(f, "\\%c", *p);
