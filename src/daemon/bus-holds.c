@@ -220,8 +220,10 @@ static void caller_describe(sd_bus_message *msg, AuthQuery *q) {
         uid_t uid;
         pid_t pid;
 
+        /* the unit comes from /proc/PID/cgroup; where that cannot be read, the bus's own uid and pid still do */
         if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT |
-                                                   SD_BUS_CREDS_UNIT | SD_BUS_CREDS_USER_UNIT, &creds) < 0)
+                                                   SD_BUS_CREDS_UNIT | SD_BUS_CREDS_USER_UNIT, &creds) < 0 &&
+            sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID, &creds) < 0)
                 return;
         if (sd_bus_creds_get_euid(creds, &uid) >= 0)
                 q->uid = (uint32_t) uid;
