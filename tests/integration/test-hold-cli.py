@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -158,8 +159,26 @@ def hold_once(bus, args, script, expect_rc, what, prefix=()):
     return h
 
 
-def start(bus):
+def drain_notifications(d):
+    """Read the daemon's sd_notify messages while it runs: every table change sends a STATUS=, and a full
+    socket would block the daemon in sd_notify() (systemd reads them at once)."""
+    def loop():
+        while d.proc.poll() is None:
+            try:
+                d.poll_notify(0.1)
+            except OSError:
+                return
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def new_daemon(bus):
     d = Daemon(CONF, extra_env=bus.env)
+    drain_notifications(d)
+    return d
+
+
+def start(bus):
+    d = new_daemon(bus)
     if not check(d.wait_notify(r"^READY=1$") is not None, "daemon READY=1"):
         d.dump()
     p = bus.busctl("introspect", "--no-pager", NAME, ROOT, M_IFACE)
@@ -273,6 +292,7 @@ def scenario_polkit():
         p = subprocess.run(NOBODY + ["id", "-u"], capture_output=True, text=True)
         if p.returncode != 0 or p.stdout.strip() != "65534":
             skip(f"cannot run as nobody with setpriv: {p.stderr.strip()}")
+        os.chmod(STATE, 0o755)      # COMMAND, run as nobody, copies the fake's table as its first action
         h = hold_once(bus, ["nvme0"], 'touch "$D/ran"', 125, "nobody, polkit refuses: 125", prefix=NOBODY)
         check(not os.path.exists(h.path("ran")), "COMMAND never ran")
         check("ccess denied" in h.stderr() or "AccessDenied" in h.stderr(), "the refusal is said")
@@ -282,6 +302,8 @@ def scenario_polkit():
                       prefix=NOBODY)
         check(snapshot_table(h) == HELD, "the held table was in force before COMMAND's first action")
         table_back(planned, "the table back")
+        check(re.search(r"Latency hold \d+ taken by sh \(uid 65534, pid [1-9]\d*\)", d.log()),
+              "the journal entry names the unprivileged caller: uid 65534 and its pid")
         check(d.stop() == 0, "daemon exit 0")
     finally:
         if d.proc.poll() is None:
@@ -302,8 +324,7 @@ def scenario_restart():
         check(read_table("nvme0") == HELD, "held")
         check(d.stop() == 0, "daemon stopped (its table put back)")
         check(h.proc.poll() is None, "the client and COMMAND run on without the daemon")
-        d2 = Daemon(CONF, extra_env=bus.env)
-        d = d2
+        d = new_daemon(bus)
         check(d.wait_notify(r"^READY=1$") is not None, "daemon started again")
         t0 = time.monotonic()
         ok = wait_for(lambda: read_table("nvme0") == HELD, 2.0, "the hold taken again")
