@@ -213,23 +213,26 @@ static int caller_euid(sd_bus_message *msg, uid_t *ret) {
         return sd_bus_creds_get_euid(creds, ret);
 }
 
-/* Who the caller is, for the hold's record and the journal. */
+/* Who the caller is, for the hold's record and the journal: uid and pid as the bus daemon gave them,
+ * the unit from /proc (augmented: good enough to say, never to decide). */
 static void caller_describe(sd_bus_message *msg, AuthQuery *q) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL, *units = NULL;
         const char *unit = NULL;
         uid_t uid;
         pid_t pid;
+        int r;
 
-        /* the unit comes from /proc/PID/cgroup; where that cannot be read, the bus's own uid and pid still do */
-        if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT |
-                                                   SD_BUS_CREDS_UNIT | SD_BUS_CREDS_USER_UNIT, &creds) < 0 &&
-            sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID, &creds) < 0)
-                return;
-        if (sd_bus_creds_get_euid(creds, &uid) >= 0)
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID, &creds);
+        if (r < 0)
+                log_debug_errno(r, "Cannot read the credentials of %s: %m", q->owner);
+        if (r >= 0 && sd_bus_creds_get_euid(creds, &uid) >= 0)
                 q->uid = (uint32_t) uid;
-        if (sd_bus_creds_get_pid(creds, &pid) >= 0)
+        if (r >= 0 && sd_bus_creds_get_pid(creds, &pid) >= 0)
                 q->pid = (uint32_t) pid;
-        if (sd_bus_creds_get_user_unit(creds, &unit) >= 0 || sd_bus_creds_get_unit(creds, &unit) >= 0)
+        if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_AUGMENT | SD_BUS_CREDS_UNIT | SD_BUS_CREDS_USER_UNIT,
+                                      &units) < 0)
+                return;
+        if (sd_bus_creds_get_user_unit(units, &unit) >= 0 || sd_bus_creds_get_unit(units, &unit) >= 0)
                 (void) snprintf(q->unit, sizeof q->unit, "%s", unit);
 }
 
@@ -283,6 +286,7 @@ static int method_hold(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         (void) snprintf(q->application_id, sizeof q->application_id, "%s", app);
         q->max_latency_us = (uint32_t) latency;   /* at most CONFIG_LATENCY_US_MAX */
         q->interactive = sd_bus_message_get_allow_interactive_authorization(msg) > 0;
+        q->uid = UINT32_MAX;   /* unknown until the bus says */
         caller_describe(msg, q);
 
         if (caller_euid(msg, &euid) >= 0 && euid == 0) {
