@@ -5,6 +5,7 @@ COMMAND, so $FAKE_NVME_STATE and $FAKE_NVME_CTL_PROG are set, /sys and /dev
 are the testbed's, and every admin command is checked by the harness's
 allow-list oracle (the harness exits 1 on a violation even if we pass)."""
 
+import getpass
 import json
 import os
 import re
@@ -162,6 +163,24 @@ def wait_for(pred, timeout=10.0, what="condition"):
         time.sleep(0.02)
     print(f"timed out after {timeout}s waiting for {what}")
     return None
+
+
+def start_system_bus(bus_dir, extra_policy=""):
+    """A dbus-daemon in @bus_dir that enforces what the system bus enforces (the default policy of
+    dbus-daemon's system.conf, tests/integration/system-bus.conf.in) plus the shipped
+    dbus/io.github.nvme_apstd.conf and @extra_policy (<policy> elements). Returns (Popen, address)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    policy = os.path.abspath(os.path.join(here, "..", "..", "dbus", "io.github.nvme_apstd.conf"))
+    addr = f"unix:path={bus_dir}/bus"
+    with open(os.path.join(here, "system-bus.conf.in")) as f:
+        text = f.read().replace("@POLICY@", policy).replace("@USER@", getpass.getuser())
+    conf = os.path.join(bus_dir, "bus.conf")
+    with open(conf, "w") as f:
+        f.write(text.replace("</busconfig>", extra_policy + "</busconfig>"))
+    proc = subprocess.Popen([shutil.which("dbus-daemon") or "dbus-daemon", f"--config-file={conf}", "--nofork",
+                             f"--address={addr}", "--print-address=1"], stdout=subprocess.PIPE, text=True)
+    proc.stdout.readline()
+    return proc, addr
 
 
 class PrivateBus:

@@ -42,8 +42,6 @@ if not DBUS_DAEMON or not BUSCTL:
 if subprocess.run([PYTHON, "-c", "import dbusmock"], capture_output=True).returncode != 0:
     skip("python3-dbusmock not installed (tests/deps.sh)")
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-POLICY = os.path.abspath(os.path.join(SRC, "dbus", "io.github.nvme_apstd.conf"))
 SAMSUNG = os.path.join(DATA, "idctrl", "05-samsung-ssd-970-evo-plus-2tb.bin")
 CONF = write_config("[apst]\npolicy = budget\n")
 NAME = "io.github.nvme_apstd"
@@ -65,18 +63,9 @@ class Bus:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="apstd-hold-bus-")
         os.chmod(self.dir, 0o755)       # an unprivileged client connects too
-        self.addr = f"unix:path={self.dir}/bus"
-        with open(os.path.join(os.path.dirname(__file__), "system-bus.conf.in")) as f:
-            text = f.read().replace("@POLICY@", POLICY).replace("@USER@", getpass.getuser())
         polkit = (f'  <policy user="{getpass.getuser()}"><allow own="{POLKIT}"/></policy>\n'
                   f'  <policy context="default"><allow send_destination="{POLKIT}"/></policy>\n')
-        text = text.replace("</busconfig>", polkit + "</busconfig>")
-        conf = os.path.join(self.dir, "bus.conf")
-        with open(conf, "w") as f:
-            f.write(text)
-        self.proc = subprocess.Popen([DBUS_DAEMON, f"--config-file={conf}", "--nofork", f"--address={self.addr}",
-                                      "--print-address=1"], stdout=subprocess.PIPE, text=True)
-        self.proc.stdout.readline()
+        self.proc, self.addr = start_system_bus(self.dir, polkit)
         self.env = {"DBUS_SYSTEM_BUS_ADDRESS": self.addr}
         e = dict(os.environ, **self.env)
         self.polkit = subprocess.Popen([PYTHON, "-m", "dbusmock", "--system", "--template", "polkitd"], env=e,
@@ -189,6 +178,14 @@ def start(bus):
     return d
 
 
+def finish(d, bus):
+    """What every scenario does last, whatever happened: the daemon stopped, its log shown, the bus gone."""
+    if d.proc.poll() is None:
+        d.stop()
+    d.dump()
+    bus.close()
+
+
 def table_back(want, what):
     check(wait_for(lambda: read_table("nvme0") == want, 1.0, what) is not None, f"{what}: within 1 s")
 
@@ -232,10 +229,7 @@ def scenario_command():
         scenario_command_status(bus, planned)
         check(d.stop() == 0, "daemon exit 0")
     finally:
-        if d.proc.poll() is None:
-            d.stop()
-        d.dump()
-        bus.close()
+        finish(d, bus)
 
 
 def scenario_command_signals(bus, planned):
@@ -306,10 +300,7 @@ def scenario_polkit():
               "the journal entry names the unprivileged caller: uid 65534 and its pid")
         check(d.stop() == 0, "daemon exit 0")
     finally:
-        if d.proc.poll() is None:
-            d.stop()
-        d.dump()
-        bus.close()
+        finish(d, bus)
 
 
 def scenario_restart():
@@ -338,10 +329,7 @@ def scenario_restart():
     finally:
         if h and h.proc.poll() is None:
             h.proc.kill()
-        if d.proc.poll() is None:
-            d.stop()
-        d.dump()
-        bus.close()
+        finish(d, bus)
 
 
 if scenario == "command":
