@@ -242,7 +242,7 @@ static int on_hold_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
         HoldSlot *s = userdata;
         HoldClient *c = s->client;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
-        uint32_t cookie;
+        uint32_t cookie = 0;
         int r;
 
         s->call = sd_bus_slot_unref(s->call);
