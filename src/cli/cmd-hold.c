@@ -44,6 +44,11 @@
 #define HOLD_EXIT_FAILED     125     /* the hold, or our own command line, failed: COMMAND did not run */
 #define HOLD_EXIT_CANNOT_RUN 126     /* COMMAND was found but could not be run */
 #define HOLD_EXIT_NOT_FOUND  127     /* COMMAND was not found */
+/* After a restart the daemon owns its name before it has identified the controllers, and refuses a hold
+ * on one it does not know yet: the hold is asked for again this often, for as long as the daemon gives a
+ * controller to answer by default ([daemon] unresponsive_after_sec = 10 s). */
+#define HOLD_RETAKE_INTERVAL_USEC 250000u
+#define HOLD_RETAKE_TRIES         40u
 /* A shell reports a death by signal N as 128 + N; ours when re-raising the signal did not end us. */
 #define HOLD_EXIT_SIGNAL_BASE 128
 
@@ -64,6 +69,8 @@ typedef struct HoldSlot {
         const char *ctrl;
         uint32_t cookie;             /* 0: not in force */
         sd_bus_slot *call;           /* the HoldLatency call while it is pending */
+        sd_event_source *retry;      /* after a restart of the daemon: the next try, while one is due */
+        unsigned tries;
 } HoldSlot;
 
 struct HoldClient {
@@ -183,72 +190,122 @@ static bool is_not_running(const sd_bus_error *e) {
 static int hold_start_command(HoldClient *c);
 static int hold_exit(HoldClient *c, int code);
 
-/* Every slot's hold is in force: start COMMAND, or (after a restart of the daemon) say so. */
-static void hold_all_in_force(HoldClient *c) {
+/* Every slot has had its answer: start COMMAND, or (after a restart of the daemon) say the hold is back. */
+static void hold_all_answered(HoldClient *c) {
+        size_t held = 0;
+
         if (!c->started) {
                 (void) hold_start_command(c);
                 return;
         }
-        log_warning("hold: the daemon is back; the hold (max latency %" PRIu64 " us) is in force again.",
-                    c->args->max_latency_usec);
+        for (size_t i = 0; i < c->n_slots; i++)
+                held += c->slots[i].cookie != 0;
+        if (held == c->n_slots)
+                log_warning("hold: the daemon is back; the hold (max latency %" PRIu64 " us) is in force again.",
+                            c->args->max_latency_usec);
+}
+
+static int hold_send(HoldClient *c, HoldSlot *s);
+
+static int on_retry(sd_event_source *source, uint64_t usec, void *userdata) {
+        HoldSlot *s = userdata;
+        HoldClient *c = s->client;
+
+        s->retry = sd_event_source_unref(s->retry);
+        if (hold_send(c, s) < 0 && --c->n_pending == 0)
+                hold_all_answered(c);
+        return 0;
+}
+
+/* A hold refused while COMMAND runs (so after a restart of the daemon): try again in a while, a few times.
+ * Return: true when a try is due (the slot stays pending). */
+static bool hold_retry_later(HoldClient *c, HoldSlot *s) {
+        if (s->tries >= HOLD_RETAKE_TRIES ||
+            sd_event_add_time_relative(c->event, &s->retry, CLOCK_MONOTONIC, HOLD_RETAKE_INTERVAL_USEC, 0, on_retry,
+                                       s) < 0)
+                return false;
+        c->n_pending++;
+        return true;
+}
+
+static void hold_said_no(HoldClient *c, HoldSlot *s, const sd_bus_error *e, int r) {
+        if (e && is_not_running(e))
+                log_error("hold: %s: nvme-apstd is not running (%s is not on the system bus).", slot_name(s),
+                          BUS_API_NAME);
+        else if (e)
+                log_error("hold: %s: %s (%s)", slot_name(s), e->message ? e->message : strerror(-r), e->name);
+        else
+                log_error_errno(r, "hold: %s: the daemon's reply makes no sense: %m", slot_name(s));
 }
 
 static int on_hold_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         HoldSlot *s = userdata;
         HoldClient *c = s->client;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
-        uint32_t cookie;
+        uint32_t cookie = 0;
         int r;
 
         s->call = sd_bus_slot_unref(s->call);
         c->n_pending--;
         r = e ? -sd_bus_error_get_errno(e) : sd_bus_message_read(reply, "u", &cookie);
-        if (r < 0) {
-                if (e && is_not_running(e))
-                        log_error("hold: %s: nvme-apstd is not running (%s is not on the system bus).", slot_name(s),
-                                  BUS_API_NAME);
-                else if (e)
-                        log_error("hold: %s: %s (%s)", slot_name(s), e->message ? e->message : strerror(-r), e->name);
-                else
-                        log_error_errno(r, "hold: %s: the daemon's reply makes no sense: %m", slot_name(s));
-                if (!c->started)
-                        return hold_exit(c, HOLD_EXIT_FAILED);
-                log_warning("hold: %s: the hold could not be taken again; the command runs on without it.",
-                            slot_name(s));
+        if (r < 0 && !c->started) {
+                hold_said_no(c, s, e, r);
+                return hold_exit(c, HOLD_EXIT_FAILED);
+        }
+        if (r < 0 && hold_retry_later(c, s)) {
+                log_debug("hold: %s: refused after the restart (%s); trying again.", slot_name(s),
+                          e && e->message ? e->message : strerror(-r));
                 return 0;
         }
-        s->cookie = cookie;
-        log_debug("hold: %s held to %" PRIu64 " us, cookie %" PRIu32 ".", slot_name(s), c->args->max_latency_usec,
-                  cookie);
+        if (r < 0) {
+                hold_said_no(c, s, e, r);
+                log_warning("hold: %s: the hold could not be taken again; the command runs on without it.",
+                            slot_name(s));
+        } else {
+                s->cookie = cookie;
+                log_debug("hold: %s held to %" PRIu64 " us, cookie %" PRIu32 ".", slot_name(s),
+                          c->args->max_latency_usec, cookie);
+        }
         if (c->n_pending == 0)
-                hold_all_in_force(c);
+                hold_all_answered(c);
         return 0;
 }
 
-/* Send one HoldLatency per slot; the replies come to on_hold_reply(). Return: 0 or negative errno (said). */
+/* Send @s's HoldLatency; the reply comes to on_hold_reply(). Return: 0 or negative errno (said). */
+static int hold_send(HoldClient *c, HoldSlot *s) {
+        sd_bus_message *m = NULL;
+        int r;
+
+        s->tries++;
+        r = sd_bus_message_new_method_call(c->bus, &m, BUS_API_NAME, BUS_API_PATH, BUS_API_IFACE_MANAGER,
+                                           "HoldLatency");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "stss", s->ctrl, c->args->max_latency_usec, c->args->reason,
+                                          c->args->app_id);
+        if (r >= 0)
+                r = sd_bus_message_set_allow_interactive_authorization(m, c->interactive);
+        /* no timeout of ours: the daemon bounds the call (its unresponsive_after_sec, its wait for
+         * polkit), a person typing a password takes what it takes, and a daemon that hangs is
+         * restarted by its watchdog, which ends the call with an error */
+        if (r >= 0)
+                r = sd_bus_call_async(c->bus, &s->call, m, on_hold_reply, s, UINT64_MAX);
+        sd_bus_message_unref(m);
+        if (r < 0)
+                return log_error_errno(r, "hold: %s: cannot send HoldLatency: %m", slot_name(s));
+        return 0;
+}
+
+/* One HoldLatency per slot, from the start. Return: 0 or negative errno (said). */
 static int hold_take_all(HoldClient *c) {
         for (size_t i = 0; i < c->n_slots; i++) {
                 HoldSlot *s = &c->slots[i];
-                sd_bus_message *m = NULL;
                 int r;
 
-                s->call = sd_bus_slot_unref(s->call);
                 s->cookie = 0;
-                r = sd_bus_message_new_method_call(c->bus, &m, BUS_API_NAME, BUS_API_PATH, BUS_API_IFACE_MANAGER,
-                                                   "HoldLatency");
-                if (r >= 0)
-                        r = sd_bus_message_append(m, "stss", s->ctrl, c->args->max_latency_usec, c->args->reason,
-                                                  c->args->app_id);
-                if (r >= 0)
-                        r = sd_bus_message_set_allow_interactive_authorization(m, c->interactive);
-                /* no timeout of ours: the daemon bounds the call (its unresponsive_after_sec, its wait for
-                 * polkit), a person typing a password takes what it takes, and a daemon that hangs is
-                 * restarted by its watchdog, which ends the call with an error */
-                if (r >= 0)
-                        r = sd_bus_call_async(c->bus, &s->call, m, on_hold_reply, s, UINT64_MAX);
-                sd_bus_message_unref(m);
+                s->tries = 0;
+                r = hold_send(c, s);
                 if (r < 0)
-                        return log_error_errno(r, "hold: %s: cannot send HoldLatency: %m", slot_name(s));
+                        return r;
                 c->n_pending++;
         }
         return 0;
@@ -257,10 +314,13 @@ static int hold_take_all(HoldClient *c) {
 /* The daemon is gone: its holds went with it, and a pending call will never be answered. */
 static void hold_forget_all(HoldClient *c) {
         for (size_t i = 0; i < c->n_slots; i++) {
-                if (c->slots[i].call)
+                HoldSlot *s = &c->slots[i];
+
+                if (s->call || s->retry)
                         c->n_pending--;
-                c->slots[i].call = sd_bus_slot_unref(c->slots[i].call);
-                c->slots[i].cookie = 0;
+                s->call = sd_bus_slot_unref(s->call);
+                s->retry = sd_event_source_unref(s->retry);
+                s->cookie = 0;
         }
 }
 
@@ -501,8 +561,7 @@ static int hold_run(const HoldArgs *args) {
                 log_error_errno(r, "hold: the event loop failed: %m");
                 r = HOLD_EXIT_FAILED;
         }
-        for (size_t i = 0; i < c.n_slots; i++)
-                slots[i].call = sd_bus_slot_unref(slots[i].call);
+        hold_forget_all(&c);
         if (c.child > 0) {
                 /* the loop failed with COMMAND still running: it keeps running, without the hold */
                 log_warning("hold: the command (PID %d) runs on without the hold.", (int) c.child);

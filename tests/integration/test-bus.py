@@ -15,7 +15,6 @@ Run as the harness's COMMAND: test-bus.py SCENARIO
   adaptive-state  policy = adaptive: State stays `programmed` and RawTable follows a learned table
 """
 
-import getpass
 import json
 import os
 import shutil
@@ -41,8 +40,6 @@ BUSCTL = shutil.which("busctl")
 if not DBUS_DAEMON or not BUSCTL:
     skip("dbus-daemon or busctl not installed")
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-POLICY = os.path.abspath(os.path.join(SRC, "dbus", "io.github.nvme_apstd.conf"))
 SAMSUNG = os.path.join(DATA, "idctrl", "05-samsung-ssd-970-evo-plus-2tb.bin")
 WDC = os.path.join(DATA, "idctrl", "14-wdc-wds500g2b0c-00pxh0.bin")
 INTEL = os.path.join(DATA, "idctrl", "00-intel-ssdpekkw256g7.bin")
@@ -59,19 +56,13 @@ def ctrl_path(name):
 
 def start_bus(policy):
     bdir = tempfile.mkdtemp(prefix="apstd-bus-")
-    addr = f"unix:path={bdir}/bus"
     if policy:
-        with open(os.path.join(os.path.dirname(__file__), "system-bus.conf.in")) as f:
-            text = f.read()
-        conf = os.path.join(bdir, "bus.conf")
-        with open(conf, "w") as f:
-            f.write(text.replace("@POLICY@", POLICY).replace("@USER@", getpass.getuser()))
-        args = [f"--config-file={conf}"]
+        bus, addr = start_system_bus(bdir)
     else:
-        args = ["--session"]
-    bus = subprocess.Popen([DBUS_DAEMON, *args, "--nofork", f"--address={addr}", "--print-address=1"],
-                           stdout=subprocess.PIPE, text=True)
-    bus.stdout.readline()
+        addr = f"unix:path={bdir}/bus"
+        bus = subprocess.Popen([DBUS_DAEMON, "--session", "--nofork", f"--address={addr}", "--print-address=1"],
+                               stdout=subprocess.PIPE, text=True)
+        bus.stdout.readline()
     conn = Gio.DBusConnection.new_for_address_sync(
         addr, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
         None, None)
