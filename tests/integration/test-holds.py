@@ -51,8 +51,6 @@ if os.geteuid() != 0:
     skip("needs root: the tests are root (allowed without polkit) and nobody (asked about) at once")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.join(HERE, "..", "..")
-POLICY = os.path.abspath(os.path.join(SRC, "dbus", "io.github.nvme_apstd.conf"))
 CLIENT = os.path.join(HERE, "hold-client.py")
 NAME = "io.github.nvme_apstd"
 ROOT = "/io/github/nvme_apstd"
@@ -73,23 +71,14 @@ class Bus:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="apstd-bus-")
         os.chmod(self.dir, 0o755)   # the unprivileged clients connect too
-        self.addr = f"unix:path={self.dir}/bus"
-        with open(os.path.join(HERE, "system-bus.conf.in")) as f:
-            text = f.read().replace("@POLICY@", POLICY).replace("@USER@", getpass.getuser())
         # polkitd's own policy file lets it own its name and everyone call it
-        text = text.replace("</busconfig>", f"""  <policy user="{getpass.getuser()}">
+        self.proc, self.addr = start_system_bus(self.dir, f"""  <policy user="{getpass.getuser()}">
     <allow own="{PK_NAME}"/>
   </policy>
   <policy context="default">
     <allow send_destination="{PK_NAME}"/>
   </policy>
-</busconfig>""")
-        conf = os.path.join(self.dir, "bus.conf")
-        with open(conf, "w") as f:
-            f.write(text)
-        self.proc = subprocess.Popen([DBUS_DAEMON, f"--config-file={conf}", "--nofork", f"--address={self.addr}",
-                                      "--print-address=1"], stdout=subprocess.PIPE, text=True)
-        self.proc.stdout.readline()
+""")
         self.conn = self.connect()
         self.env = {"DBUS_SYSTEM_BUS_ADDRESS": self.addr}
         self.signals = []
