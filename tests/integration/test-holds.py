@@ -225,6 +225,30 @@ def check_limits(bus):
           is not None, "closing the connections ended all 256")
 
 
+def check_hotplug(bus, d):
+    """A hold on every controller caps one plugged in meanwhile from its first table; a hold on a
+    controller that goes away ends with LatencyReleased."""
+    every, err = hold(bus.conn, "", 0)
+    check(every is not None, f"a hold on every controller ({err})")
+    ctl("add", f"nvme1,idctrl={SAMSUNG},pci=144d:a808")
+    nvme1 = f"{ROOT}/controller/nvme1"
+    check(wait_for(lambda: prop(bus.conn, nvme1, C_IFACE, "State") == "programmed", 10, "nvme1 programmed")
+          is not None, "nvme1 plugged in and programmed")
+    check(read_table("nvme1") == OFF and prop(bus.conn, nvme1, C_IFACE, "HeldBy") == [every],
+          f"its first table already held off ({read_table('nvme1')})")
+    own, err = hold(bus.conn, "nvme1", 0)
+    check(own is not None, f"a hold on nvme1 ({err})")
+    mark = len(bus.signals)
+    ctl("remove", "nvme1")
+    check(wait_for(lambda: any(s[2] == "LatencyReleased" and s[3] == (own, "controller-removed")
+                                for s in (bus.pump(), bus.signals[mark:])[1]), 5, "LatencyReleased") is not None,
+          f"nvme1 removed: LatencyReleased({own}, controller-removed)")
+    holds = prop(bus.conn, ROOT, M_IFACE, "Holds")
+    check([h[0] for h in holds] == [every], f"the hold on every controller stays ({holds})")
+    check(read_table("nvme0") == OFF, "nvme0 still held")
+    call(bus.conn, "ReleaseLatency", "(u)", (every,))
+
+
 def scenario_root():
     bus = Bus()
     d = start(bus)
@@ -316,6 +340,10 @@ def scenario_root():
         c, err = hold(bus.conn, "nvme0", 0)
         check(err and err[0] == "io.github.nvme_apstd.Error.HoldsDisabled", f"HoldLatency refused: {err}")
         write_config(CONF_TEXT, CONF)
+        i = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", start=i + 1) is not None, "reload to enable = yes done")
+        check_hotplug(bus, d)
     finally:
         d.stop()
         if apstd_test.failures:
