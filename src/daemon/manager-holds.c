@@ -311,7 +311,7 @@ static int on_owner_gone(sd_bus_track *t, void *userdata) {
                         hold_end(hs, i - 1, "its connection closed", false);
         holds_apply(m, "hold-released");
         manager_publish(m, NULL);
-        return 0;
+        return 1;   /* handled: the track is freed (or, were it not, never dispatched again while empty) */
 }
 
 /* Follow @name until it closes. Return: 0, or negative errno (it is gone already: -ENXIO). */

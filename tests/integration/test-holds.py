@@ -361,10 +361,11 @@ class Polkit:
         self.bus = bus
         self.proc = subprocess.Popen(["/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "polkitd"],
                                      env={**os.environ, **bus.env}, stdout=subprocess.DEVNULL)
-        ok = wait_for(lambda: bus.conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                                 "org.freedesktop.DBus", "NameHasOwner", GLib.Variant("(s)", (PK_NAME,)),
-                                                 None, Gio.DBusCallFlags.NONE, -1, None).unpack()[0], 15,
-                      "the polkitd mock on the bus")
+        def owned():
+            return bus.conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                      "NameHasOwner", GLib.Variant("(s)", (PK_NAME,)), None, Gio.DBusCallFlags.NONE,
+                                      -1, None).unpack()[0]
+        ok = wait_for(owned, 15, "the polkitd mock on the bus")
         if not ok:
             skip("python3-dbusmock's polkitd template did not start")
 
