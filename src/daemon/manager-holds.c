@@ -163,17 +163,32 @@ static void hold_text(const Hold *h, const char *unit, HoldText *t) {
         t->sep = t->unit ? ", " : "";
 }
 
-static void log_hold_started(const Hold *h, const char *unit) {
+/* Does @h lower the budget of a managed controller it names (as configured now)? */
+static bool hold_lowers_a_budget(const Manager *m, const Hold *h) {
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                const Controller *k = &m->ctrls[i]->controller;
+
+                if (hold_applies(h, k->name) && k->identified && k->plan.verdict == DEVICE_MANAGE &&
+                    h->max_latency_us < k->plan.configured_max_latency_us)
+                        return true;
+        }
+        return false;
+}
+
+static void log_hold_started(const Manager *m, const Hold *h, const char *unit) {
+        bool effect = hold_lowers_a_budget(m, h);
         HoldText t = {};
 
         hold_text(h, unit, &t);
         log_event(LOG_INFO, 0, MSGID_HOLD_STARTED,
                   LOG_FIELDS({ "HOLD_COOKIE", t.cookie }, { "NVME_CTRL", t.ctrl }, { "HOLD_MAX_LATENCY_US", t.lat },
                              { "HOLD_APPLICATION_ID", h->application_id }, { "HOLD_REASON", h->reason },
-                             { "HOLD_UID", t.uid }, { "HOLD_PID", t.pid }, { "HOLD_UNIT", t.unit }),
-                  "Latency hold %s taken by %s (uid %s, pid %s%s%s) on %s: no wake-up slower than %s us; reason: %s",
+                             { "HOLD_UID", t.uid }, { "HOLD_PID", t.pid }, { "HOLD_UNIT", t.unit },
+                             { "HOLD_EFFECT", effect ? "lowers" : "none" }),
+                  "Latency hold %s taken by %s (uid %s, pid %s%s%s) on %s: no wake-up slower than %s us; reason: %s%s",
                   t.cookie, t.who, t.uid, t.pid, t.sep, strempty(t.unit), t.ctrl, t.lat,
-                  h->reason[0] ? h->reason : "none given");
+                  h->reason[0] ? h->reason : "none given",
+                  effect ? "" : " (no effect: not below the configured budget of any controller it names)");
 }
 
 static void log_hold_ended(const Hold *h, const char *unit, const char *why) {
@@ -372,7 +387,7 @@ static int hold_start(ManagerHolds *hs, sd_bus_message *call, const HoldCaller *
         (void) snprintf(hs->units[hs->set.n - 1], sizeof hs->units[0], "%s", strempty(who->unit));
         hs->taken++;
         hs->generation++;
-        log_hold_started(h, who->unit);
+        log_hold_started(m, h, who->unit);
         return 0;
 }
 

@@ -287,6 +287,9 @@ def scenario_root():
         n = len(read_log("nvme0"))
         c2, err = hold(bus.conn, "nvme0", 200000)
         check(c2 is not None and sets_since(n) == 0, f"a hold above the budget writes nothing ({err})")
+        check(d.wait_log(rf"Latency hold {c2} taken .* \(no effect: not below the configured budget of any "
+                         r"controller it names\).*HOLD_EFFECT=none", 5) is not None,
+              "the journal says it has no effect")
         check(prop(bus.conn, NVME0, C_IFACE, "HeldBy") == [c], "it is not in HeldBy: no effect")
         call(bus.conn, "ReleaseLatency", "(u)", (c2,))
 
