@@ -18,6 +18,8 @@ dbus/io.github.nvme_apstd.conf. Run as the harness's COMMAND: test-holds.py SCEN
           polkit hanging while another client reads properties (each answer within
           100 ms) and the watchdog keeps being fed, the call refused after the
           bounded wait; no polkit on the bus: only root
+  adaptive  policy = adaptive: the hold caps it without starting it over, and
+          its table comes back when the hold ends
   failures  a Set Features that fails (WriteFailed) and one slower than
           [daemon] unresponsive_after_sec (ControllerUnresponsive), each naming the
           controller; the hold is not kept and the planned table stays or comes back
@@ -528,5 +530,31 @@ def scenario_failures():
         bus.close()
 
 
-{"root": scenario_root, "polkit": scenario_polkit, "failures": scenario_failures}[scenario]()
+def scenario_adaptive():
+    """policy = adaptive: a hold caps the policy without restarting it; its table comes back after."""
+    bus = Bus()
+    conf = write_config("[apst]\npolicy = adaptive\n[watch]\nsource = stat\n")
+    d = start(bus, conf, extra_env={"NVME_APSTD_LOG_LEVEL": "debug"})
+    try:
+        before = read_table("nvme0")
+        started = d.log().count("adaptive policy started")
+        check(before[0] == 1 and started >= 1, f"the adaptive policy runs, its table in force ({before})")
+        c, err = hold(bus.conn, "nvme0", 0)
+        check(c is not None and read_table("nvme0") == OFF, f"held at 0 under the adaptive policy ({err})")
+        time.sleep(1.5)   # the watcher's readings go on meanwhile
+        check(read_table("nvme0") == OFF, "the policy's choices do not lift the hold")
+        check("refusing a table" not in d.log(), "no choice above the held budget is sent to the engine")
+        r, err = call(bus.conn, "ReleaseLatency", "(u)", (c,))
+        check(wait_for(lambda: read_table("nvme0") == before, 1.0, "the policy's table back") is not None,
+              f"released: the policy's table is back within 1 s ({err})")
+        check(d.log().count("adaptive policy started") == started, "the policy was not started over by the hold")
+    finally:
+        d.stop()
+        if apstd_test.failures:
+            d.dump()
+        bus.close()
+
+
+{"root": scenario_root, "polkit": scenario_polkit, "failures": scenario_failures,
+ "adaptive": scenario_adaptive}[scenario]()
 done()
