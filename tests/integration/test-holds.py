@@ -353,7 +353,8 @@ def scenario_root():
         check(d.wait_notify(r"^READY=1$", start=i + 1) is not None, "reload to enable = yes done")
         check_hotplug(bus, d)
     finally:
-        d.stop()
+        rc = d.stop()
+        check(rc == 0, f"nvme-apstd exits 0 at stop (a sanitizer report would not): {rc}")
         if apstd_test.failures:
             d.dump()
         bus.close()
@@ -484,7 +485,8 @@ def scenario_polkit():
         other.close()
     finally:
         reader.stop()
-        d.stop()
+        rc = d.stop()
+        check(rc == 0, f"nvme-apstd exits 0 at stop (a sanitizer report would not): {rc}")
         if apstd_test.failures:
             d.dump()
         bus.close()
@@ -524,7 +526,8 @@ def scenario_failures():
         c, err = hold(bus.conn, "nvme0", 0)
         check(c is not None and read_table("nvme0") == OFF, f"a hold works again afterwards ({err})")
     finally:
-        d.stop()
+        rc = d.stop()
+        check(rc == 0, f"nvme-apstd exits 0 at stop (a sanitizer report would not): {rc}")
         if apstd_test.failures:
             d.dump()
         bus.close()
@@ -549,7 +552,8 @@ def scenario_adaptive():
               f"released: the policy's table is back within 1 s ({err})")
         check(d.log().count("adaptive policy started") == started, "the policy was not started over by the hold")
     finally:
-        d.stop()
+        rc = d.stop()
+        check(rc == 0, f"nvme-apstd exits 0 at stop (a sanitizer report would not): {rc}")
         if apstd_test.failures:
             d.dump()
         bus.close()
