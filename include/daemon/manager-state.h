@@ -182,6 +182,9 @@ void manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *re
  * @reason: "reload", "on battery", ... Return: how many controllers' plans changed. */
 size_t manager_replan_all(Manager *m, const char *reason);
 
+/* The controller named @name ("nvme0"), or NULL. */
+ManagerCtrl *manager_ctrl_find(Manager *m, const char *name);
+
 /* Name an event source the daemon's own code created (sd_event_source_set_description()) and count
  * it until sd-event frees it. The count is the D-Bus property EventSources: with the sources libsystemd
  * makes for the bus and the uevent monitors left out, it is bounded by the situation (the signals, the

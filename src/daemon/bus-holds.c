@@ -88,13 +88,6 @@ static size_t queries_of(const BusHolds *b, const char *owner) {
         return n;
 }
 
-static ManagerCtrl *ctrl_find(Manager *m, const char *name) {
-        for (size_t i = 0; i < m->n_ctrls; i++)
-                if (strcmp(m->ctrls[i]->controller.name, name) == 0)
-                        return m->ctrls[i];
-        return NULL;
-}
-
 /* May a hold be taken on @controller now? (holds enabled, the controller managed) */
 static int check_target(Manager *m, const char *controller, sd_bus_error *error) {
         const ManagerCtrl *c;
@@ -106,7 +99,7 @@ static int check_target(Manager *m, const char *controller, sd_bus_error *error)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "The daemon is stopping.");
         if (!controller[0])
                 return 0;
-        c = ctrl_find(m, controller);
+        c = manager_ctrl_find(m, controller);
         if (!c)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "controller: %s is not a controller the daemon knows.", controller);

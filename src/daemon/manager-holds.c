@@ -164,7 +164,7 @@ static void hold_text(const Hold *h, const char *unit, HoldText *t) {
 }
 
 static void log_hold_started(const Hold *h, const char *unit) {
-        HoldText t;
+        HoldText t = {};
 
         hold_text(h, unit, &t);
         log_event(LOG_INFO, 0, MSGID_HOLD_STARTED,
@@ -177,7 +177,7 @@ static void log_hold_started(const Hold *h, const char *unit) {
 }
 
 static void log_hold_ended(const Hold *h, const char *unit, const char *why) {
-        HoldText t;
+        HoldText t = {};
 
         hold_text(h, unit, &t);
         log_event(LOG_INFO, 0, MSGID_HOLD_ENDED,

@@ -7,6 +7,7 @@
  */
 
 #include <assert.h>
+#include <string.h>
 
 #include "manager-state.h"
 
@@ -29,6 +30,16 @@ void manager_track_source(sd_event_source *s, const char *description) {
 
 unsigned manager_event_sources(void) {
         return n_event_sources;
+}
+
+
+/* ---- the controllers ---- */
+
+ManagerCtrl *manager_ctrl_find(Manager *m, const char *name) {
+        for (size_t i = 0; i < m->n_ctrls; i++)
+                if (strcmp(m->ctrls[i]->controller.name, name) == 0)
+                        return m->ctrls[i];
+        return NULL;
 }
 
 

@@ -65,13 +65,6 @@ static ManagerCtrl *manager_ctrl_free(ManagerCtrl *c) {
         return NULL;
 }
 
-static ManagerCtrl *manager_find(Manager *m, const char *name) {
-        for (size_t i = 0; i < m->n_ctrls; i++)
-                if (strcmp(m->ctrls[i]->controller.name, name) == 0)
-                        return m->ctrls[i];
-        return NULL;
-}
-
 /* ---- status ---- */
 
 void manager_status_text(const Manager *m, char *buf, size_t n) {
@@ -474,7 +467,7 @@ static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 static int manager_add_controller(Manager *m, const char *name, const char *reason) {
         ManagerCtrl *c, **t;
 
-        if (manager_find(m, name))
+        if (manager_ctrl_find(m, name))
                 return 0;
         c = calloc(1, sizeof *c);
         if (!c)
@@ -550,7 +543,7 @@ static int on_uevent(sd_device_monitor *mon, sd_device *dev, void *userdata) {
                 break;
         case SD_DEVICE_CHANGE:
                 (void) sd_device_get_property_value(dev, "NVME_EVENT", &ev);
-                c = manager_find(m, name);
+                c = manager_ctrl_find(m, name);
                 if (!c)
                         (void) manager_add_controller(m, name, "change");
                 else if (ev && strcmp(ev, "connected") == 0)

@@ -27,7 +27,7 @@ M_IFACE = "io.github.nvme_apstd.Manager1"
 def call(conn, method, sig, args, interactive=False):
     flags = Gio.DBusCallFlags.ALLOW_INTERACTIVE_AUTHORIZATION if interactive else Gio.DBusCallFlags.NONE
     try:
-        return conn.call_sync(NAME, ROOT, M_IFACE, method, GLib.Variant(sig, args), None, flags, 60000,
+        return conn.call_sync(NAME, ROOT, M_IFACE, method, GLib.Variant(sig, args), None, flags, 30000,
                               None).unpack(), None
     except GLib.Error as e:
         remote = Gio.DBusError.get_remote_error(e) or "?"

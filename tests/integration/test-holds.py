@@ -28,9 +28,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+import apstd_test  # noqa: E402
 from apstd_test import *  # noqa: F401,F403
 
 require_harness()
@@ -49,8 +51,6 @@ if os.geteuid() != 0:
     skip("needs root: the tests are root (allowed without polkit) and nobody (asked about) at once")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.join(HERE, "..", "..")
-POLICY = os.path.abspath(os.path.join(SRC, "dbus", "io.github.nvme_apstd.conf"))
 CLIENT = os.path.join(HERE, "hold-client.py")
 NAME = "io.github.nvme_apstd"
 ROOT = "/io/github/nvme_apstd"
@@ -71,23 +71,14 @@ class Bus:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="apstd-bus-")
         os.chmod(self.dir, 0o755)   # the unprivileged clients connect too
-        self.addr = f"unix:path={self.dir}/bus"
-        with open(os.path.join(HERE, "system-bus.conf.in")) as f:
-            text = f.read().replace("@POLICY@", POLICY).replace("@USER@", getpass.getuser())
         # polkitd's own policy file lets it own its name and everyone call it
-        text = text.replace("</busconfig>", f"""  <policy user="{getpass.getuser()}">
+        self.proc, self.addr = start_system_bus(self.dir, f"""  <policy user="{getpass.getuser()}">
     <allow own="{PK_NAME}"/>
   </policy>
   <policy context="default">
     <allow send_destination="{PK_NAME}"/>
   </policy>
-</busconfig>""")
-        conf = os.path.join(self.dir, "bus.conf")
-        with open(conf, "w") as f:
-            f.write(text)
-        self.proc = subprocess.Popen([DBUS_DAEMON, f"--config-file={conf}", "--nofork", f"--address={self.addr}",
-                                      "--print-address=1"], stdout=subprocess.PIPE, text=True)
-        self.proc.stdout.readline()
+""")
         self.conn = self.connect()
         self.env = {"DBUS_SYSTEM_BUS_ADDRESS": self.addr}
         self.signals = []
@@ -234,6 +225,30 @@ def check_limits(bus):
           is not None, "closing the connections ended all 256")
 
 
+def check_hotplug(bus, d):
+    """A hold on every controller caps one plugged in meanwhile from its first table; a hold on a
+    controller that goes away ends with LatencyReleased."""
+    every, err = hold(bus.conn, "", 0)
+    check(every is not None, f"a hold on every controller ({err})")
+    ctl("add", f"nvme1,idctrl={SAMSUNG},pci=144d:a808")
+    nvme1 = f"{ROOT}/controller/nvme1"
+    check(wait_for(lambda: prop(bus.conn, nvme1, C_IFACE, "State") == "programmed", 10, "nvme1 programmed")
+          is not None, "nvme1 plugged in and programmed")
+    check(read_table("nvme1") == OFF and prop(bus.conn, nvme1, C_IFACE, "HeldBy") == [every],
+          f"its first table already held off ({read_table('nvme1')})")
+    own, err = hold(bus.conn, "nvme1", 0)
+    check(own is not None, f"a hold on nvme1 ({err})")
+    mark = len(bus.signals)
+    ctl("remove", "nvme1")
+    check(wait_for(lambda: any(s[2] == "LatencyReleased" and s[3] == (own, "controller-removed")
+                                for s in (bus.pump(), bus.signals[mark:])[1]), 5, "LatencyReleased") is not None,
+          f"nvme1 removed: LatencyReleased({own}, controller-removed)")
+    holds = prop(bus.conn, ROOT, M_IFACE, "Holds")
+    check([h[0] for h in holds] == [every], f"the hold on every controller stays ({holds})")
+    check(read_table("nvme0") == OFF, "nvme0 still held")
+    call(bus.conn, "ReleaseLatency", "(u)", (every,))
+
+
 def scenario_root():
     bus = Bus()
     d = start(bus)
@@ -325,8 +340,14 @@ def scenario_root():
         c, err = hold(bus.conn, "nvme0", 0)
         check(err and err[0] == "io.github.nvme_apstd.Error.HoldsDisabled", f"HoldLatency refused: {err}")
         write_config(CONF_TEXT, CONF)
+        i = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", start=i + 1) is not None, "reload to enable = yes done")
+        check_hotplug(bus, d)
     finally:
         d.stop()
+        if apstd_test.failures:
+            d.dump()
         bus.close()
 
 
@@ -355,10 +376,30 @@ class Polkit:
         self.proc.wait(10)
 
 
+class NotifyReader(threading.Thread):
+    """Reads the daemon's notifications while the test waits elsewhere: with the watchdog on, a
+    socket left unread fills and sd_notify() blocks the daemon (as the service manager never does)."""
+
+    def __init__(self, d):
+        super().__init__(daemon=True)
+        self.d = d
+        self.stopping = False
+        self.start()
+
+    def run(self):
+        while not self.stopping:
+            self.d.poll_notify(0.05)
+
+    def stop(self):
+        self.stopping = True
+        self.join()
+
+
 def scenario_polkit():
     bus = Bus()
     pk = Polkit(bus)
     d = start(bus, extra_env={"WATCHDOG_USEC": "1000000"})
+    reader = NotifyReader(d)
     try:
         planned = read_table("nvme0")
         user = Client(bus, unprivileged=True)
@@ -386,19 +427,6 @@ def scenario_polkit():
         check(err is None and wait_for(lambda: read_table("nvme0") == planned, 1.0, "table back"),
               f"root may release it ({err})")
 
-        # polkit would ask the user: refused with InteractiveAuthorizationRequired unless allowed
-        pk.mock("SetAllowed", "(as)", ([],))
-        pk.mock("AddMethod", "(sssss)", ("org.freedesktop.PolicyKit1.Authority", "CheckAuthorization",
-                                          "(sa{sv})sa{ss}us", "(bba{ss})", "ret = (False, True, {})"))
-        got = user.ask("hold nvme0 0")
-        check(got.startswith("error org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"),
-              f"a challenge without interaction allowed: {got}")
-        got = user.ask("hold nvme0 0 interactive")
-        check(got.startswith("error org.freedesktop.DBus.Error.AccessDenied"),
-              f"a challenge with interaction allowed, still not authorised: {got}")
-        pk.mock("AddMethod", "(sssss)", ("org.freedesktop.PolicyKit1.Authority", "CheckAuthorization",
-                                          "(sa{sv})sa{ss}us", "(bba{ss})", "ret = (False, False, {})"))
-
         # polkit hangs: the loop serves others within 100 ms, the watchdog keeps being fed
         pk.mock("SimulateHang", "(b)", (True,))
         i = len(d.notifications)
@@ -413,7 +441,6 @@ def scenario_polkit():
                 worst = 99
             time.sleep(0.05)
         check(worst < 0.1, f"properties answered within 100 ms while polkit hangs (worst {worst * 1000:.1f} ms)")
-        d.poll_notify(0)
         pings = [k for k in d.notifications[i:] if "WATCHDOG=1" in k]
         check(len(pings) >= 5, f"the watchdog fed while polkit hangs ({len(pings)} pings in 3 s, every <= 0.45 s)")
         got = user.line()
@@ -423,6 +450,19 @@ def scenario_polkit():
         check(read_table("nvme0") == planned, "nothing written")
         pk.mock("SimulateHang", "(b)", (False,))
         pk.mock("ReleaseHangingCalls")
+
+        # polkit would ask the user: refused with InteractiveAuthorizationRequired unless allowed
+        pk.mock("SetAllowed", "(as)", ([],))
+        pk.mock("AddMethod", "(sssss)", ("org.freedesktop.PolicyKit1.Authority", "CheckAuthorization",
+                                          "(sa{sv})sa{ss}us", "(bba{ss})", "ret = (False, True, {})"))
+        got = user.ask("hold nvme0 0")
+        check(got.startswith("error org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"),
+              f"a challenge without interaction allowed: {got}")
+        got = user.ask("hold nvme0 0 interactive")
+        check(got.startswith("error org.freedesktop.DBus.Error.AccessDenied"),
+              f"a challenge with interaction allowed, still not authorised: {got}")
+        pk.mock("AddMethod", "(sssss)", ("org.freedesktop.PolicyKit1.Authority", "CheckAuthorization",
+                                          "(sa{sv})sa{ss}us", "(bba{ss})", "ret = (False, False, {})"))
 
         # no polkit on the bus: only root
         pk.stop()
@@ -434,7 +474,10 @@ def scenario_polkit():
         user.close()
         other.close()
     finally:
+        reader.stop()
         d.stop()
+        if apstd_test.failures:
+            d.dump()
         bus.close()
 
 
