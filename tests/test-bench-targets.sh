@@ -7,6 +7,7 @@
 # delay, whose job gained under 1%) and as many as target 3 counts. A short run
 # (30 s traces, generated families only): about a second.
 # Usage: test-bench-targets.sh NVME-APSTD-BINARY SOURCE-ROOT
+# Covers: bench/run.sh, src/cli/cmd-simulate.c.
 set -eu
 bin=$1
 src=$2

@@ -311,7 +311,7 @@ static int on_owner_gone(sd_bus_track *t, void *userdata) {
                         hold_end(hs, i - 1, "its connection closed", false);
         holds_apply(m, "hold-released");
         manager_publish(m, NULL);
-        return 0;
+        return 1;   /* handled: the track is freed (or, were it not, never dispatched again while empty) */
 }
 
 /* Follow @name until it closes. Return: 0, or negative errno (it is gone already: -ENXIO). */
@@ -482,11 +482,15 @@ static void hold_error(CtrlHoldState st, const ManagerCtrl *c, unsigned secs, co
 
         switch (st) {
         case CTRL_HOLD_UNRESPONSIVE:
+                *ret_name = BUS_ERROR_CONTROLLER_UNRESPONSIVE;
+                (void) snprintf(msg, n, "%.32s: the controller does not answer: an admin command is outstanding "
+                                "past [daemon] unresponsive_after_sec (%u s); the held table is not in force.",
+                                name, secs);
+                return;
         case CTRL_HOLD_PENDING:
                 *ret_name = BUS_ERROR_CONTROLLER_UNRESPONSIVE;
                 (void) snprintf(msg, n, "%.32s: the held table was not in force within %u s "
-                                "([daemon] unresponsive_after_sec)%s.", name, secs,
-                                c && c->unresponsive ? ": the controller does not answer" : "");
+                                "([daemon] unresponsive_after_sec).", name, secs);
                 return;
         case CTRL_HOLD_FAILED:
                 *ret_name = BUS_ERROR_WRITE_FAILED;

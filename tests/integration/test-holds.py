@@ -18,6 +18,9 @@ dbus/io.github.nvme_apstd.conf. Run as the harness's COMMAND: test-holds.py SCEN
           polkit hanging while another client reads properties (each answer within
           100 ms) and the watchdog keeps being fed, the call refused after the
           bounded wait; no polkit on the bus: only root
+  failures  a Set Features that fails (WriteFailed) and one slower than
+          [daemon] unresponsive_after_sec (ControllerUnresponsive), each naming the
+          controller; the hold is not kept and the planned table stays or comes back
 """
 
 import getpass
@@ -358,10 +361,11 @@ class Polkit:
         self.bus = bus
         self.proc = subprocess.Popen(["/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "polkitd"],
                                      env={**os.environ, **bus.env}, stdout=subprocess.DEVNULL)
-        ok = wait_for(lambda: bus.conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                                 "org.freedesktop.DBus", "NameHasOwner", GLib.Variant("(s)", (PK_NAME,)),
-                                                 None, Gio.DBusCallFlags.NONE, -1, None).unpack()[0], 15,
-                      "the polkitd mock on the bus")
+        def owned():
+            return bus.conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                      "NameHasOwner", GLib.Variant("(s)", (PK_NAME,)), None, Gio.DBusCallFlags.NONE,
+                                      -1, None).unpack()[0]
+        ok = wait_for(owned, 15, "the polkitd mock on the bus")
         if not ok:
             skip("python3-dbusmock's polkitd template did not start")
 
@@ -481,5 +485,45 @@ def scenario_polkit():
         bus.close()
 
 
-{"root": scenario_root, "polkit": scenario_polkit}[scenario]()
+def scenario_failures():
+    """A write that fails and a drive that does not answer in time: the caller gets an error naming
+    the controller, the hold is not kept, and the planned table stays or comes back."""
+    bus = Bus()
+    conf = write_config(CONF_TEXT + "[daemon]\nunresponsive_after_sec = 1\n")
+    d = start(bus, conf)
+    try:
+        planned = read_table("nvme0")
+        ctl("fault", "nvme0", "set-apst=EIO:once")
+        c, err = hold(bus.conn, "nvme0", 0)
+        check(c is None and err and err[0] == "io.github.nvme_apstd.Error.WriteFailed" and "nvme0" in err[1],
+              f"a failed write: {err}")
+        check(prop(bus.conn, ROOT, M_IFACE, "Holds") == [], "the hold is not kept")
+        check(wait_for(lambda: read_table("nvme0") == planned, 5, "planned table") is not None,
+              "the planned table stays")
+
+        ctl("fault", "nvme0", "set-apst=delay=3000:once")
+        t0 = time.monotonic()
+        c, err = hold(bus.conn, "nvme0", 0)
+        took = time.monotonic() - t0
+        check(c is None and err and err[0] == "io.github.nvme_apstd.Error.ControllerUnresponsive" and
+              "nvme0: the held table was not in force within 1 s" in err[1] and 0.9 <= took <= 2.5,
+              f"a drive slower than unresponsive_after_sec: refused after {took:.2f} s: {err}")
+        check(prop(bus.conn, ROOT, M_IFACE, "Holds") == [], "the hold is not kept")
+        c, err = hold(bus.conn, "nvme0", 0)
+        check(c is None and err and err[0] == "io.github.nvme_apstd.Error.ControllerUnresponsive" and
+              "does not answer" in err[1], f"while the command is outstanding, refused at once: {err}")
+        time.sleep(max(0.0, 3.2 - (time.monotonic() - t0)))   # the delayed Set Features (APSTE off) lands
+        check(wait_for(lambda: read_table("nvme0") == planned and
+                       prop(bus.conn, NVME0, C_IFACE, "State") == "programmed", 10, "planned table") is not None,
+              "once the delayed command is done, the planned table is written back")
+        c, err = hold(bus.conn, "nvme0", 0)
+        check(c is not None and read_table("nvme0") == OFF, f"a hold works again afterwards ({err})")
+    finally:
+        d.stop()
+        if apstd_test.failures:
+            d.dump()
+        bus.close()
+
+
+{"root": scenario_root, "polkit": scenario_polkit, "failures": scenario_failures}[scenario]()
 done()

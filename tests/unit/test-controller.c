@@ -8,8 +8,6 @@
  * And a removal caught between the gate and the open: the /dev node gone while
  * sysfs still said live at the gate.
  */
-#undef NDEBUG
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -23,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "config.h"
 #include "controller.h"
 #include "fileio.h"
@@ -32,9 +31,9 @@ static void load_samsung(IdCtrl *id) {
         char *buf = NULL;
         size_t len = 0;
 
-        assert(read_full_file(TEST_DATA_DIR "/idctrl/05-samsung-ssd-970-evo-plus-2tb.bin", 1 << 20, 0, &buf, &len) ==
-               0);
-        assert(idctrl_parse_any(buf, len, id) == 0);
+        CHECK(read_full_file(TEST_DATA_DIR "/idctrl/05-samsung-ssd-970-evo-plus-2tb.bin", 1 << 20, 0, &buf, &len) ==
+              0);
+        CHECK(idctrl_parse_any(buf, len, id) == 0);
         free(buf);
 }
 
@@ -52,8 +51,8 @@ static void setup(Controller *c, Config *cfg, ControllerContext *ctx, SysPlatfor
                 .config = cfg,
                 .platform = plat,
         };
-        assert(controller_replan(c, ctx, NULL) == 0);
-        assert(c->plan.verdict == DEVICE_MANAGE);
+        CHECK(controller_replan(c, ctx, NULL) == 0);
+        CHECK(c->plan.verdict == DEVICE_MANAGE);
 }
 
 /* A sysfs `state` attribute that reads "live" the first time and @second after: a FIFO that a
@@ -76,13 +75,13 @@ static void *state_feed(void *userdata) {
 
                 /* O_NONBLOCK: ENXIO until the first reader opens it, so the stop flag is seen */
                 if (fd < 0 && (fd = open(f->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
-                        assert(errno == ENXIO);
+                        CHECK(errno == ENXIO);
                 else if (ioctl(fd, FIONREAD, &queued) == 0 && queued == 0) {
                         if (f->written > f->consumed)
                                 f->consumed++;   /* the last value was read */
                         const char *v = f->written == 0 ? "live\n" : f->second;
                         ssize_t k = write(fd, v, strlen(v));
-                        assert(k == (ssize_t) strlen(v) || (k < 0 && errno == EPIPE));
+                        CHECK(k == (ssize_t) strlen(v) || (k < 0 && errno == EPIPE));
                         if (k > 0)
                                 f->written++;
                 }
@@ -100,8 +99,8 @@ static void *state_feed(void *userdata) {
 static void write_attr(const char *dir, const char *name, const char *value) {
         char path[512];
 
-        assert((size_t) snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path);
-        assert(write_file_atomic(path, value, strlen(value), 0644) == 0);
+        CHECK((size_t) snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path);
+        CHECK(write_file_atomic(path, value, strlen(value), 0644) == 0);
 }
 
 /* The gate reads sysfs live; before the open, the kernel tears the controller down and its /dev
@@ -116,17 +115,17 @@ static void removed_before_open(const char *second_state, ControllerResult want)
         StateFeed feed = { .second = second_state };
         pthread_t t;
 
-        assert(mkdtemp(root));
-        assert((size_t) snprintf(dir, sizeof dir, "%s/class", root) < sizeof dir && mkdir(dir, 0755) == 0);
-        assert((size_t) snprintf(dir, sizeof dir, "%s/class/nvme", root) < sizeof dir && mkdir(dir, 0755) == 0);
-        assert((size_t) snprintf(dir, sizeof dir, "%s/class/nvme/nvme0", root) < sizeof dir && mkdir(dir, 0755) == 0);
-        assert((size_t) snprintf(dev, sizeof dev, "%s/dev", root) < sizeof dev && mkdir(dev, 0755) == 0);
+        REQUIRE(mkdtemp(root));
+        CHECK((size_t) snprintf(dir, sizeof dir, "%s/class", root) < sizeof dir && mkdir(dir, 0755) == 0);
+        CHECK((size_t) snprintf(dir, sizeof dir, "%s/class/nvme", root) < sizeof dir && mkdir(dir, 0755) == 0);
+        CHECK((size_t) snprintf(dir, sizeof dir, "%s/class/nvme/nvme0", root) < sizeof dir && mkdir(dir, 0755) == 0);
+        CHECK((size_t) snprintf(dev, sizeof dev, "%s/dev", root) < sizeof dev && mkdir(dev, 0755) == 0);
         write_attr(dir, "transport", "pcie\n");
         write_attr(dir, "model", "Samsung SSD 970 EVO Plus 2TB\n");
-        assert((size_t) snprintf(feed.path, sizeof feed.path, "%s/state", dir) < sizeof feed.path);
-        assert(mkfifo(feed.path, 0644) == 0);
-        assert(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
-        assert(pthread_create(&t, NULL, state_feed, &feed) == 0);
+        CHECK((size_t) snprintf(feed.path, sizeof feed.path, "%s/state", dir) < sizeof feed.path);
+        CHECK(mkfifo(feed.path, 0644) == 0);
+        CHECK(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
+        CHECK(pthread_create(&t, NULL, state_feed, &feed) == 0);
 
         config_init(&cfg);
         cfg.apst.policy = APST_POLICY_ADAPTIVE;
@@ -135,20 +134,20 @@ static void removed_before_open(const char *second_state, ControllerResult want)
         ctx.dev_dir = dev;   /* no nvme0 node in it */
         (void) controller_sync(&c, &ctx, "test", &o);
         atomic_store(&feed.stop, true);
-        assert(pthread_join(t, NULL) == 0);
+        CHECK(pthread_join(t, NULL) == 0);
 
         /* the gate read live, the leaving check read again */
-        assert(feed.consumed >= 2);
-        assert(o.result == want);
-        assert(o.error == -ENOENT);
+        CHECK(feed.consumed >= 2);
+        CHECK(o.result == want);
+        CHECK(o.error == -ENOENT);
         if (want == CONTROLLER_FAILED)
-                assert(o.failed_step == CONTROLLER_STEP_OPEN);
-        assert(!c.have_written);
+                CHECK(o.failed_step == CONTROLLER_STEP_OPEN);
+        CHECK(!c.have_written);
 
-        assert(unlink(feed.path) == 0);
+        CHECK(unlink(feed.path) == 0);
         char cmd[300];
-        assert((size_t) snprintf(cmd, sizeof cmd, "rm -rf '%s'", root) < sizeof cmd);
-        assert(system(cmd) == 0);
+        CHECK((size_t) snprintf(cmd, sizeof cmd, "rm -rf '%s'", root) < sizeof cmd);
+        CHECK(system(cmd) == 0);
         config_done(&cfg);
 }
 
@@ -170,16 +169,16 @@ int main(void) {
 
         /* ps0 -> ps4 after 100 ms: a 10 ms wake, beyond max_latency_us */
         apst_table_from_chain(&c.id, st, itpt, 1, &t);
-        assert(controller_program(&c, &ctx, &t, "adaptive", &o) == -ERANGE);
-        assert(o.result == CONTROLLER_FAILED && o.failed_step == CONTROLLER_STEP_PLAN);
-        assert(!c.have_learned && !c.have_written);
+        CHECK(controller_program(&c, &ctx, &t, "adaptive", &o) == -ERANGE);
+        CHECK(o.result == CONTROLLER_FAILED && o.failed_step == CONTROLLER_STEP_PLAN);
+        CHECK(!c.have_learned && !c.have_written);
         printf("ok: a table beyond max_latency_us is refused before anything is sent\n");
 
         /* a target beyond npss is not a table for this controller */
         t = (ApstTable) { .apste = true };
         t.entry[0] = apst_entry_make(7, 100);
-        assert(controller_program(&c, &ctx, &t, "adaptive", &o) == -EINVAL);
-        assert(!c.have_learned);
+        CHECK(controller_program(&c, &ctx, &t, "adaptive", &o) == -EINVAL);
+        CHECK(!c.have_learned);
         printf("ok: an invalid table is refused\n");
 
         /* the learned table is what a sync writes; an unchanged reload keeps it */
@@ -187,44 +186,44 @@ int main(void) {
         apst_table_from_chain(&c.id, st, itpt, 1, &t);
         c.learned = t;
         c.have_learned = true;
-        assert(apst_table_equal(controller_table(&c), &t));
-        assert(controller_replan(&c, &ctx, &changed) == 0);
-        assert(!changed && c.have_learned);
+        CHECK(apst_table_equal(controller_table(&c), &t));
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(!changed && c.have_learned);
         printf("ok: an unchanged configuration keeps the learned table\n");
 
         /* a latency hold's cap: below ps3's wake, the plan has no idle state; the learned table is
          * kept but not written (it wakes slower than the cap), and is what a sync writes again when
          * the cap goes */
         c.latency_cap_us = 1000;
-        assert(controller_replan(&c, &ctx, &changed) == 0);
-        assert(changed && c.have_learned);
-        assert(c.plan.params.max_latency_us == 1000 && c.plan.configured_max_latency_us == 5000);
-        assert(apst_worst_wake_us(&c.plan.plan.table, &c.id) == 0);   /* no idle state within 1 ms */
-        assert(apst_table_equal(controller_table(&c), &c.plan.plan.table));
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(changed && c.have_learned);
+        CHECK(c.plan.params.max_latency_us == 1000 && c.plan.configured_max_latency_us == 5000);
+        CHECK(apst_worst_wake_us(&c.plan.plan.table, &c.id) == 0);   /* no idle state within 1 ms */
+        CHECK(apst_table_equal(controller_table(&c), &c.plan.plan.table));
         printf("ok: a cap below the learned table's wake plans for the cap, the learned table kept aside\n");
         /* a table the adaptive policy chooses under the cap must fit the cap */
-        assert(controller_program(&c, &ctx, &t, "adaptive", &o) == -ERANGE);
-        assert(apst_table_equal(&c.learned, &t));
+        CHECK(controller_program(&c, &ctx, &t, "adaptive", &o) == -ERANGE);
+        CHECK(apst_table_equal(&c.learned, &t));
         printf("ok: under the cap the adaptive policy's choice is bounded by it\n");
         c.latency_cap_us = DEVICE_NO_CAP;
-        assert(controller_replan(&c, &ctx, &changed) == 0);
-        assert(changed && c.have_learned && c.plan.params.max_latency_us == 5000);
-        assert(apst_table_equal(controller_table(&c), &t));
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(changed && c.have_learned && c.plan.params.max_latency_us == 5000);
+        CHECK(apst_table_equal(controller_table(&c), &t));
         printf("ok: the cap gone, the learned table is what is written again\n");
         /* a cap above the configured budget changes nothing */
         c.latency_cap_us = 200000;
-        assert(controller_replan(&c, &ctx, &changed) == 0);
-        assert(!changed && c.plan.params.max_latency_us == 5000 && apst_table_equal(controller_table(&c), &t));
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(!changed && c.plan.params.max_latency_us == 5000 && apst_table_equal(controller_table(&c), &t));
         c.latency_cap_us = DEVICE_NO_CAP;
-        assert(controller_replan(&c, &ctx, &changed) == 0 && !changed);
+        CHECK(controller_replan(&c, &ctx, &changed) == 0 && !changed);
         printf("ok: a cap above the configured budget changes nothing\n");
 
         /* a changed knob (the stall budget) drops it: the plan's table is written again */
         cfg.apst.stall_budget_cpct = 50;
-        assert(controller_replan(&c, &ctx, &changed) == 0);
-        assert(!c.have_learned);
-        assert(changed == !apst_table_equal(&t, &c.plan.plan.table));
-        assert(apst_table_equal(controller_table(&c), &c.plan.plan.table));
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(!c.have_learned);
+        CHECK(changed == !apst_table_equal(&t, &c.plan.plan.table));
+        CHECK(apst_table_equal(controller_table(&c), &c.plan.plan.table));
         printf("ok: a changed configuration drops the learned table\n");
 
         config_done(&cfg);
@@ -235,5 +234,5 @@ int main(void) {
         printf("ok: a /dev node gone between the gate and the open of a controller being removed is no error\n");
         removed_before_open("live\n", CONTROLLER_FAILED);
         printf("ok: ... but of a live controller it is\n");
-        return 0;
+        return check_exit_status();
 }
