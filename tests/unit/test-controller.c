@@ -219,7 +219,7 @@ int main(void) {
         printf("ok: a cap above the configured budget changes nothing\n");
 
         /* a changed knob (the stall budget) drops it: the plan's table is written again */
-        cfg.apst.stall_budget_cpct = 50;
+        cfg.apst.stall_budget_pct_x100 = 50;
         CHECK(controller_replan(&c, &ctx, &changed) == 0);
         CHECK(!c.have_learned);
         CHECK(changed == !apst_table_equal(&t, &c.plan.plan.table));
