@@ -83,6 +83,7 @@ struct HoldClient {
         bool interactive;            /* stdin is a terminal: polkit may ask for a password */
         pid_t child;                 /* COMMAND while it runs; 0 before it starts and after it exited */
         bool started;
+        sigset_t caller_mask;        /* the signal mask we were started with: COMMAND's */
         siginfo_t child_exit;        /* how COMMAND ended (si_code CLD_EXITED, CLD_KILLED, CLD_DUMPED) */
 };
 
@@ -443,15 +444,13 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 static int hold_start_command(HoldClient *c) {
         _cleanup_(posix_spawnattr_destroy) posix_spawnattr_t attr;
-        sigset_t none;
         pid_t pid;
         int r;
 
         (void) posix_spawnattr_init(&attr);
-        (void) sigemptyset(&none);
-        /* COMMAND starts with no signal blocked (ours are blocked for the loop's signalfd); what our
-         * parent ignored stays ignored, as with env(1) */
-        (void) posix_spawnattr_setsigmask(&attr, &none);
+        /* COMMAND gets the signal mask we were given (ours blocks the loop's signals for its signalfd),
+         * and what our caller ignored stays ignored: what env(1) would pass on */
+        (void) posix_spawnattr_setsigmask(&attr, &c->caller_mask);
         (void) posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
         (void) fflush(NULL);
         r = posix_spawnp(&pid, c->args->command[0], NULL, &attr, c->args->command, environ);
@@ -544,7 +543,7 @@ static int hold_run(const HoldArgs *args) {
         (void) sigaddset(&mask, SIGTERM);
         (void) sigaddset(&mask, SIGHUP);
         (void) sigaddset(&mask, SIGCHLD);
-        (void) sigprocmask(SIG_BLOCK, &mask, NULL);
+        (void) sigprocmask(SIG_BLOCK, &mask, &c.caller_mask);
 
         r = sd_event_new(&c.event);
         if (r < 0)
