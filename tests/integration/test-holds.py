@@ -178,6 +178,16 @@ def start(bus, conf=CONF, extra_env=None):
     return d
 
 
+def finish(d, bus):
+    """Stop the daemon (its exit status checked: a sanitizer build's report fails it), show its log
+    when a check failed, close the bus."""
+    rc = d.stop()
+    check(rc == 0, f"nvme-apstd exits 0 at stop (a sanitizer report would not): {rc}")
+    if apstd_test.failures:
+        d.dump()
+    bus.close()
+
+
 def check_bad_arguments(conn):
     n = len(read_log("nvme0"))
     cases = [
@@ -353,11 +363,7 @@ def scenario_root():
         check(d.wait_notify(r"^READY=1$", start=i + 1) is not None, "reload to enable = yes done")
         check_hotplug(bus, d)
     finally:
-        rc = d.stop()
-        check(rc == 0, f"nvme-apstd exits 0 at stop (a sanitizer report would not): {rc}")
-        if apstd_test.failures:
-            d.dump()
-        bus.close()
+        finish(d, bus)
 
 
 class Polkit:
@@ -485,11 +491,7 @@ def scenario_polkit():
         other.close()
     finally:
         reader.stop()
-        rc = d.stop()
-        check(rc == 0, f"nvme-apstd exits 0 at stop (a sanitizer report would not): {rc}")
-        if apstd_test.failures:
-            d.dump()
-        bus.close()
+        finish(d, bus)
 
 
 def scenario_failures():
@@ -526,11 +528,7 @@ def scenario_failures():
         c, err = hold(bus.conn, "nvme0", 0)
         check(c is not None and read_table("nvme0") == OFF, f"a hold works again afterwards ({err})")
     finally:
-        rc = d.stop()
-        check(rc == 0, f"nvme-apstd exits 0 at stop (a sanitizer report would not): {rc}")
-        if apstd_test.failures:
-            d.dump()
-        bus.close()
+        finish(d, bus)
 
 
 def scenario_adaptive():
@@ -552,11 +550,7 @@ def scenario_adaptive():
               f"released: the policy's table is back within 1 s ({err})")
         check(d.log().count("adaptive policy started") == started, "the policy was not started over by the hold")
     finally:
-        rc = d.stop()
-        check(rc == 0, f"nvme-apstd exits 0 at stop (a sanitizer report would not): {rc}")
-        if apstd_test.failures:
-            d.dump()
-        bus.close()
+        finish(d, bus)
 
 
 {"root": scenario_root, "polkit": scenario_polkit, "failures": scenario_failures,
