@@ -26,7 +26,6 @@ dbus/io.github.nvme_apstd.conf. Run as the harness's COMMAND: test-holds.py SCEN
 """
 
 import getpass
-import json
 import os
 import shutil
 import signal
