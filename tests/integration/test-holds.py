@@ -20,6 +20,8 @@ dbus/io.github.nvme_apstd.conf. Run as the harness's COMMAND: test-holds.py SCEN
           bounded wait; no polkit on the bus: only root
   adaptive  policy = adaptive: the hold caps it without starting it over, and
           its table comes back when the hold ends
+  situation  a hold through AC -> battery -> AC, its cap recomputed with the
+          configured budget of each situation
   failures  a Set Features that fails (WriteFailed) and one slower than
           [daemon] unresponsive_after_sec (ControllerUnresponsive), each naming the
           controller; the hold is not kept and the planned table stays or comes back
@@ -552,6 +554,39 @@ def scenario_adaptive():
         finish(d, bus)
 
 
+def scenario_situation():
+    """A hold lives through power-situation changes, recomputed with them: below the AC budget it sets
+    it; on battery, where the configuration asks for less, the configuration does; back on AC, it again."""
+    bus = Bus()
+    conf = write_config(CONF_TEXT + "max_latency_us = 100000\n[apst on-battery]\nmax_latency_us = 1000\n")
+    ac = plan_table(write_config(CONF_TEXT + "max_latency_us = 100000\n"), SAMSUNG, "144d:a808")
+    held = plan_table(write_config(CONF_TEXT + "max_latency_us = 5000\n"), SAMSUNG, "144d:a808")
+    battery = plan_table(write_config(CONF_TEXT + "max_latency_us = 1000\n"), SAMSUNG, "144d:a808")
+    check(len({str(ac), str(held), str(battery)}) == 3, f"the three budgets give three tables ({ac} {held} {battery})")
+    d = start(bus, conf)
+    try:
+        check(read_table("nvme0") == ac, "on AC the configured table")
+        c, err = hold(bus.conn, "nvme0", 5000)
+        check(c is not None and read_table("nvme0") == held, f"on AC the hold sets the budget ({err})")
+        check(prop(bus.conn, NVME0, C_IFACE, "HeldBy") == [c], "HeldBy on AC")
+        ctl("supply", "AC", "online=0")
+        ctl("supply", "BAT0", "status=Discharging")
+        check(d.wait_log(r"Power situation changed: on battery", 10) is not None, "on battery")
+        check(wait_for(lambda: read_table("nvme0") == battery, 5, "battery table") is not None,
+              "on battery the configuration's lower budget is in force")
+        check(prop(bus.conn, NVME0, C_IFACE, "HeldBy") == [] and
+              prop(bus.conn, NVME0, C_IFACE, "EffectiveMaxLatencyUSec") == 1000 and
+              prop(bus.conn, NVME0, C_IFACE, "MaxLatencyUSec") == 1000, "the hold sets nothing on battery")
+        check([h[0] for h in prop(bus.conn, ROOT, M_IFACE, "Holds")] == [c], "the hold lives on")
+        ctl("supply", "BAT0", "status=Charging")
+        ctl("supply", "AC", "online=1")
+        check(d.wait_log(r"Power situation changed: on AC", 10) is not None, "back on AC")
+        check(wait_for(lambda: read_table("nvme0") == held, 5, "held table") is not None and
+              prop(bus.conn, NVME0, C_IFACE, "HeldBy") == [c], "back on AC the hold sets the budget again")
+    finally:
+        finish(d, bus)
+
+
 {"root": scenario_root, "polkit": scenario_polkit, "failures": scenario_failures,
- "adaptive": scenario_adaptive}[scenario]()
+ "adaptive": scenario_adaptive, "situation": scenario_situation}[scenario]()
 done()
