@@ -107,8 +107,9 @@ static void help(void) {
                "  -a --app-id ID          who, for the same (default: COMMAND's name)\n"
                "  -h --help               show this help\n"
                "     --version            show the version\n\n"
-               "SIGINT, SIGTERM and SIGHUP are passed on to COMMAND. Exit status: COMMAND's; 125 when the\n"
-               "hold failed (COMMAND did not run), 126 when COMMAND could not be run, 127 when it was not found.\n");
+               "SIGINT, SIGTERM and SIGHUP are passed on to COMMAND. Exit status: COMMAND's; 125 when\n"
+               "the hold failed (COMMAND did not run), 126 when COMMAND could not be run, 127 when it was\n"
+               "not found.\n");
 }
 
 /* COMMAND's file name, when the daemon would take it as an application id (printable ASCII, at most 255
