@@ -22,6 +22,7 @@
 
 #include "apstd-ids.h"
 #include "bus-api.h"
+#include "clock.h"
 #include "device.h"
 #include "log.h"
 #include "manager-holds.h"
@@ -55,14 +56,14 @@ struct ManagerHolds {
 
 static const HoldSet empty_set;
 
-static uint64_t now_usec(clockid_t clock) {
+/* CLOCK_REALTIME in µs: when a hold was taken, for the Holds property. */
+static uint64_t realtime_usec(void) {
         struct timespec ts;
 
-        if (clock_gettime(clock, &ts) < 0)
+        if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
                 return 0;
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
-
 static ManagerHolds *holds_get(Manager *m) {
         if (!m->holds) {
                 m->holds = calloc(1, sizeof *m->holds);
@@ -91,14 +92,14 @@ uint32_t manager_holds_cap(const Manager *m, const char *name) {
 }
 
 uint64_t manager_holds_ctrl_usec(const ManagerCtrl *c) {
-        return c->hold_usec + (c->hold_since_usec ? now_usec(CLOCK_MONOTONIC) - c->hold_since_usec : 0);
+        return c->hold_usec + (c->hold_since_usec ? now_usec() - c->hold_since_usec : 0);
 }
 
 /* ---- the caps ---- */
 
 /* Each controller's cap from the holds now, the time under a hold counted. Return: a cap moved. */
 static bool holds_update_caps(Manager *m) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        uint64_t now = now_usec();
         bool moved = false;
 
         for (size_t i = 0; i < m->n_ctrls; i++) {
@@ -129,7 +130,7 @@ static void holds_apply(Manager *m, const char *reason) {
 void manager_holds_ctrl_added(Manager *m, ManagerCtrl *c) {
         c->hold_cap_us = c->controller.latency_cap_us = manager_holds_cap(m, c->controller.name);
         if (c->hold_cap_us != DEVICE_NO_CAP)
-                c->hold_since_usec = now_usec(CLOCK_MONOTONIC);
+                c->hold_since_usec = now_usec();
 }
 
 /* ---- the journal ---- */
@@ -149,7 +150,7 @@ typedef struct HoldText {
 } HoldText;
 
 static void hold_text(const Hold *h, const char *unit, HoldText *t) {
-        uint64_t d = now_usec(CLOCK_MONOTONIC) - h->since_mono_usec;
+        uint64_t d = now_usec() - h->since_mono_usec;
 
         (void) snprintf(t->cookie, sizeof t->cookie, "%" PRIu32, h->cookie);
         (void) snprintf(t->uid, sizeof t->uid, "%" PRIu32, h->uid);
@@ -399,8 +400,8 @@ int manager_holds_take(Manager *m, sd_bus_message *call, const char *controller,
                 .max_latency_us = max_latency_us,
                 .uid = who->uid,
                 .pid = who->pid,
-                .since_usec = now_usec(CLOCK_REALTIME),
-                .since_mono_usec = now_usec(CLOCK_MONOTONIC),
+                .since_usec = realtime_usec(),
+                .since_mono_usec = now_usec(),
         };
         uint32_t cookie;
         int r;
