@@ -10,6 +10,7 @@
 
 #include "holds.h"
 #include "macro.h"
+#include "string-table.h"
 #include "util.h"
 
 static const char *const hold_arg_table[_HOLD_ARG_MAX] = {
@@ -19,9 +20,7 @@ static const char *const hold_arg_table[_HOLD_ARG_MAX] = {
         [HOLD_ARG_APPLICATION_ID] = "application_id",
 };
 
-const char *hold_arg_to_string(HoldArg a) {
-        return a >= 0 && a < _HOLD_ARG_MAX ? hold_arg_table[a] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(hold_arg, HoldArg);
 
 bool hold_check_controller(const char *name) {
         size_t l = strlen(name);

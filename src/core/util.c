@@ -129,20 +129,6 @@ int parse_boolean(const char *s) {
         return -EINVAL;
 }
 
-int runtime_directory(const char *fallback, char **ret) {
-        const char *e = getenv("RUNTIME_DIRECTORY");
-        char *d;
-
-        if (e && e[0] == '/')
-                d = strndup(e, strcspn(e, ":"));
-        else
-                d = strdup(fallback);
-        if (!d)
-                return -ENOMEM;
-        *ret = d;
-        return 0;
-}
-
 size_t utf8_char_len(const char *s) {
         const unsigned char *p = (const unsigned char *) s;
         unsigned char lo = 0x80, hi = 0xbf;   /* the second byte's range (RFC 3629 section 4) */

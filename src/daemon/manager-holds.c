@@ -22,6 +22,7 @@
 
 #include "apstd-ids.h"
 #include "bus-api.h"
+#include "clock.h"
 #include "device.h"
 #include "log.h"
 #include "manager-holds.h"
@@ -55,14 +56,14 @@ struct ManagerHolds {
 
 static const HoldSet empty_set;
 
-static uint64_t now_usec(clockid_t clock) {
+/* CLOCK_REALTIME in µs: when a hold was taken, for the Holds property. */
+static uint64_t realtime_usec(void) {
         struct timespec ts;
 
-        if (clock_gettime(clock, &ts) < 0)
+        if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
                 return 0;
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
-
 static ManagerHolds *holds_get(Manager *m) {
         if (!m->holds) {
                 m->holds = calloc(1, sizeof *m->holds);
@@ -91,14 +92,14 @@ uint32_t manager_holds_cap(const Manager *m, const char *name) {
 }
 
 uint64_t manager_holds_ctrl_usec(const ManagerCtrl *c) {
-        return c->hold_usec + (c->hold_since_usec ? now_usec(CLOCK_MONOTONIC) - c->hold_since_usec : 0);
+        return c->hold_usec + (c->hold_since_usec ? now_usec() - c->hold_since_usec : 0);
 }
 
 /* ---- the caps ---- */
 
 /* Each controller's cap from the holds now, the time under a hold counted. Return: a cap moved. */
 static bool holds_update_caps(Manager *m) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        uint64_t now = now_usec();
         bool moved = false;
 
         for (size_t i = 0; i < m->n_ctrls; i++) {
@@ -129,7 +130,7 @@ static void holds_apply(Manager *m, const char *reason) {
 void manager_holds_ctrl_added(Manager *m, ManagerCtrl *c) {
         c->hold_cap_us = c->controller.latency_cap_us = manager_holds_cap(m, c->controller.name);
         if (c->hold_cap_us != DEVICE_NO_CAP)
-                c->hold_since_usec = now_usec(CLOCK_MONOTONIC);
+                c->hold_since_usec = now_usec();
 }
 
 /* ---- the journal ---- */
@@ -149,7 +150,7 @@ typedef struct HoldText {
 } HoldText;
 
 static void hold_text(const Hold *h, const char *unit, HoldText *t) {
-        uint64_t d = now_usec(CLOCK_MONOTONIC) - h->since_mono_usec;
+        uint64_t d = now_usec() - h->since_mono_usec;
 
         (void) snprintf(t->cookie, sizeof t->cookie, "%" PRIu32, h->cookie);
         (void) snprintf(t->uid, sizeof t->uid, "%" PRIu32, h->uid);
@@ -163,17 +164,32 @@ static void hold_text(const Hold *h, const char *unit, HoldText *t) {
         t->sep = t->unit ? ", " : "";
 }
 
-static void log_hold_started(const Hold *h, const char *unit) {
+/* Does @h lower the budget of a managed controller it names (as configured now)? */
+static bool hold_lowers_a_budget(const Manager *m, const Hold *h) {
+        for (size_t i = 0; i < m->n_ctrls; i++) {
+                const Controller *k = &m->ctrls[i]->controller;
+
+                if (hold_applies(h, k->name) && k->identified && k->plan.verdict == DEVICE_MANAGE &&
+                    h->max_latency_us < k->plan.configured_max_latency_us)
+                        return true;
+        }
+        return false;
+}
+
+static void log_hold_started(const Manager *m, const Hold *h, const char *unit) {
+        bool effect = hold_lowers_a_budget(m, h);
         HoldText t = {};
 
         hold_text(h, unit, &t);
         log_event(LOG_INFO, 0, MSGID_HOLD_STARTED,
                   LOG_FIELDS({ "HOLD_COOKIE", t.cookie }, { "NVME_CTRL", t.ctrl }, { "HOLD_MAX_LATENCY_US", t.lat },
                              { "HOLD_APPLICATION_ID", h->application_id }, { "HOLD_REASON", h->reason },
-                             { "HOLD_UID", t.uid }, { "HOLD_PID", t.pid }, { "HOLD_UNIT", t.unit }),
-                  "Latency hold %s taken by %s (uid %s, pid %s%s%s) on %s: no wake-up slower than %s us; reason: %s",
+                             { "HOLD_UID", t.uid }, { "HOLD_PID", t.pid }, { "HOLD_UNIT", t.unit },
+                             { "HOLD_EFFECT", effect ? "lowers" : "none" }),
+                  "Latency hold %s taken by %s (uid %s, pid %s%s%s) on %s: no wake-up slower than %s us; reason: %s%s",
                   t.cookie, t.who, t.uid, t.pid, t.sep, strempty(t.unit), t.ctrl, t.lat,
-                  h->reason[0] ? h->reason : "none given");
+                  h->reason[0] ? h->reason : "none given",
+                  effect ? "" : " (no effect: not below the configured budget of any controller it names)");
 }
 
 static void log_hold_ended(const Hold *h, const char *unit, const char *why) {
@@ -372,7 +388,7 @@ static int hold_start(ManagerHolds *hs, sd_bus_message *call, const HoldCaller *
         (void) snprintf(hs->units[hs->set.n - 1], sizeof hs->units[0], "%s", strempty(who->unit));
         hs->taken++;
         hs->generation++;
-        log_hold_started(h, who->unit);
+        log_hold_started(m, h, who->unit);
         return 0;
 }
 
@@ -384,8 +400,8 @@ int manager_holds_take(Manager *m, sd_bus_message *call, const char *controller,
                 .max_latency_us = max_latency_us,
                 .uid = who->uid,
                 .pid = who->pid,
-                .since_usec = now_usec(CLOCK_REALTIME),
-                .since_mono_usec = now_usec(CLOCK_MONOTONIC),
+                .since_usec = realtime_usec(),
+                .since_mono_usec = now_usec(),
         };
         uint32_t cookie;
         int r;

@@ -10,7 +10,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "apstd-ids.h"
@@ -20,6 +19,7 @@
 #include "nvme-admin.h"
 #include "log.h"
 #include "record-file.h"
+#include "sysfs.h"
 
 void controller_init(Controller *c, const char *name) {
         *c = (Controller) { .latency_cap_us = DEVICE_NO_CAP };

@@ -18,13 +18,16 @@ dbus/io.github.nvme_apstd.conf. Run as the harness's COMMAND: test-holds.py SCEN
           polkit hanging while another client reads properties (each answer within
           100 ms) and the watchdog keeps being fed, the call refused after the
           bounded wait; no polkit on the bus: only root
+  adaptive  policy = adaptive: the hold caps it without starting it over, and
+          its table comes back when the hold ends
+  situation  a hold through AC -> battery -> AC, its cap recomputed with the
+          configured budget of each situation
   failures  a Set Features that fails (WriteFailed) and one slower than
           [daemon] unresponsive_after_sec (ControllerUnresponsive), each naming the
           controller; the hold is not kept and the planned table stays or comes back
 """
 
 import getpass
-import json
 import os
 import shutil
 import signal
@@ -176,6 +179,16 @@ def start(bus, conf=CONF, extra_env=None):
     return d
 
 
+def finish(d, bus):
+    """Stop the daemon (its exit status checked: a sanitizer build's report fails it), show its log
+    when a check failed, close the bus."""
+    rc = d.stop()
+    check(rc == 0, f"nvme-apstd exits 0 at stop (a sanitizer report would not): {rc}")
+    if apstd_test.failures:
+        d.dump()
+    bus.close()
+
+
 def check_bad_arguments(conn):
     n = len(read_log("nvme0"))
     cases = [
@@ -287,6 +300,9 @@ def scenario_root():
         n = len(read_log("nvme0"))
         c2, err = hold(bus.conn, "nvme0", 200000)
         check(c2 is not None and sets_since(n) == 0, f"a hold above the budget writes nothing ({err})")
+        check(d.wait_log(rf"Latency hold {c2} taken .* \(no effect: not below the configured budget of any "
+                         r"controller it names\).*HOLD_EFFECT=none", 5) is not None,
+              "the journal says it has no effect")
         check(prop(bus.conn, NVME0, C_IFACE, "HeldBy") == [c], "it is not in HeldBy: no effect")
         call(bus.conn, "ReleaseLatency", "(u)", (c2,))
 
@@ -348,10 +364,7 @@ def scenario_root():
         check(d.wait_notify(r"^READY=1$", start=i + 1) is not None, "reload to enable = yes done")
         check_hotplug(bus, d)
     finally:
-        d.stop()
-        if apstd_test.failures:
-            d.dump()
-        bus.close()
+        finish(d, bus)
 
 
 class Polkit:
@@ -479,10 +492,7 @@ def scenario_polkit():
         other.close()
     finally:
         reader.stop()
-        d.stop()
-        if apstd_test.failures:
-            d.dump()
-        bus.close()
+        finish(d, bus)
 
 
 def scenario_failures():
@@ -519,11 +529,64 @@ def scenario_failures():
         c, err = hold(bus.conn, "nvme0", 0)
         check(c is not None and read_table("nvme0") == OFF, f"a hold works again afterwards ({err})")
     finally:
-        d.stop()
-        if apstd_test.failures:
-            d.dump()
-        bus.close()
+        finish(d, bus)
 
 
-{"root": scenario_root, "polkit": scenario_polkit, "failures": scenario_failures}[scenario]()
+def scenario_adaptive():
+    """policy = adaptive: a hold caps the policy without restarting it; its table comes back after."""
+    bus = Bus()
+    conf = write_config("[apst]\npolicy = adaptive\n[watch]\nsource = stat\n")
+    d = start(bus, conf, extra_env={"NVME_APSTD_LOG_LEVEL": "debug"})
+    try:
+        before = read_table("nvme0")
+        started = d.log().count("adaptive policy started")
+        check(before[0] == 1 and started >= 1, f"the adaptive policy runs, its table in force ({before})")
+        c, err = hold(bus.conn, "nvme0", 0)
+        check(c is not None and read_table("nvme0") == OFF, f"held at 0 under the adaptive policy ({err})")
+        time.sleep(1.5)   # the watcher's readings go on meanwhile
+        check(read_table("nvme0") == OFF, "the policy's choices do not lift the hold")
+        check("refusing a table" not in d.log(), "no choice above the held budget is sent to the engine")
+        r, err = call(bus.conn, "ReleaseLatency", "(u)", (c,))
+        check(wait_for(lambda: read_table("nvme0") == before, 1.0, "the policy's table back") is not None,
+              f"released: the policy's table is back within 1 s ({err})")
+        check(d.log().count("adaptive policy started") == started, "the policy was not started over by the hold")
+    finally:
+        finish(d, bus)
+
+
+def scenario_situation():
+    """A hold lives through power-situation changes, recomputed with them: below the AC budget it sets
+    it; on battery, where the configuration asks for less, the configuration does; back on AC, it again."""
+    bus = Bus()
+    conf = write_config(CONF_TEXT + "max_latency_us = 100000\n[apst on-battery]\nmax_latency_us = 1000\n")
+    ac = plan_table(write_config(CONF_TEXT + "max_latency_us = 100000\n"), SAMSUNG, "144d:a808")
+    held = plan_table(write_config(CONF_TEXT + "max_latency_us = 5000\n"), SAMSUNG, "144d:a808")
+    battery = plan_table(write_config(CONF_TEXT + "max_latency_us = 1000\n"), SAMSUNG, "144d:a808")
+    check(len({str(ac), str(held), str(battery)}) == 3, f"the three budgets give three tables ({ac} {held} {battery})")
+    d = start(bus, conf)
+    try:
+        check(read_table("nvme0") == ac, "on AC the configured table")
+        c, err = hold(bus.conn, "nvme0", 5000)
+        check(c is not None and read_table("nvme0") == held, f"on AC the hold sets the budget ({err})")
+        check(prop(bus.conn, NVME0, C_IFACE, "HeldBy") == [c], "HeldBy on AC")
+        ctl("supply", "AC", "online=0")
+        ctl("supply", "BAT0", "status=Discharging")
+        check(d.wait_log(r"Power situation changed: on battery", 10) is not None, "on battery")
+        check(wait_for(lambda: read_table("nvme0") == battery, 5, "battery table") is not None,
+              "on battery the configuration's lower budget is in force")
+        check(prop(bus.conn, NVME0, C_IFACE, "HeldBy") == [] and
+              prop(bus.conn, NVME0, C_IFACE, "EffectiveMaxLatencyUSec") == 1000 and
+              prop(bus.conn, NVME0, C_IFACE, "MaxLatencyUSec") == 1000, "the hold sets nothing on battery")
+        check([h[0] for h in prop(bus.conn, ROOT, M_IFACE, "Holds")] == [c], "the hold lives on")
+        ctl("supply", "BAT0", "status=Charging")
+        ctl("supply", "AC", "online=1")
+        check(d.wait_log(r"Power situation changed: on AC", 10) is not None, "back on AC")
+        check(wait_for(lambda: read_table("nvme0") == held, 5, "held table") is not None and
+              prop(bus.conn, NVME0, C_IFACE, "HeldBy") == [c], "back on AC the hold sets the budget again")
+    finally:
+        finish(d, bus)
+
+
+{"root": scenario_root, "polkit": scenario_polkit, "failures": scenario_failures,
+ "adaptive": scenario_adaptive, "situation": scenario_situation}[scenario]()
 done()

@@ -681,6 +681,45 @@ static void test_exact_surplus(void) {
         }
 }
 
+/* adapt_set_max_latency(): a latency hold's cap after the start; every table the policy then
+ * chooses, on either source, stays within it (the kernel's table, its reference, aside). */
+static void test_capped(void) {
+        static TraceIo io[8192];
+        IdCtrl id = drive();
+
+        for (int exact = 0; exact <= 1; exact++) {
+                /* gaps for which each source, uncapped, chooses ps4 (checked by running it so) */
+                size_t n = poisson_trace(io, 8192, exact ? 200 : 1000, 600, 7);
+                ApstParams p = APST_PARAMS_DEFAULT;
+                SimParams sp = SIM_PARAMS_DEFAULT;
+                ApstTable start;
+                SimDrive d;
+                SimPolicy pol;
+                SimResult r;
+                Adapt a;
+                size_t chosen = 0;
+
+                current = exact ? "adapt/capped-exact" : "adapt/capped-stat";
+                p.policy = APST_POLICY_ADAPTIVE;
+                CHECK(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
+                CHECK(adapt_init(&a, &id, NULL, &p, 0, &start) == 0);
+                adapt_set_max_latency(&a, 1500);   /* ps3 (210 + 1200 us) fits, ps4 (2000 + 8000) does not */
+                if (exact)
+                        adapt_sim_policy_gaps(&pol, &a);
+                else
+                        adapt_sim_policy(&pol, &a);
+                CHECK(sim_run(&d, io, n, &sp, &pol, &r) == 0);
+                for (size_t i = 1; i < r.n_reprograms; i++) {
+                        if (apst_table_equal(&r.reprograms[i].table, &a.kernel_table))
+                                continue;
+                        chosen++;
+                        CHECK(apst_worst_wake_us(&r.reprograms[i].table, &id) <= 1500);
+                }
+                CHECK(chosen >= 1);   /* it did choose under the cap */
+                sim_result_done(&r);
+        }
+}
+
 int main(void) {
         test_parse();
         test_watch_activity();
@@ -696,6 +735,7 @@ int main(void) {
         test_exact_one_state();
         test_exact_confidence();
         test_exact_surplus();
+        test_capped();
 
         printf("%u checks, %u failed\n", n_checks, n_failed);
         return n_failed ? 1 : 0;

@@ -4,13 +4,11 @@
  * order) and the cap they put on each controller's budget. Table-driven where
  * there are cases; each case has a path-like name.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "holds.h"
 #include "macro.h"
 #include "util.h"
@@ -69,16 +67,16 @@ static void test_validate(void) {
                 char why[256] = "";
                 int r;
 
-                printf("%s\n", t->name);
+                current = t->name;
                 r = hold_validate(t->controller, t->latency, MAX_US, t->reason, t->app, &bad, why, sizeof why);
                 if (t->bad == _HOLD_ARG_INVALID) {
-                        assert(r == 0);
-                        assert(bad == _HOLD_ARG_INVALID);   /* not written on success */
-                        assert(why[0] == 0);
+                        CHECK(r == 0);
+                        CHECK(bad == _HOLD_ARG_INVALID);   /* not written on success */
+                        CHECK(why[0] == 0);
                 } else {
-                        assert(r == -EINVAL);
-                        assert(bad == t->bad);
-                        assert(strstr(why, t->why));
+                        CHECK(r == -EINVAL);
+                        CHECK(bad == t->bad);
+                        CHECK(strstr(why, t->why));
                 }
         }
 }
@@ -87,24 +85,24 @@ static void test_validate(void) {
 static void test_text_length(void) {
         char s[HOLD_TEXT_MAX + 2];
 
-        printf("/holds/text/length\n");
+        current = "/holds/text/length";
         memset(s, 'a', HOLD_TEXT_MAX);
         s[HOLD_TEXT_MAX] = 0;
-        assert(hold_check_text(s));
+        CHECK(hold_check_text(s));
         s[HOLD_TEXT_MAX] = 'a';
         s[HOLD_TEXT_MAX + 1] = 0;
-        assert(!hold_check_text(s));
+        CHECK(!hold_check_text(s));
         /* 254 ASCII bytes and "é" (2 bytes): 256 */
         memset(s, 'a', HOLD_TEXT_MAX - 1);
         memcpy(s + HOLD_TEXT_MAX - 1, "\xc3\xa9", 3);
-        assert(!hold_check_text(s));
+        CHECK(!hold_check_text(s));
         /* 253 and "é": 255 */
         memcpy(s + HOLD_TEXT_MAX - 2, "\xc3\xa9", 3);
-        assert(hold_check_text(s));
-        assert(hold_check_text(""));
-        assert(hold_arg_to_string(_HOLD_ARG_MAX) == NULL);
-        assert(hold_arg_to_string(_HOLD_ARG_INVALID) == NULL);
-        assert(strcmp(hold_arg_to_string(HOLD_ARG_APPLICATION_ID), "application_id") == 0);
+        CHECK(hold_check_text(s));
+        CHECK(hold_check_text(""));
+        CHECK(hold_arg_to_string(_HOLD_ARG_MAX) == NULL);
+        CHECK(hold_arg_to_string(_HOLD_ARG_INVALID) == NULL);
+        CHECK(strcmp(hold_arg_to_string(HOLD_ARG_APPLICATION_ID), "application_id") == 0);
 }
 
 static Hold hold(const char *owner, const char *controller, uint32_t latency) {
@@ -122,35 +120,35 @@ static void test_limits(void) {
         char owner[32];
         Hold h;
 
-        printf("/holds/limits\n");
+        current = "/holds/limits";
         holds_init(&s);
         for (unsigned i = 0; i < HOLDS_PER_OWNER_MAX; i++) {
                 h = hold(":1.1", "nvme0", 100);
-                assert(holds_add(&s, &h, &cookie) == 0);
+                REQUIRE(holds_add(&s, &h, &cookie) == 0);
         }
         cookie = 4242;
         h = hold(":1.1", "", 0);
-        assert(holds_add(&s, &h, &cookie) == -EDQUOT);
-        assert(cookie == 4242);      /* not written on failure */
-        assert(s.n == HOLDS_PER_OWNER_MAX);
-        assert(holds_count_owner(&s, ":1.1") == HOLDS_PER_OWNER_MAX);
+        CHECK(holds_add(&s, &h, &cookie) == -EDQUOT);
+        CHECK(cookie == 4242);      /* not written on failure */
+        CHECK(s.n == HOLDS_PER_OWNER_MAX);
+        CHECK(holds_count_owner(&s, ":1.1") == HOLDS_PER_OWNER_MAX);
         /* another connection still may */
         h = hold(":1.2", "", 0);
-        assert(holds_add(&s, &h, &cookie) == 0);
+        REQUIRE(holds_add(&s, &h, &cookie) == 0);
         /* fill up to 256 from other connections */
         for (unsigned i = 0; s.n < HOLDS_MAX; i++) {
                 (void) snprintf(owner, sizeof owner, ":2.%u", i / HOLDS_PER_OWNER_MAX);
                 h = hold(owner, "nvme1", 5);
-                assert(holds_add(&s, &h, &cookie) == 0);
+                REQUIRE(holds_add(&s, &h, &cookie) == 0);
         }
         h = hold(":3.0", "nvme1", 5);
-        assert(holds_add(&s, &h, &cookie) == -ENOSPC);
-        assert(s.n == HOLDS_MAX);
+        CHECK(holds_add(&s, &h, &cookie) == -ENOSPC);
+        CHECK(s.n == HOLDS_MAX);
         /* one released: room again */
-        assert(holds_remove(&s, s.holds[3].cookie, NULL) == 0);
-        assert(holds_add(&s, &h, &cookie) == 0);
+        CHECK(holds_remove(&s, s.holds[3].cookie, NULL) == 0);
+        REQUIRE(holds_add(&s, &h, &cookie) == 0);
         holds_done(&s);
-        assert(s.n == 0 && !s.holds);
+        CHECK(s.n == 0 && !s.holds);
 }
 
 /* Cookies: never 0 (also past the wrap), never one in force, and a released one is not reused next. */
@@ -159,23 +157,23 @@ static void test_cookies(void) {
         uint32_t a, b, c, d;
         Hold h = hold(":1.1", "", 0), got;
 
-        printf("/holds/cookies\n");
+        current = "/holds/cookies";
         holds_init(&s);
-        assert(holds_add(&s, &h, &a) == 0 && a == 1);
-        assert(holds_add(&s, &h, &b) == 0 && b == 2);
-        assert(holds_remove(&s, a, &got) == 0 && got.cookie == a);
-        assert(holds_remove(&s, a, NULL) == -ENOENT);   /* unknown now */
-        assert(holds_find(&s, a) == NULL);
-        assert(holds_add(&s, &h, &c) == 0 && c == 3);   /* not 1 again at once */
+        CHECK(holds_add(&s, &h, &a) == 0 && a == 1);
+        CHECK(holds_add(&s, &h, &b) == 0 && b == 2);
+        CHECK(holds_remove(&s, a, &got) == 0 && got.cookie == a);
+        CHECK(holds_remove(&s, a, NULL) == -ENOENT);   /* unknown now */
+        CHECK(holds_find(&s, a) == NULL);
+        CHECK(holds_add(&s, &h, &c) == 0 && c == 3);   /* not 1 again at once */
 
         /* near the wrap: UINT32_MAX, then 0 is skipped, then 1 (free), then 2 and 3 are in force */
         s.last_cookie = UINT32_MAX - 1;
-        assert(holds_add(&s, &h, &d) == 0 && d == UINT32_MAX);
-        assert(holds_add(&s, &h, &d) == 0 && d == 1);
-        assert(holds_add(&s, &h, &d) == 0 && d == 4);
+        CHECK(holds_add(&s, &h, &d) == 0 && d == UINT32_MAX);
+        CHECK(holds_add(&s, &h, &d) == 0 && d == 1);
+        CHECK(holds_add(&s, &h, &d) == 0 && d == 4);
         for (size_t i = 0; i < s.n; i++)
                 for (size_t j = i + 1; j < s.n; j++)
-                        assert(s.holds[i].cookie != s.holds[j].cookie);
+                        CHECK(s.holds[i].cookie != s.holds[j].cookie);
         holds_done(&s);
 }
 
@@ -184,16 +182,16 @@ static void test_order(void) {
         HoldSet s;
         uint32_t k[4];
 
-        printf("/holds/order\n");
+        current = "/holds/order";
         holds_init(&s);
         for (unsigned i = 0; i < 4; i++) {
                 Hold h = hold(":1.1", "", 10 * i);
-                assert(holds_add(&s, &h, &k[i]) == 0);
+                REQUIRE(holds_add(&s, &h, &k[i]) == 0);
         }
-        assert(holds_remove(&s, k[1], NULL) == 0);
-        assert(s.n == 3);
-        assert(s.holds[0].cookie == k[0] && s.holds[1].cookie == k[2] && s.holds[2].cookie == k[3]);
-        assert(s.holds[1].max_latency_us == 20);
+        CHECK(holds_remove(&s, k[1], NULL) == 0);
+        CHECK(s.n == 3);
+        CHECK(s.holds[0].cookie == k[0] && s.holds[1].cookie == k[2] && s.holds[2].cookie == k[3]);
+        CHECK(s.holds[1].max_latency_us == 20);
         holds_done(&s);
 }
 
@@ -224,28 +222,28 @@ static void test_cap(void) {
                       hold(":1.1", "nvme1", 0) };
 
         holds_init(&s);
-        printf("/holds/cap/none\n");
-        assert(holds_cap_us(&s, "nvme0") == HOLD_NO_CAP);
-        assert(holds_effective_us(100000, HOLD_NO_CAP) == 100000);
+        current = "/holds/cap/none";
+        CHECK(holds_cap_us(&s, "nvme0") == HOLD_NO_CAP);
+        CHECK(holds_effective_us(100000, HOLD_NO_CAP) == 100000);
         for (size_t i = 0; i < ELEMENTSOF(hs); i++)
-                assert(holds_add(&s, &hs[i], &cookie) == 0);
+                REQUIRE(holds_add(&s, &hs[i], &cookie) == 0);
         for (size_t i = 0; i < ELEMENTSOF(cap_cases); i++) {
                 const CapCase *t = &cap_cases[i];
                 uint32_t cap = holds_cap_us(&s, t->controller);
 
-                printf("%s\n", t->name);
-                assert(cap == t->cap);
-                assert(holds_effective_us(t->configured, cap) == t->effective);
+                current = t->name;
+                CHECK(cap == t->cap);
+                CHECK(holds_effective_us(t->configured, cap) == t->effective);
                 for (size_t j = 0; j < s.n; j++)
-                        assert(hold_sets_budget(&s.holds[j], t->controller, t->configured, cap) ==
+                        CHECK(hold_sets_budget(&s.holds[j], t->controller, t->configured, cap) ==
                                !!(t->sets & (1u << j)));
         }
         /* released: the cap goes back up */
-        printf("/holds/cap/after-release\n");
-        assert(holds_remove(&s, s.holds[0].cookie, NULL) == 0);
-        assert(holds_cap_us(&s, "nvme0") == 5000);
-        assert(holds_remove(&s, s.holds[1].cookie, NULL) == 0);   /* the second nvme0 hold */
-        assert(holds_cap_us(&s, "nvme0") == 20000);
+        current = "/holds/cap/after-release";
+        CHECK(holds_remove(&s, s.holds[0].cookie, NULL) == 0);
+        CHECK(holds_cap_us(&s, "nvme0") == 5000);
+        CHECK(holds_remove(&s, s.holds[1].cookie, NULL) == 0);   /* the second nvme0 hold */
+        CHECK(holds_cap_us(&s, "nvme0") == 20000);
         holds_done(&s);
 }
 
@@ -256,5 +254,5 @@ int main(void) {
         test_cookies();
         test_order();
         test_cap();
-        return 0;
+        return check_exit_status();
 }
