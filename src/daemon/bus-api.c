@@ -126,9 +126,11 @@ static const char *ctrl_state(const ManagerCtrl *c) {
                 return "left-alone";
         case DEVICE_NOT_PCIE:
                 return "not-pcie";
-        default:
-                return "unknown";
+        case _DEVICE_VERDICT_MAX:
+        case _DEVICE_VERDICT_INVALID:
+                break;
         }
+        return "unknown";
 }
 
 /* The budget: configured, in force, and the holds that set it (holds.h). */
