@@ -103,7 +103,7 @@ else
 	note "hold (restart): taken again ${took} s after the daemon's start entry"
 	# shellcheck disable=SC2016
 	check "hold (restart): taken again within 2 s of the new daemon's start" \
-		jq -en --arg x "$took" '($x | tonumber? // 99) <= 2'
+		[ "$(jq -n --arg x "$took" '($x | tonumber? // 99) <= 2')" = true ]
 	check "hold (restart): the client said so on stderr" grep -q "in force again" /tmp/hold-restart.err
 	touch /tmp/hold-restart-stop
 	wait "$hp"
