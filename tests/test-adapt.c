@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "adapt.h"
+#include "sim-adapt.h"
 #include "sim.h"
 #include "watch.h"
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "adapt.h"
+#include "sim-adapt.h"
 #include "learned-store.h"
 #include "learned.h"
 #include "sim.h"

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "adapt.h"
+#include "sim-adapt.h"
 #include "apst.h"
 #include "config-build.h"
 #include "config-file.h"
