@@ -635,14 +635,14 @@ static void test_repeat_static(void) {
         current = "repeat/static";
         sim_policy_static(&pol, "static", &t);
         CHECK(sim_run(&d, io, 4, &params_100us, &pol, &cold) == 0);
-        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, 3, &warm) == 0);
+        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, 3, &warm, NULL) == 0);
         CHECK(same_result(&cold, &warm));
         /* not a vacuous equality: the drive sleeps in this trace. Served 3..3.1 (3 ms idle: no
          * entry); at 20 it rests in ps1 (entered 13.1..14.1): 1 ms exit; at 100 and at 300 it
          * rests in ps2 (ps1 50 ms, then 5 ms entry): 20 ms exits. Three wake-ups, 41 ms. */
         CHECK(cold.wakeups_total == 3 && cold.stall_ns == MS(41));
-        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, 0, &r) == -EINVAL);
-        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, SIM_COPIES_MAX + 1, &r) == -EINVAL);
+        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, 0, &r, NULL) == -EINVAL);
+        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, SIM_COPIES_MAX + 1, &r, NULL) == -EINVAL);
         sim_result_done(&cold);
         sim_result_done(&warm);
 }
@@ -670,7 +670,7 @@ static void test_repeat_clock(void) {
         current = "repeat/clock";
         pol.userdata = &probe;
         CHECK(sim_run(&d, io, 4, &p, &cold_pol, &cold) == 0);
-        CHECK(sim_run_repeat(&d, io, 4, &p, &pol, 2, &warm) == 0);
+        CHECK(sim_run_repeat(&d, io, 4, &p, &pol, 2, &warm, NULL) == 0);
         CHECK(same_result(&cold, &warm));
         CHECK(cold.end_stat.io_ticks == 20 && cold.end_stat.discard_ios == 1 && cold.end_stat.in_flight == 0);
         CHECK(probe.n == 6);
@@ -718,19 +718,22 @@ static void test_repeat_learns(void) {
         SimPolicy pol = { .name = "learner", .sample_period_ns = MS(20), .start = learner_start,
                           .sample = learner_sample, .userdata = &cold_l };
         TraceIo io[] = { { .t_ns = 0 }, { .t_ns = MS(100) } };
-        SimResult cold, warm;
+        SimResult cold, warm, first;
 
         current = "repeat/learns";
         CHECK(sim_run(&d, io, 2, &params_100us, &pol, &cold) == 0);
         CHECK_J(cold.energy_j, 20.02);
         CHECK(cold.wakeups_total == 0);
         pol.userdata = &warm_l;
-        CHECK(sim_run_repeat(&d, io, 2, &params_100us, &pol, 2, &warm) == 0);
+        CHECK(sim_run_repeat(&d, io, 2, &params_100us, &pol, 2, &warm, &first) == 0);
         CHECK_J(warm.energy_j, 3.529);
+        /* the first copy is the cold run */
+        CHECK(same_result(&first, &cold) && first.n_reprograms == 2 && cold.n_reprograms == 2);
         CHECK(warm.wakeups_total == 1 && warm.stall_ns == MS(2));
         CHECK(warm.reprograms[0].t_ns == 0 && apst_table_equal(&warm.reprograms[0].table, &warm_l.learned));
         sim_result_done(&cold);
         sim_result_done(&warm);
+        sim_result_done(&first);
 }
 
 int main(void) {

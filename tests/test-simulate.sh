@@ -219,6 +219,12 @@ if "$bin" simulate -i "$intel_bin" -t "$tmp/second.txt" -p adaptive --json >"$tm
                 fail "--repeat 3, adaptive: its scored copy does not start on a learned table"
         [ "$(field "$tmp/a1.json" adaptive energy_j)" != "$(field "$tmp/a3.json" adaptive energy_j)" ] ||
                 fail "--repeat 3, adaptive: the same energy cold and warm"
+        # the first copy, reported beside the scored one, is the cold run
+        for key in energy_j stall_s wakeups_total p99; do
+                [ -n "$(field "$tmp/a1.json" adaptive $key)" ] &&
+                        [ "$(field "$tmp/a1.json" adaptive $key)" = "$(field "$tmp/a3.json" adaptive-copy1 $key)" ] ||
+                        fail "--repeat 3: adaptive-copy1 $key $(field "$tmp/a3.json" adaptive-copy1 $key), cold $(field "$tmp/a1.json" adaptive $key)"
+        done
 else
         fail "simulate --repeat 3 -p adaptive: rc $?, $(cat "$tmp/err")"
 fi

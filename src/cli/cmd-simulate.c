@@ -575,7 +575,7 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
         printf("Policy: %s%s%s%s: %s\n\n", chosen, section[0] ? " (config section " : "", section,
                section[0] ? ")" : "", desc);
 
-        printf("%-8s %11s %9s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n", "policy", "energy J", "mean W", "vs opt",
+        printf("%-14s %11s %9s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n", "policy", "energy J", "mean W", "vs opt",
                "I/Os", "stall s", "add mean", "add p99", "add p99.9", "add max", "wall +s", "wake-ups");
         for (size_t i = 0; i <= n_rows; i++) {
                 const Row *row = i < n_rows ? &rows[i] : opt;
@@ -586,7 +586,7 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
                         if (r->wakeups[s])
                                 off += (size_t) snprintf(wk + off, sizeof wk - off, "%sps%u:%" PRIu64, off ? " " : "",
                                                          s, r->wakeups[s]);
-                printf("%-8s %11.6f %9.6f %8.3f %8" PRIu64 " %9.6f %8.3fms %7.3fms %7.3fms %7.3fms %9.6f  %s\n",
+                printf("%-14s %11.6f %9.6f %8.3f %8" PRIu64 " %9.6f %8.3fms %7.3fms %7.3fms %7.3fms %9.6f  %s\n",
                        row->name, r->energy_j, r->mean_power_w, ratio(r->energy_j, opt->res.energy_j), r->ios,
                        (double) r->stall_ns * 1e-9, r->added_mean_ns * 1e-6, (double) r->added_p99_ns * 1e-6,
                        (double) r->added_p999_ns * 1e-6, (double) r->added_max_ns * 1e-6,
@@ -665,9 +665,10 @@ static int build_tables(const Options *o, const IdCtrl *id, const ApstParams *pa
 
 /* Run the trace through one row's table; @kind APST_POLICY_ADAPTIVE (with @params) runs the daemon's own
  * decision code in @adapt, fed what it would observe; adapt_init() writes its starting table into @table,
- * and on the exact source the row reports @adapt's shadow kernel. Return: 0 or -errno (said). */
+ * and on the exact source the row reports @adapt's shadow kernel. With --repeat, @first (may be NULL) gets
+ * the first copy's figures. Return: 0 or -errno (said). */
 static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const SimParams *sp,
-                        const ApstParams *params, int kind, Adapt *adapt, ApstTable *table, Row *row) {
+                        const ApstParams *params, int kind, Adapt *adapt, ApstTable *table, Row *row, Row *first) {
         SimPolicy pol;
         int r;
 
@@ -682,7 +683,7 @@ static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, c
                 } else
                         adapt_sim_policy(&pol, adapt);
         }
-        r = sim_run_repeat(d, t->io, t->n, sp, &pol, o->copies, &row->res);
+        r = sim_run_repeat(d, t->io, t->n, sp, &pol, o->copies, &row->res, first ? &first->res : NULL);
         if (r < 0)
                 return log_error_errno(r, "simulating %s: %s", row->name, strerror(-r));
         return 0;
@@ -726,14 +727,18 @@ static int run(const Options *o) {
         if (r < 0)
                 goto finish;
 
-        /* Rows: the chosen policy, then the baselines every run reports. */
+        /* Rows: the chosen policy, then the baselines every run reports; with --repeat, the chosen
+         * policy's first copy (a cold run) last. */
+        char first_name[32];
         const char *names[3] = { kind_name(kind), "none", "kernel" };
+        bool with_first = o->copies > 1 && kind != POLICY_HINDSIGHT;
+        (void) snprintf(first_name, sizeof first_name, "%s-copy1", names[0]);
         r = build_tables(o, &id, &params, kind, tables);
         if (r < 0)
                 goto finish;
 
         SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop, .timeline = o->timeline };
-        Row rows[3] = {}, opt = { .name = "optimum" };
+        Row rows[4] = { [3] = { .name = first_name } }, opt = { .name = "optimum" };
         size_t done = 0;
         adapt = calloc(1, sizeof(Adapt));
         if (!adapt) {
@@ -749,7 +754,7 @@ static int run(const Options *o) {
                         continue;
                 }
                 r = simulate_row(o, &id, &d, &t, &sp, done == 0 ? &params : NULL, done == 0 ? kind : -1, adapt,
-                                 &tables[done], &rows[done]);
+                                 &tables[done], &rows[done], done == 0 && with_first ? &rows[3] : NULL);
                 if (r < 0)
                         goto free_rows;
         }
@@ -760,9 +765,9 @@ static int run(const Options *o) {
         }
 
         if (o->json)
-                r = print_json(o, &id, &d, &t, names[0], section, rows, 3, &opt);
+                r = print_json(o, &id, &d, &t, names[0], section, rows, with_first ? 4 : 3, &opt);
         else
-                print_human(o, &id, &d, &t, names[0], section, rows, 3, &opt, &tables[0]);
+                print_human(o, &id, &d, &t, names[0], section, rows, with_first ? 4 : 3, &opt, &tables[0]);
         if (r < 0 || fflush(stdout) != 0 || ferror(stdout)) {
                 r = -EIO;
                 log_error("writing the output failed");
@@ -771,6 +776,7 @@ static int run(const Options *o) {
 free_rows:
         for (size_t i = 0; i < done; i++)
                 sim_result_done(&rows[i].res);
+        sim_result_done(&rows[3].res);
 finish:
         trace_done(&t);
         return r;

@@ -624,7 +624,7 @@ static void later_reason(void *userdata, char *buf, size_t n) {
 }
 
 int sim_run_repeat(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, const SimPolicy *pol,
-                   unsigned copies, SimResult *ret) {
+                   unsigned copies, SimResult *ret, SimResult *ret_first) {
         SimParams quiet = *p;
         Later later = { .inner = pol };
         SimPolicy wrapped = {
@@ -636,21 +636,34 @@ int sim_run_repeat(const SimDrive *d, const TraceIo *io, size_t n, const SimPara
                 .reason = pol->reason ? later_reason : NULL,
                 .userdata = &later,
         };
+        SimResult first = {};
+        int q;
 
         if (copies < 1 || copies > SIM_COPIES_MAX)
                 return -EINVAL;
         quiet.timeline = false;   /* only the scored copy's picture is asked for */
         for (unsigned c = 1; c < copies; c++) {
                 SimResult r;
-                int q = sim_run(d, io, n, &quiet, &wrapped, &r);
 
+                q = sim_run(d, io, n, &quiet, &wrapped, &r);
                 if (q < 0)
-                        return q;
+                        goto fail;
                 later.offset_ns += r.duration_ns;
                 stat_add(&later.base, &r.end_stat);
-                sim_result_done(&r);
+                if (c == 1 && ret_first)
+                        first = r;
+                else
+                        sim_result_done(&r);
         }
-        return sim_run(d, io, n, p, &wrapped, ret);
+        q = sim_run(d, io, n, p, &wrapped, ret);
+        if (q < 0)
+                goto fail;
+        if (copies > 1 && ret_first)
+                *ret_first = first;
+        return 0;
+fail:
+        sim_result_done(&first);
+        return q;
 }
 
 double sim_gap_optimum(const SimDrive *d, uint64_t gap_ns, unsigned *ret_state) {
