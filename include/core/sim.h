@@ -196,7 +196,8 @@ typedef struct SimResult {
         SimStateChange *timeline;
         size_t n_timeline;
         /* The block counters (as SimPolicy.sample() sees them) at the last completion:
-         * where a later copy of the trace carries on from (sim_run_repeat()). */
+         * where a later copy of the trace carries on from (sim_run_repeat()). Filled
+         * for a policy with sample() only, zero otherwise. */
         SimBlockStat end_stat;
 } SimResult;
 
