@@ -9,6 +9,7 @@
 # the rows of half A's families (bench/README.md); every drive has a cold and a warm
 # row per family. A short run (30 s traces, generated families only): about ten seconds.
 # Usage: test-bench-targets.sh NVME-APSTD-BINARY SOURCE-ROOT
+# Covers: bench/run.sh, src/cli/cmd-simulate.c.
 set -eu
 bin=$1
 src=$2

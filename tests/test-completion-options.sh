@@ -8,6 +8,8 @@
 # be offered. Both lists come from the source, so a new option or verb fails
 # this test until the completion follows.
 # Usage: test-completion-options.sh SOURCE-ROOT NVME-APSTD-BINARY
+# Covers: shell-completion/bash/nvme-apstd against src/cli/verbs.c, the option tables of
+# src/cli/cmd-*.c and include/cli/cli.h.
 set -eu
 
 src=$1

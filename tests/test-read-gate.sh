@@ -4,6 +4,8 @@
 # src/platform/nvme-admin.c and called from src/cli/cmd-calibrate.c alone; no other source names it, nothing but
 # nvme-admin.c names nvme_read/nvme_io, and nothing anywhere names a write helper.
 # Usage: test-read-gate.sh SRCDIR
+# Covers: src/platform/nvme-admin.c, src/cli/cmd-calibrate.c (and every other file of src/, which
+# must not name the calls).
 set -u
 src=$1 fail=0
 users=$(grep -l 'ctrl_open_namespace' "$src"/src/*/*.c | xargs -n1 basename | sort | tr '\n' ' ')

@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # `nvme-apstd simulate` end to end: real Identify files in both formats, both
-# trace formats, the numbers worked out by hand (same tiny trace as test-sim.c's
+# trace formats, the numbers worked out by hand (same tiny trace as tests/unit/test-sim.c's
 # "tiny/*" cases: writes at 0, 50 and 300 ms on the INTEL SSDPEKKW256G7, PS0 idle
 # 0.2 W, 100 µs per I/O), and the exit codes of the error paths.
 #
 #   test-simulate.sh NVME_APSTD IDCTRL_DIR
+# Covers: src/cli/cmd-simulate.c, src/core/sim.c, src/core/trace.c, src/core/idctrl.c,
+# src/core/apst.c.
 
 set -u
 

@@ -4,9 +4,6 @@
  * comments; nothing here recomputes the model). Units in comments: ms, mW, mJ
  * (1 mW x 1 ms = 1 µJ, so 0.2 W x 13.2 ms = 2.64 mJ).
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -14,19 +11,8 @@
 #include <string.h>
 
 #include "apst.h"
+#include "check.h"
 #include "sim.h"
-
-static unsigned n_checks, n_failed;
-
-#define CHECK(cond)                                                                    \
-        do {                                                                           \
-                n_checks++;                                                            \
-                if (!(cond)) {                                                         \
-                        n_failed++;                                                    \
-                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,     \
-                                __LINE__, current, #cond);                             \
-                }                                                                      \
-        } while (0)
 
 /* Energy equal to the hand value within 1e-9 relative (double sums of µW·ns). */
 #define CHECK_J(got, want_mj)                                                          \
@@ -41,8 +27,6 @@ static unsigned n_checks, n_failed;
         } while (0)
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))   /* ms (may be fractional) -> ns */
-
-static const char *current = "";
 
 /* Drive A, one step: ps0 idle 200 mW; ps1 non-operational, 10 mW, entry 1 ms, exit 2 ms. */
 static SimDrive drive_a(void) {
@@ -82,7 +66,7 @@ static int run_static(const SimDrive *d, const ApstTable *t, const uint64_t *tim
         TraceIo io[16] = {};
         SimPolicy pol;
 
-        assert(n <= 16);
+        CHECK(n <= 16);
         for (size_t i = 0; i < n; i++)
                 io[i] = (TraceIo) { .t_ns = times_ns[i], .bytes = 4096, .op = TRACE_OP_WRITE, .line = (uint32_t) i + 1 };
         sim_policy_static(&pol, "test", t);
