@@ -44,10 +44,62 @@
 /* A trace file: 1 GiB holds ~10^7 blkparse events (each line < 100 bytes), hours of a busy disk. */
 #define TRACE_FILE_MAX (UINT64_C(1) << 30)
 
-enum {
-        POLICY_NONE = _APST_POLICY_MAX,  /* besides ApstPolicyKind: APST off */
-        POLICY_HINDSIGHT,                /* the best static table knowing the trace (hindsight.h) */
-};
+/* The policy of the first row: the daemon's own three, and two only the simulator knows. */
+typedef enum SimulatePolicy {
+        SIMULATE_POLICY_BUDGET,
+        SIMULATE_POLICY_KERNEL,
+        SIMULATE_POLICY_ADAPTIVE,
+        SIMULATE_POLICY_NONE,            /* APST off */
+        SIMULATE_POLICY_HINDSIGHT,       /* the best static table knowing the trace (hindsight.h) */
+        _SIMULATE_POLICY_MAX,
+        _SIMULATE_POLICY_INVALID = -EINVAL,
+} SimulatePolicy;
+
+static SimulatePolicy simulate_policy_from_apst(ApstPolicyKind k) {
+        switch (k) {
+        case APST_POLICY_BUDGET:
+                return SIMULATE_POLICY_BUDGET;
+        case APST_POLICY_KERNEL:
+                return SIMULATE_POLICY_KERNEL;
+        case APST_POLICY_ADAPTIVE:
+                return SIMULATE_POLICY_ADAPTIVE;
+        case _APST_POLICY_MAX:
+        case _APST_POLICY_INVALID:
+                break;
+        }
+        return _SIMULATE_POLICY_INVALID;
+}
+
+/* The daemon's policy @k stands for. Return: 0, or -EINVAL for the simulator's own (none, hindsight). */
+static int simulate_policy_to_apst(SimulatePolicy k, ApstPolicyKind *ret) {
+        switch (k) {
+        case SIMULATE_POLICY_BUDGET:
+                *ret = APST_POLICY_BUDGET;
+                return 0;
+        case SIMULATE_POLICY_KERNEL:
+                *ret = APST_POLICY_KERNEL;
+                return 0;
+        case SIMULATE_POLICY_ADAPTIVE:
+                *ret = APST_POLICY_ADAPTIVE;
+                return 0;
+        case SIMULATE_POLICY_NONE:
+        case SIMULATE_POLICY_HINDSIGHT:
+        case _SIMULATE_POLICY_MAX:
+        case _SIMULATE_POLICY_INVALID:
+                break;
+        }
+        return -EINVAL;
+}
+
+static const char *simulate_policy_to_string(SimulatePolicy k) {
+        ApstPolicyKind p;
+
+        if (k == SIMULATE_POLICY_HINDSIGHT)
+                return "hindsight";
+        if (k == SIMULATE_POLICY_NONE)
+                return "none";
+        return simulate_policy_to_apst(k, &p) < 0 ? NULL : apst_policy_to_string(p);
+}
 
 typedef struct Options {
         const char *id_ctrl, *trace, *config, *policy, *device;
@@ -281,7 +333,7 @@ static int parse_option(int c, const char *arg, Options *o) {
         return 0;
 }
 
-static int parse_options(int argc, char *argv[], Options *o) {
+static int parse_argv(int argc, char *argv[], Options *o) {
         static const struct option options[] = {
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "trace", required_argument, NULL, 't' },
@@ -318,15 +370,16 @@ static int parse_options(int argc, char *argv[], Options *o) {
  * make it) for the drive as controller "sim0" under the config (or the built-in defaults), then
  * --policy. enable = no: the daemon leaves the drive alone, so the kernel's table, built with
  * nvme_core's own defaults, is what runs. */
-static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_params, int *ret_kind,
+static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_params, SimulatePolicy *ret_kind,
                           char *section, size_t section_size) {
         _cleanup_(config_done) Config c;
         _cleanup_free_ char *error = NULL;
         SysCtrl sys = { .name = "sim0", .transport = "pcie",
                         .pci_vendor = o->platform.pci_vendor, .pci_device = o->platform.pci_device };
+        SimulatePolicy kind;
         ApstParams params;
         DevicePlan dp;
-        int kind, r;
+        int r;
 
         config_init(&c);
         if (o->config) {
@@ -346,12 +399,12 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
         }
         (void) snprintf(section, section_size, "%s", strempty(dp.section));
         params = dp.verdict == DEVICE_DISABLED ? APST_PARAMS_DEFAULT : dp.params;
-        kind = dp.verdict == DEVICE_DISABLED ? APST_POLICY_KERNEL : (int) params.policy;
+        kind = dp.verdict == DEVICE_DISABLED ? SIMULATE_POLICY_KERNEL : simulate_policy_from_apst(params.policy);
         if (o->policy) {
                 if (strcmp(o->policy, "none") == 0)
-                        kind = POLICY_NONE;
+                        kind = SIMULATE_POLICY_NONE;
                 else if (strcmp(o->policy, "hindsight") == 0)
-                        kind = POLICY_HINDSIGHT;
+                        kind = SIMULATE_POLICY_HINDSIGHT;
                 else {
                         ApstPolicyKind k = apst_policy_from_string(o->policy);
                         if (k < 0) {
@@ -359,29 +412,23 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                                           o->policy);
                                 return -EINVAL;
                         }
-                        kind = k;
+                        kind = simulate_policy_from_apst(k);
                 }
         }
-        if (kind < _APST_POLICY_MAX)
-                params.policy = (ApstPolicyKind) kind;
+        (void) simulate_policy_to_apst(kind, &params.policy);    /* none and hindsight keep the plan's */
         *ret_params = params;
         *ret_kind = kind;
         return 0;
 }
 
-static const char *kind_name(int kind) {
-        if (kind == POLICY_HINDSIGHT)
-                return "hindsight";
-        return kind == POLICY_NONE ? "none" : apst_policy_to_string((ApstPolicyKind) kind);
-}
-
 /* The table the daemon would program; APST off for apsta = 0 (nothing is sent then). */
-static int build_table(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, int kind,
+static int build_table(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, SimulatePolicy kind,
                        ApstTable *ret) {
         ApstPlan plan;
         int r;
 
-        if (kind == POLICY_NONE || kind == POLICY_HINDSIGHT) {   /* hindsight's is found on the trace (hindsight_row()) */
+        /* hindsight's is found on the trace (hindsight_row()) */
+        if (kind == SIMULATE_POLICY_NONE || kind == SIMULATE_POLICY_HINDSIGHT) {
                 *ret = (ApstTable) {};
                 return 0;
         }
@@ -648,32 +695,33 @@ static int load_trace(const Options *o, Trace *t) {
 
 /* The chosen policy's table, then the baselines': APST off and the kernel's defaults. Return: 0 or -errno
  * (said). */
-static int build_tables(const Options *o, const IdCtrl *id, const ApstParams *params, int kind, ApstTable tables[3]) {
+static int build_tables(const Options *o, const IdCtrl *id, const ApstParams *params, SimulatePolicy kind,
+                        ApstTable tables[3]) {
         ApstParams kernel_params = APST_PARAMS_DEFAULT;
         int r;
 
         kernel_params.policy = APST_POLICY_KERNEL;
         r = build_table(id, &o->platform, params, kind, &tables[0]);
         if (r >= 0)
-                r = build_table(id, &o->platform, NULL, POLICY_NONE, &tables[1]);
+                r = build_table(id, &o->platform, NULL, SIMULATE_POLICY_NONE, &tables[1]);
         if (r >= 0)
-                r = build_table(id, &o->platform, &kernel_params, APST_POLICY_KERNEL, &tables[2]);
+                r = build_table(id, &o->platform, &kernel_params, SIMULATE_POLICY_KERNEL, &tables[2]);
         if (r < 0)
                 log_error("cannot build the APST table: %s", strerror(-r));
         return r;
 }
 
-/* Run the trace through one row's table; @kind APST_POLICY_ADAPTIVE (with @params) runs the daemon's own
+/* Run the trace through one row's table; @kind SIMULATE_POLICY_ADAPTIVE (with @params) runs the daemon's own
  * decision code in @adapt, fed what it would observe; adapt_init() writes its starting table into @table,
  * and on the exact source the row reports @adapt's shadow kernel. With --repeat, @first (may be NULL) gets
  * the first copy's figures. Return: 0 or -errno (said). */
 static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const SimParams *sp,
-                        const ApstParams *params, int kind, Adapt *adapt, ApstTable *table, Row *row, Row *first) {
+                        const ApstParams *params, SimulatePolicy kind, Adapt *adapt, ApstTable *table, Row *row, Row *first) {
         SimPolicy pol;
         int r;
 
         sim_policy_static(&pol, row->name, table);
-        if (kind == APST_POLICY_ADAPTIVE) {
+        if (kind == SIMULATE_POLICY_ADAPTIVE) {
                 r = adapt_init(adapt, id, &o->platform, params, 0, table);
                 if (r < 0)
                         return log_error_errno(r, "adaptive policy: %s", strerror(-r));
@@ -700,7 +748,8 @@ static int hindsight_row(const Options *o, const IdCtrl *id, const SimDrive *d, 
         r = hindsight_search(id, quirks, params, d, t->io, t->n, sp, kernel, o->hindsight_share, &h);
         if (r < 0)
                 return log_error_errno(r, "hindsight: %s", strerror(-r));
-        log_debug("hindsight: %u tables tried, %s", h.candidates, h.kernel_won ? "the kernel's won" : "one beat the kernel's");
+        log_debug("hindsight: %u tables tried, %s", h.candidates,
+                  h.kernel_won ? "the kernel's won" : "one beat the kernel's");
         *table = h.table;
         row->res = h.res;
         return 0;
@@ -714,7 +763,8 @@ static int run(const Options *o) {
         ApstParams params;
         ApstTable tables[3];
         char section[128];
-        int kind, r;
+        SimulatePolicy kind;
+        int r;
 
         r = load_drive(o, &id, &d);
         if (r < 0)
@@ -730,8 +780,8 @@ static int run(const Options *o) {
         /* Rows: the chosen policy, then the baselines every run reports; with --repeat, the chosen
          * policy's first copy (a cold run) last. */
         char first_name[32];
-        const char *names[3] = { kind_name(kind), "none", "kernel" };
-        bool with_first = o->copies > 1 && kind != POLICY_HINDSIGHT;
+        const char *names[3] = { simulate_policy_to_string(kind), "none", "kernel" };
+        bool with_first = o->copies > 1 && kind != SIMULATE_POLICY_HINDSIGHT;
         (void) snprintf(first_name, sizeof first_name, "%s-copy1", names[0]);
         r = build_tables(o, &id, &params, kind, tables);
         if (r < 0)
@@ -747,14 +797,15 @@ static int run(const Options *o) {
         }
         for (; done < 3; done++) {
                 rows[done].name = names[done];
-                if (done == 0 && kind == POLICY_HINDSIGHT) {
+                if (done == 0 && kind == SIMULATE_POLICY_HINDSIGHT) {
                         r = hindsight_row(o, &id, &d, &t, &sp, &params, &tables[2], &tables[0], &rows[0]);
                         if (r < 0)
                                 goto free_rows;
                         continue;
                 }
-                r = simulate_row(o, &id, &d, &t, &sp, done == 0 ? &params : NULL, done == 0 ? kind : -1, adapt,
-                                 &tables[done], &rows[done], done == 0 && with_first ? &rows[3] : NULL);
+                r = simulate_row(o, &id, &d, &t, &sp, done == 0 ? &params : NULL,
+                                 done == 0 ? kind : _SIMULATE_POLICY_INVALID, adapt, &tables[done], &rows[done],
+                                 done == 0 && with_first ? &rows[3] : NULL);
                 if (r < 0)
                         goto free_rows;
         }
@@ -788,7 +839,7 @@ int verb_simulate(int argc, char *argv[]) {
                       .source = ADAPT_SOURCE_BPF };
         int r;
 
-        r = parse_options(argc, argv, &o);
+        r = parse_argv(argc, argv, &o);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
         return run(&o) < 0 ? 1 : 0;

@@ -5,7 +5,8 @@
  * foreign-version or another drive's record is refused and never half-used;
  * the unversioned APST record of earlier releases is still read; a crash
  * between writing and renaming (the temporary file left behind) neither
- * shadows the record nor blocks the next write.
+ * shadows the record nor blocks the next write. One name for a controller's
+ * record (record_ctrl_path()), refused rather than cut short.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -257,6 +258,19 @@ static void test_read_full(void) {
         CHECK(unlink(path) == 0);
 }
 
+static void test_ctrl_path(void) {
+        char buf[32] = "untouched";
+
+        CHECK(record_ctrl_path("/run/nvme-apstd", "nvme0", buf, sizeof buf) == 0);
+        CHECK(strcmp(buf, "/run/nvme-apstd/ctrl-nvme0.orig") == 0);
+        /* exactly the 31 characters plus the NUL fit; one byte less is refused, @buf kept */
+        CHECK(record_ctrl_path("/run/nvme-apstd", "nvme10", buf, sizeof buf) == -ENAMETOOLONG);
+        CHECK(strcmp(buf, "/run/nvme-apstd/ctrl-nvme0.orig") == 0);
+        CHECK(record_ctrl_path("/run/nvme-apstd", "nvme1", buf, 31) == -ENAMETOOLONG);
+        CHECK(record_ctrl_path("", "nvme3", buf, sizeof buf) == 0);
+        CHECK(strcmp(buf, "/ctrl-nvme3.orig") == 0);
+}
+
 int main(void) {
         REQUIRE(mkdtemp(dir));
         test_header();
@@ -265,6 +279,7 @@ int main(void) {
         test_apst_legacy();
         test_files();
         test_read_full();
+        test_ctrl_path();
         CHECK(rmdir(dir) == 0);
         return check_exit_status();
 }
