@@ -716,7 +716,8 @@ static int build_tables(const Options *o, const IdCtrl *id, const ApstParams *pa
  * and on the exact source the row reports @adapt's shadow kernel. With --repeat, @first (may be NULL) gets
  * the first copy's figures. Return: 0 or -errno (said). */
 static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const SimParams *sp,
-                        const ApstParams *params, SimulatePolicy kind, Adapt *adapt, ApstTable *table, Row *row, Row *first) {
+                        const ApstParams *params, SimulatePolicy kind, Adapt *adapt, ApstTable *table, Row *row,
+                        Row *first) {
         SimPolicy pol;
         int r;
 

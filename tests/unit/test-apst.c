@@ -229,7 +229,7 @@ static const Case table_cases[] = {
         { "/apst/kernel/ebs", EBS, NULL, {}, PARAMS(K, 100000), APST_OUTCOME_PROGRAM, true, {}, 0, false, 0,
           "no idle transitions", "none" },
 
-        /* ---------------- budget policy, six of the sample drives, defaults (B = 100000 µs, P0 = 300000 µW, 1%) ----------------
+        /* ---------- budget policy, six of the sample drives, defaults (B = 100000 µs, P0 = 300000 µW, 1%) ----------
          * Each chain state starts (from the last completion) at the latest of its break-even time,
          * the kernel's tier for its enlat + exlat (100 ms up to 15000 µs, else 2000 ms) and
          * (enlat + exlat) / 1%; a step's ITPT is that start minus when the previous entry is over
