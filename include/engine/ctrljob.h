@@ -58,7 +58,7 @@ typedef struct CtrlJob {
         int r;
 
         /* Shared with the running thread. */
-        CtrlInFlight in_flight;       /* the command it waits for, and the cancel flag */
+        AdminInFlight in_flight;      /* the command it waits for, and the cancel flag */
         uint64_t started_usec;        /* CLOCK_MONOTONIC when it was started */
         void *userdata;               /* the caller's; the job never touches it */
 

@@ -174,7 +174,7 @@ static void say_unresponsive(const Run *run, const SysCtrl *sys, unsigned secs, 
 /* The words for a failed command: its NVMe status, a read-back that differs, or the errno. */
 static const char *error_words(int r, uint16_t status, char *buf, size_t n) {
         if (r == -EREMOTEIO)
-                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", status, ctrl_status_to_string(status));
+                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", status, admin_status_to_string(status));
         else if (r == -EBADMSG)
                 (void) snprintf(buf, n, "the table read back differs from the one written");
         else

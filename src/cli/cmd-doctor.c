@@ -81,7 +81,7 @@ static void read_nvme_core(const char *root, DoctorSnapshot *s) {
 }
 
 static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
-        _cleanup_(ctrl_freep) Ctrl *ctrl = NULL;
+        _cleanup_(admin_freep) AdminHandle *ctrl = NULL;
         uint8_t raw[IDCTRL_SIZE];
         char path[PATH_MAX];
         uint16_t status = 0;
@@ -96,9 +96,9 @@ static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
         if (strcmp(sys->transport, "pcie") != 0)
                 return;
 
-        r = ctrl_open(arg_dev_dir, sys->name, &ctrl);
+        r = admin_open(arg_dev_dir, sys->name, &ctrl);
         if (r >= 0)
-                r = ctrl_identify(ctrl, &d->id, raw, &status);
+                r = admin_identify(ctrl, &d->id, raw, &status);
         if (r < 0) {
                 d->id_error = r;
                 (void) apply_error_to_string(r, status, d->id_error_text, sizeof d->id_error_text);
@@ -111,7 +111,7 @@ static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
         if (!d->id.apst_supported)
                 return;     /* no Get Features 0x0C for a drive without the feature, as the kernel */
         status = 0;
-        r = ctrl_get_apst(ctrl, &d->table, &status);
+        r = admin_get_apst(ctrl, &d->table, &status);
         d->table_error = r < 0 ? r : 0;
         if (r < 0)
                 (void) apply_error_to_string(r, status, d->table_error_text, sizeof d->table_error_text);

@@ -18,33 +18,22 @@
 #include "device.h"
 #include "doctor.h"
 #include "macro.h"
+#include "string-table.h"
 
 #define DOCTOR_JSON_VERSION 1
 
-const char *doctor_finding_id_to_string(DoctorFindingId id) {
-        switch (id) {
-        case DOCTOR_APST_FIRMWARE_UNSUPPORTED:
-                return "apst-firmware-unsupported";
-        case DOCTOR_APST_KERNEL_DISABLED:
-                return "apst-kernel-disabled";
-        case DOCTOR_APST_STATE_OVER_BUDGET:
-                return "apst-state-over-budget";
-        case DOCTOR_APST_DAEMON_NOT_RUNNING:
-                return "apst-daemon-not-running";
-        case DOCTOR_APST_TABLE_DIFFERS:
-                return "apst-table-differs";
-        case DOCTOR_REQUEST_SIZE_DMA_LIMIT:
-                return "request-size-dma-limit";
-        case DOCTOR_REQUEST_SIZE_SOFT_LIMIT:
-                return "request-size-soft-limit";
-        case DOCTOR_CPU_SLOW_RAMP:
-                return "cpu-slow-ramp";
-        case _DOCTOR_FINDING_MAX:
-        case _DOCTOR_FINDING_INVALID:
-                break;
-        }
-        return NULL;
-}
+static const char *const doctor_finding_id_table[_DOCTOR_FINDING_MAX] = {
+        [DOCTOR_APST_FIRMWARE_UNSUPPORTED] = "apst-firmware-unsupported",
+        [DOCTOR_APST_KERNEL_DISABLED] = "apst-kernel-disabled",
+        [DOCTOR_APST_STATE_OVER_BUDGET] = "apst-state-over-budget",
+        [DOCTOR_APST_DAEMON_NOT_RUNNING] = "apst-daemon-not-running",
+        [DOCTOR_APST_TABLE_DIFFERS] = "apst-table-differs",
+        [DOCTOR_REQUEST_SIZE_DMA_LIMIT] = "request-size-dma-limit",
+        [DOCTOR_REQUEST_SIZE_SOFT_LIMIT] = "request-size-soft-limit",
+        [DOCTOR_CPU_SLOW_RAMP] = "cpu-slow-ramp",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(doctor_finding_id, DoctorFindingId);
 
 /* ---- building the report; the first allocation failure sticks in ctx->error ---- */
 

@@ -238,7 +238,7 @@ static void log_decision(const ManagerCtrl *c, const AdaptDecision *d) {
         fmt_pct(obs, sizeof obs, d->observed_stall);
         fmt_pct(exp, sizeof exp, d->expected_stall);
         fmt_pct(kern, sizeof kern, d->kernel_stall);
-        (void) snprintf(budget, sizeof budget, "%.2f", ct->plan.params.stall_budget_cpct / 100.0);
+        (void) snprintf(budget, sizeof budget, "%.2f", ct->plan.params.stall_budget_pct_x100 / 100.0);
         (void) snprintf(energy, sizeof energy, "%.3f", d->energy_vs_kernel);
         (void) snprintf(rate, sizeof rate, "%.2f", d->io_rate);
         (void) snprintf(gap, sizeof gap, "%" PRIu64, d->median_gap_ns / 1000000u);
@@ -349,7 +349,7 @@ static void tick_act(ManagerWatch *w, bool program, const AdaptDecision *why, co
 
 /* Say once per state when a passive estimate disagrees with the descriptor, and hand estimates that
  * exceed what the plan uses to the engine. Return whether the controller should be planned again. */
-static bool pcal_review(ManagerWatch *w, const PcalReach *reach) {
+static bool pcal_review(ManagerWatch *w, const PassiveCalibReach *reach) {
         Controller *ct = &w->ctrl->controller;
         bool replan = false;
 
@@ -357,13 +357,13 @@ static bool pcal_review(ManagerWatch *w, const PcalReach *reach) {
                 unsigned ps = reach->state[k];
                 uint32_t adv = ct->id.psd[ps].exlat_us, old = ct->passive_exlat_us[ps];
                 char meas[24], advs[24], n[24], awake[24], pss[8];
-                PcalEstimate e;
+                PassiveCalibEstimate e;
                 uint64_t us;
 
-                if (pcal_estimate(&w->pcal, ps, &e) < 0)
+                if (passive_calib_estimate(&w->pcal, ps, &e) < 0)
                         continue;
                 us = (e.exlat_ns + 999) / 1000;
-                if (!(w->pcal_logged & (1u << ps)) && pcal_disagrees(e.exlat_ns, adv)) {
+                if (!(w->pcal_logged & (1u << ps)) && passive_calib_disagrees(e.exlat_ns, adv)) {
                         w->pcal_logged |= 1u << ps;
                         (void) snprintf(pss, sizeof pss, "ps%u", ps);
                         (void) snprintf(meas, sizeof meas, "%" PRIu64, us);
@@ -460,10 +460,10 @@ static int on_bpf_timer(ManagerWatch *w) {
 
         /* What the table in force charged: the gaps it took the drive to sleep and where to. */
         if (gaps > 0 && c->controller.have_written) {
-                PcalReach reach;
+                PassiveCalibReach reach;
 
-                pcal_reach_from_table(&c->controller.written, &c->controller.plan.plan_id, &reach);
-                pcal_feed(&w->pcal, &delta, &reach);
+                passive_calib_reach_from_table(&c->controller.written, &c->controller.plan.plan_id, &reach);
+                passive_calib_feed(&w->pcal, &delta, &reach);
                 if (w->pcal.awake.count > 0) {
                         uint64_t awake = w->pcal.awake.sum_ns / w->pcal.awake.count;
                         for (unsigned b = 0; b < GAP_BUCKETS; b++)

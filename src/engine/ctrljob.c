@@ -108,7 +108,7 @@ CtrlJob *ctrljob_free(CtrlJob *j) {
 void ctrljob_execute(CtrlJob *j) {
         Controller *c = &j->controller;
 
-        ctrl_set_thread_in_flight(&j->in_flight);
+        admin_set_thread_in_flight(&j->in_flight);
         switch (j->kind) {
         case CTRL_JOB_SYNC:
                 j->r = controller_sync(c, &j->ctx, j->reason, &j->outcome);
@@ -127,7 +127,7 @@ void ctrljob_execute(CtrlJob *j) {
                 j->r = -EINVAL;
                 break;
         }
-        ctrl_set_thread_in_flight(NULL);
+        admin_set_thread_in_flight(NULL);
 }
 
 void ctrljob_cancel(CtrlJob *j) {
