@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Helpers shared by the subcommands (src/cmd-*.c, src/cli/main.c). */
+/* Helpers shared by the verbs (src/cli/cmd-*.c) and main() (src/cli/main.c), in src/cli/cli.c. */
 
 #include <getopt.h>
-#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "config.h"
 #include "controller.h"
@@ -34,11 +32,12 @@ int cli_load_config(const char *path, Config *ret);
 int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device);
 
 
-/* Where the daemon and apply look for sysfs and device nodes (overridable for tests). */
+/* Where the verbs and the daemon look for sysfs, device nodes and /proc (overridable for tests):
+ * with arg_state_dir, the only command-line globals; every other option is a verb's own. */
 extern const char *arg_sysfs_root;
 extern const char *arg_dev_dir;
 extern const char *arg_proc_root;
-/* Where measured wake costs are kept (calib.h); NULL: calib_default_state_dir(). */
+/* Where measured wake costs are kept (calib.h); NULL: state_directory() (state-file.h). */
 extern const char *arg_state_dir;
 /* arg_state_dir, or the default ($STATE_DIRECTORY, else /var/lib/nvme-apstd) in @buf. */
 const char *cli_state_dir(char *buf, size_t n);

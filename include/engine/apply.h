@@ -15,7 +15,6 @@
 
 #include "apst.h"
 #include "nvme-admin.h"
-#include "device.h"
 
 typedef enum ApplyStep {
         APPLY_STEP_NONE,

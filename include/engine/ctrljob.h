@@ -21,8 +21,6 @@
  * deadline (ctrljob_run()).
  */
 
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "controller.h"
@@ -115,6 +113,3 @@ CtrlJob *ctrljob_queue_pop(CtrlJobQueue *q);
  * @j must not be used after -ETIMEDOUT.
  */
 int ctrljob_run(CtrlJob *j, uint64_t deadline_usec);
-
-/* CLOCK_MONOTONIC in µs. */
-uint64_t ctrljob_now_usec(void);

@@ -11,7 +11,6 @@
  */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -19,13 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "adapt.h"
 #include "sim-adapt.h"
 #include "apst.h"
-#include "config-build.h"
 #include "config-file.h"
 #include "device.h"
 #include "fileio.h"

@@ -27,14 +27,12 @@
  */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ini.h>

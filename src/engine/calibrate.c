@@ -10,12 +10,11 @@
 #include "apst-record.h"
 #include "calib-plan.h"
 #include "calibrate.h"
-#include "ctrljob.h"
+#include "clock.h"
 #include "macro.h"
 #include "nvme-admin.h"
 #include "record-file.h"
 #include "sysfs.h"
-#include "util.h"
 
 static bool stopped(const CalibrateRequest *req) {
         return req->stop && *req->stop;
@@ -40,11 +39,11 @@ static void tell(CalibrateProgress progress, void *userdata, CalibrateEventKind 
 
 /* One timed Read. Return: 0 (*ret_us the time it took) or negative errno. */
 static int timed_read(const CalibrateIo *io, uint16_t *status, uint32_t *ret_us) {
-        uint64_t t0 = ctrljob_now_usec(), t1;
+        uint64_t t0 = now_usec(), t1;
         int r;
 
         r = io->read_block(io->userdata, status);
-        t1 = ctrljob_now_usec();
+        t1 = now_usec();
         if (r < 0)
                 return r;
         *ret_us = (uint32_t) MIN(t1 - t0, (uint64_t) UINT32_MAX);
@@ -64,7 +63,7 @@ static unsigned take_samples(const CalibrateRequest *req, const CalibrateIo *io,
                         r = -EINTR;
                         break;
                 }
-                if (ctrljob_now_usec() + wait > req->deadline_usec) {
+                if (now_usec() + wait > req->deadline_usec) {
                         r = -ETIME;
                         break;
                 }
@@ -312,7 +311,7 @@ int calibrate_controller(const CalibrateRequest *req, CalibrateProgress progress
         r = prepare(req, &a, targets, ret);
         if (r > 0) {
                 ret->estimate_us = calib_estimate_us(&ret->id, targets, ret->n_targets, req->samples, CALIB_ITPT_MS);
-                if (ctrljob_now_usec() + ret->estimate_us > req->deadline_usec)
+                if (now_usec() + ret->estimate_us > req->deadline_usec)
                         tell(progress, userdata, CALIBRATE_EVENT_OVER_TIME, ret, 0, 0, 0);
                 r = record_ctrl_path(req->record_dir, req->sys->name, ret->record, sizeof ret->record);
                 if (r < 0)

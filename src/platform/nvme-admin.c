@@ -10,11 +10,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include <libnvme.h>
 
+#include "clock.h"
 #include "nvme-admin.h"
 
 struct AdminHandle {
@@ -156,13 +155,6 @@ static _Thread_local AdminInFlight *thread_in_flight;
 
 void admin_set_thread_in_flight(AdminInFlight *f) {
         thread_in_flight = f;
-}
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
 typedef enum AdminCmd {
