@@ -136,13 +136,8 @@ while getopts b:D:p:s:d:w:x:H:T:F:N:j:nRXo:h opt; do
         esac
 done
 
-if [ -z "$dir" ]; then
-        for d in "$root/tests/data/idctrl"; do
-                if [ -d "$d" ]; then
-                        dir=$d
-                        break
-                fi
-        done
+if [ -z "$dir" ] && [ -d "$root/tests/data/idctrl" ]; then
+        dir=$root/tests/data/idctrl
 fi
 [ -n "$bin" ] || { echo "run.sh: give the nvme-apstd binary with -b or \$NVME_APSTD" >&2; usage; }
 [ -x "$bin" ] || { echo "run.sh: $bin is not executable" >&2; exit 1; }
@@ -432,10 +427,13 @@ for drive in "$dir"/*.bin; do
         (
                 set +e
                 out=$tmp/rows-$(basename "$drive" .bin)
+                # not `if ( ... )`: set -e is ignored inside a condition, and a failed
+                # simulation must stop the drive's rows
                 (
                         set -e
                         drive_rows "$drive"
                 ) >"$out.part" 2>"$out.err"
+                # shellcheck disable=SC2181
                 [ $? -eq 0 ] && mv "$out.part" "$out"
                 echo "$slot" >&3
         ) &
@@ -455,7 +453,7 @@ end=$(date +%s)
 
 awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${power:-default}" -v quirks="$quirks" \
     -v xscale="${xscale:-1}" -v tp="$checked" -v copies="$copies" -v ha="$half_a" -v hb="$half_b" \
-    -v x3pass="$x3pass" -v ndrives="$(ls "$dir"/*.bin | wc -l)" '
+    -v x3pass="$x3pass" -v ndrives="$(set -- "$dir"/*.bin; echo $#)" '
         BEGIN {
                 printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s, exit latencies x%s, %d drives, warm = the last of %s copies\n\n", seed, dur, power, quirks, xscale, ndrives, copies
                 printf "%-12s %-17s %-13s %-4s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "run", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"

@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 PYTHON=false sh "$src/bench/run.sh" -b "$bin" -d 30 -R -p "kernel adaptive" -o "$tmp/pics" >"$tmp/run.txt" 2>&1 ||
         { cat "$tmp/run.txt"; echo "FAIL: bench/run.sh failed"; exit 1; }
 
-awk -v drives="$(ls "$src"/tests/data/idctrl/*.bin | wc -l)" '
+awk -v drives="$(set -- "$src"/tests/data/idctrl/*.bin; echo $#)" '
         # the per-row table: DRIVE FAMILY POLICY RUN E/opt E/kern stall/k p99ms wall+s
         NF == 9 && $3 == "adaptive" && $6 ~ /^[0-9.]+$/ {
                 k = $1 "/" $2 "/" $4; nk++; key[nk] = k; fam[k] = $2; run[k] = $4; e[k] = $6; st[k] = $7; n[$4]++
