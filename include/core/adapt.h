@@ -26,7 +26,6 @@
 #include "learned.h"
 #include "passive-calib.h"
 #include "shadow.h"
-#include "sim.h"
 #include "watch.h"
 
 #define ADAPT_MAX_STEPS 3u
@@ -248,15 +247,6 @@ int adapt_learned_restore(Adapt *a, const Learned *l);
 /* The shadow kernel's figures: since start and over the window. */
 void adapt_savings(const Adapt *a, ShadowSums *ret_total_applied, ShadowSums *ret_total_kernel,
                    ShadowSums *ret_window_applied, ShadowSums *ret_window_kernel);
-
-/**
- * adapt_sim_policy() - the policy behind the simulator's seam: sampled every
- * WATCH_FAST_NS, it reads the counters only when its watcher would (adapt_next()).
- * @a must have been adapt_init()ed at 0 and outlive the run.
- */
-void adapt_sim_policy(SimPolicy *ret, Adapt *a);
-/* The same on the exact source: every gap, delivered every ADAPT_GAPS_PERIOD_NS. */
-void adapt_sim_policy_gaps(SimPolicy *ret, Adapt *a);
 
 /* "ps0→ps3 after 100 ms, ps4 after 2000 ms more", or "no transitions". */
 void adapt_chain_describe(const AdaptChain *c, char *buf, size_t n);

@@ -11,6 +11,7 @@
 
 #include "adapt.h"
 #include "check.h"
+#include "sim-adapt.h"
 #include "sim.h"
 #include "watch.h"
 

@@ -17,6 +17,7 @@
 #include "check.h"
 #include "learned-store.h"
 #include "learned.h"
+#include "sim-adapt.h"
 #include "sim.h"
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
