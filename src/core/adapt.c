@@ -114,13 +114,20 @@ static void chain_to_table(const Adapt *a, const AdaptChain *c, ApstTable *ret) 
         apst_table_from_chain(&a->id, c->state, c->itpt_ms, c->n, ret);
 }
 
-static bool chain_equal(const AdaptChain *x, const AdaptChain *y) {
-        if (x->n != y->n)
-                return false;
-        for (unsigned k = 0; k < x->n; k++)
-                if (x->state[k] != y->state[k] || x->itpt_ms[k] != y->itpt_ms[k])
-                        return false;
-        return true;
+static void chain_to_shadow(const Adapt *a, const AdaptChain *c, ShadowChain *ret) {
+        ApstTable t;
+
+        chain_to_table(a, c, &t);
+        shadow_chain_from_table(&a->sd, t.apste, t.entry, ret);
+}
+
+/* Two chains that make the drive do the same (the shadow kernel's comparison). */
+static bool chain_equal(const Adapt *a, const AdaptChain *x, const AdaptChain *y) {
+        ShadowChain sx, sy;
+
+        chain_to_shadow(a, x, &sx);
+        chain_to_shadow(a, y, &sy);
+        return shadow_chain_equal(&sx, &sy);
 }
 
 void adapt_chain_describe(const AdaptChain *c, char *buf, size_t n) {
@@ -204,65 +211,84 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
         return 0;
 }
 
+/* The candidates: every chain of up to ADAPT_MAX_STEPS steps, states in apst_chain()'s order
+ * (those @usable accepts, all when NULL), entry times increasing on the grid, each handed to
+ * @visit, the chain with no transitions first. */
+typedef struct ChainWalk {
+        const Adapt *a;
+        bool (*usable)(const Adapt *a, unsigned state);
+        void (*visit)(void *userdata, const AdaptChain *c);
+        void *userdata;
+        AdaptChain cur;
+} ChainWalk;
+
+/* Step @k of the candidate: chain state index @j entered when the idle time reaches
+ * grid_ms[@g] (counted from the last completion), after the previous step's entry is
+ * over at @reach_ms. Return: false when the grid point comes too early or the state is
+ * not usable. */
+static bool walk_step(ChainWalk *w, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
+        unsigned state = w->a->chain[j];
+
+        if (grid_ms[g] <= reach_ms || (w->usable && !w->usable(w->a, state)))
+                return false;
+        w->cur.n = k + 1;
+        w->cur.state[k] = state;
+        w->cur.itpt_ms[k] = (uint32_t) (grid_ms[g] - reach_ms);
+        *ret_reach_ms = grid_ms[g] + ceil(w->a->id.psd[state].enlat_us / 1000.0);
+        return true;
+}
+
+static void chain_walk(ChainWalk *w) {
+        const unsigned nc = w->a->n_chain, ng = ELEMENTSOF(grid_ms);
+        double r1, r2, r3;
+
+        _Static_assert(ADAPT_MAX_STEPS == 3, "chain_walk() enumerates three steps");
+        w->cur.n = 0;
+        w->visit(w->userdata, &w->cur);
+        for (unsigned j1 = 0; j1 < nc; j1++)
+                for (unsigned g1 = 0; g1 < ng; g1++) {
+                        if (!walk_step(w, 0, j1, g1, 0, &r1))
+                                continue;
+                        w->visit(w->userdata, &w->cur);
+                        for (unsigned j2 = j1 + 1; j2 < nc; j2++)
+                                for (unsigned g2 = g1 + 1; g2 < ng; g2++) {
+                                        if (!walk_step(w, 1, j2, g2, r1, &r2))
+                                                continue;
+                                        w->visit(w->userdata, &w->cur);
+                                        for (unsigned j3 = j2 + 1; j3 < nc; j3++)
+                                                for (unsigned g3 = g2 + 1; g3 < ng; g3++)
+                                                        if (walk_step(w, 2, j3, g3, r2, &r3))
+                                                                w->visit(w->userdata, &w->cur);
+                                }
+                }
+}
+
 typedef struct Search {
         const Adapt *a;
         double xf, limit_ns;
-        AdaptChain cur, best;
+        AdaptChain best;
         double best_e, best_s;
         bool found;
 } Search;
 
-static void consider(Search *s) {
+static void consider(void *userdata, const AdaptChain *c) {
+        Search *s = userdata;
         double e, st;
 
-        chain_score(s->a, &s->cur, s->xf, &e, &st);
+        chain_score(s->a, c, s->xf, &e, &st);
         if (st <= s->limit_ns && (!s->found || e < s->best_e)) {
-                s->best = s->cur;
+                s->best = *c;
                 s->best_e = e;
                 s->best_s = st;
                 s->found = true;
         }
 }
 
-/* Step @k of the candidate: chain state index @j entered when the idle time reaches
- * grid_ms[@g] (counted from the last completion), after the previous step's entry is
- * over at @reach_ms. Return: false when the grid point comes too early. */
-static bool set_step(Search *s, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
-        unsigned state = s->a->chain[j];
-
-        if (grid_ms[g] <= reach_ms)
-                return false;
-        s->cur.n = k + 1;
-        s->cur.state[k] = state;
-        s->cur.itpt_ms[k] = (uint32_t) (grid_ms[g] - reach_ms);
-        *ret_reach_ms = grid_ms[g] + ceil(s->a->id.psd[state].enlat_us / 1000.0);
-        return true;
-}
-
-/* Every chain of up to three steps, states in chain order, entry times increasing on the grid. */
+/* Every candidate, scored on the watcher's gaps. */
 static void search(Search *s) {
-        const unsigned nc = s->a->n_chain, ng = ELEMENTSOF(grid_ms);
-        double r1, r2, r3;
+        ChainWalk w = { .a = s->a, .visit = consider, .userdata = s };
 
-        _Static_assert(ADAPT_MAX_STEPS == 3, "search() enumerates three steps");
-        s->cur.n = 0;
-        consider(s);
-        for (unsigned j1 = 0; j1 < nc; j1++)
-                for (unsigned g1 = 0; g1 < ng; g1++) {
-                        if (!set_step(s, 0, j1, g1, 0, &r1))
-                                continue;
-                        consider(s);
-                        for (unsigned j2 = j1 + 1; j2 < nc; j2++)
-                                for (unsigned g2 = g1 + 1; g2 < ng; g2++) {
-                                        if (!set_step(s, 1, j2, g2, r1, &r2))
-                                                continue;
-                                        consider(s);
-                                        for (unsigned j3 = j2 + 1; j3 < nc; j3++)
-                                                for (unsigned g3 = g2 + 1; g3 < ng; g3++)
-                                                        if (set_step(s, 2, j3, g3, r2, &r3))
-                                                                consider(s);
-                                }
-                }
+        chain_walk(&w);
 }
 
 static void update_exlat_factor(Adapt *a, const WatchReport *r) {
@@ -323,7 +349,7 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
          * of the estimates does not flip tables. */
         s.limit_ns = MIN(0.8 * budget_ns, k_s);
         search(&s);
-        if (!s.found || chain_equal(&s.best, &a->current))
+        if (!s.found || chain_equal(a, &s.best, &a->current))
                 return 0;
         if (overrun) {
                 if (now_ns - a->last_program_ns < ADAPT_FIX_NS || s.best_s >= cur_s)
@@ -389,13 +415,6 @@ AdaptSource adapt_source_from_string(const char *s) {
         return _ADAPT_SOURCE_INVALID;
 }
 
-static void chain_to_shadow(const Adapt *a, const AdaptChain *c, ShadowChain *ret) {
-        ApstTable t;
-
-        chain_to_table(a, c, &t);
-        shadow_chain_from_table(&a->sd, t.apste, t.entry, ret);
-}
-
 typedef struct GapSearch {
         const Adapt *a;
         double limit_ns;
@@ -403,7 +422,7 @@ typedef struct GapSearch {
         double kernel_ns;          /* what our tables may cost against the kernel's, margin included */
         double kernel_wait[GAP_BUCKETS];   /* the kernel's table: mean wait of a gap in each bucket */
         double recent_limit_ns;    /* > 0: our tables' wake delay on the recent gaps at most this */
-        AdaptChain cur, best;
+        AdaptChain best;
         double best_e, best_w, best_margin;
         bool found;
 } GapSearch;
@@ -435,13 +454,13 @@ static double gap_margin(const GapSearch *s, const ShadowChain *sc) {
         return ADAPT_CONFIDENCE_Z * sqrt(var_loss) + MIN(ADAPT_CONFIDENCE_Z * sqrt(var_save), saved);
 }
 
-static void gap_consider(GapSearch *s, bool reference) {
+static void gap_consider(GapSearch *s, const AdaptChain *c, bool reference) {
         ShadowChain sc;
         double e, w, margin = 0, limit = reference ? MAX(s->limit_ns, s->reference_ns) : s->limit_ns;
 
         /* The kernel's table is judged on what was measured, as the shadow kernel judges it;
          * our candidates with unmeasured states slowed like the measured ones. */
-        chain_to_shadow(s->a, &s->cur, &sc);
+        chain_to_shadow(s->a, c, &sc);
         shadow_hist_cost(reference ? &s->a->sd : &s->a->sd_cand, &sc, &s->a->hist, &e, &w);
         if (w > limit || (s->found && e >= s->best_e))
                 return;
@@ -458,7 +477,7 @@ static void gap_consider(GapSearch *s, bool reference) {
                 if (w + margin > s->kernel_ns)
                         return;
         }
-        s->best = s->cur;
+        s->best = *c;
         s->best_e = e;
         s->best_w = w;
         s->best_margin = margin;
@@ -470,43 +489,16 @@ static bool state_usable(const Adapt *a, unsigned state) {
         return (uint64_t) a->sd.enlat_us[state] + shadow_exlat_us(&a->sd_cand, state) <= a->params.max_latency_us;
 }
 
-static bool gap_set_step(GapSearch *s, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
-        unsigned state = s->a->chain[j];
-
-        if (grid_ms[g] <= reach_ms || !state_usable(s->a, state))
-                return false;
-        s->cur.n = k + 1;
-        s->cur.state[k] = state;
-        s->cur.itpt_ms[k] = (uint32_t) (grid_ms[g] - reach_ms);
-        *ret_reach_ms = grid_ms[g] + ceil(s->a->id.psd[state].enlat_us / 1000.0);
-        return true;
+static void gap_visit(void *userdata, const AdaptChain *c) {
+        gap_consider(userdata, c, false);
 }
 
-/* Every chain of up to three steps on the grid, and the kernel's own. */
+/* The kernel's own table, then every candidate within max_latency_us. */
 static void gap_search(GapSearch *s) {
-        const unsigned nc = s->a->n_chain, ng = ELEMENTSOF(grid_ms);
-        double r1, r2, r3;
+        ChainWalk w = { .a = s->a, .usable = state_usable, .visit = gap_visit, .userdata = s };
 
-        s->cur = s->a->kernel;
-        gap_consider(s, true);
-        s->cur.n = 0;
-        gap_consider(s, false);
-        for (unsigned j1 = 0; j1 < nc; j1++)
-                for (unsigned g1 = 0; g1 < ng; g1++) {
-                        if (!gap_set_step(s, 0, j1, g1, 0, &r1))
-                                continue;
-                        gap_consider(s, false);
-                        for (unsigned j2 = j1 + 1; j2 < nc; j2++)
-                                for (unsigned g2 = g1 + 1; g2 < ng; g2++) {
-                                        if (!gap_set_step(s, 1, j2, g2, r1, &r2))
-                                                continue;
-                                        gap_consider(s, false);
-                                        for (unsigned j3 = j2 + 1; j3 < nc; j3++)
-                                                for (unsigned g3 = g2 + 1; g3 < ng; g3++)
-                                                        if (gap_set_step(s, 2, j3, g3, r2, &r3))
-                                                                gap_consider(s, false);
-                                }
-                }
+        gap_consider(s, &s->a->kernel, true);
+        chain_walk(&w);
 }
 
 /* The gaps in buckets @first and up. */
@@ -557,7 +549,7 @@ static bool evidence_changed(const Adapt *a, uint64_t now_ns) {
         return hist_distance(&a->hist, &a->fallback_hist) > ADAPT_RETRY_HIST_DISTANCE;
 }
 
-static int program(Adapt *a, const AdaptChain *c, const ApstTable *t, AdaptDecision *d, uint64_t now_ns,
+static int return_new_table(Adapt *a, const AdaptChain *c, const ApstTable *t, AdaptDecision *d, uint64_t now_ns,
                    ApstTable *ret_table, AdaptDecision *ret_why) {
         d->t_ns = now_ns;
         d->chain = *c;
@@ -618,7 +610,7 @@ static void update_exlat(Adapt *a) {
 
 /* The wake delay a table may cost on the observed gaps: the kernel's table's (@k_w); while
  * little is known (@trust < 1), or always when the user set it, also the stall budget's. */
-static double allowed(const Adapt *a, double k_w, double budget_w, double trust) {
+static double allowed_wake_ns(const Adapt *a, double k_w, double budget_w, double trust) {
         if (a->budget_explicit)
                 return MIN(k_w, budget_w);
         if (k_w > budget_w)
@@ -687,9 +679,9 @@ static int gaps_guard(Adapt *a, uint64_t now_ns, ApstTable *ret_table, AdaptDeci
                                      why) < 0)
                                 d.reason[0] = 0;
                         *ret_done = true;
-                        if (chain_equal(&a->current, &a->kernel) && apst_table_equal(&a->current_table, &a->kernel_table))
+                        if (chain_equal(a, &a->current, &a->kernel) && apst_table_equal(&a->current_table, &a->kernel_table))
                                 return 0;
-                        return program(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
+                        return return_new_table(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
                 }
         } else {
                 if (!evidence_changed(a, now_ns)) {
@@ -705,7 +697,7 @@ static int gaps_guard(Adapt *a, uint64_t now_ns, ApstTable *ret_table, AdaptDeci
 /* The largest measured / advertised exit latency over the states measured so far (1 when none
  * wakes slower than it says). Each state over EXLAT_LIE_SAY is named in @buf ("; measured wake-ups:
  * ps3 1.0 ms not 0.3, ps4 30.1 ms not 10.0"), so a decision on a drive that lies says so. */
-static double measured_lie(const Adapt *a, char *buf, size_t n) {
+static double worst_exlat_ratio(const Adapt *a, char *buf, size_t n) {
         double worst = 1.0;
         size_t l = 0;
 
@@ -723,6 +715,34 @@ static double measured_lie(const Adapt *a, char *buf, size_t n) {
                                           0);
         }
         return worst;
+}
+
+/* The decision's figures and its reason in words, for @s's choice. */
+static void gaps_describe(const Adapt *a, const GapSearch *s, double k_e, double k_w, double limit, double surplus,
+                          bool shift, AdaptDecision *d) {
+        char chain[160];
+
+        adapt_chain_describe(&s->best, chain, sizeof chain);
+        d->io_rate = a->hist_elapsed_ns > 0 ? hist_total(&a->hist) / (a->hist_elapsed_ns * 1e-9) : 0;
+        d->expected_stall = a->hist_elapsed_ns > 0 ? s->best_w / a->hist_elapsed_ns : 0;
+        d->kernel_stall = a->hist_elapsed_ns > 0 ? k_w / a->hist_elapsed_ns : 0;
+        d->limit_stall = a->hist_elapsed_ns > 0 ? limit / a->hist_elapsed_ns : 0;
+        d->energy_vs_kernel = k_e > 0 ? s->best_e / k_e : 1;
+        char lie[160], paid[96] = "";
+        d->exlat_factor = worst_exlat_ratio(a, lie, sizeof lie);
+        /* A choice the surplus made possible says so. */
+        if (surplus > 0 && s->best_w + s->best_margin > k_w &&
+            snprintf(paid, sizeof paid, "; its margin paid by %.0f ms of wake delay saved over the last %.0f s",
+                     surplus / 1e6, (double) SHADOW_WINDOW_NS / 1e9) < 0)
+                paid[0] = 0;
+        /* So does a change of workload. */
+        const char *busier = shift ? "; the last seconds' gaps woke it more than the kernel's table would" : "";
+        if (snprintf(d->reason, sizeof d->reason,
+                     "%.0f recent gaps (%.1f/s)%s: %s would wait %.2f%% of the time for wake-ups "
+                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s%s",
+                     hist_total(&a->hist), d->io_rate, lie, chain, 100 * d->expected_stall, 100 * d->kernel_stall,
+                     100 * d->limit_stall, 100 * d->energy_vs_kernel, paid, busier) < 0)
+                d->reason[0] = 0;
 }
 
 /* The least-energy table within the wake delay allowed on the gaps seen, programmed when it gains enough. */
@@ -754,7 +774,7 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         shadow_window(&a->shadow, &wa, &wk);
         double k_ref = k_w;
         k_w = MAX(k_w - MAX(wa.wake_ns - wk.wake_ns, 0.0), 0.0);
-        double limit = allowed(a, k_w, budget_w, trust);
+        double limit = allowed_wake_ns(a, k_w, budget_w, trust);
 
         /* And wake delay they saved over the window pays for confidence (ADAPT_SURPLUS_KEEP),
          * at once when that saving cost energy the kernel's table would not have spent. */
@@ -765,7 +785,7 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
 
         GapSearch s = { .a = a,
                         .limit_ns = limit,
-                        .reference_ns = allowed(a, k_ref, budget_w, trust),
+                        .reference_ns = allowed_wake_ns(a, k_ref, budget_w, trust),
                         .kernel_ns = k_w + surplus };
         shadow_bucket_wait(&a->sd, &a->kernel_sc, s.kernel_wait);
         /* A change of workload (ADAPT_SHIFT_HORIZON_NS): on the recent gaps, and enough of
@@ -784,7 +804,7 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         if (now_ns < a->shift_until_ns)
                 s.recent_limit_ns = recent_limit;
         gap_search(&s);
-        if (!s.found || chain_equal(&s.best, &a->current))
+        if (!s.found || chain_equal(a, &s.best, &a->current))
                 return 0;
         bool overrun = shift || cur_w > limit * 1.05 + 1e6;
         if (!overrun && ((a->programs > 0 && now_ns - a->last_program_ns < ADAPT_GAPS_ENERGY_NS) ||
@@ -792,30 +812,9 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
                 return 0;
 
         ApstTable t;
-        char chain[160];
         chain_to_table(a, &s.best, &t);
-        adapt_chain_describe(&s.best, chain, sizeof chain);
-        d.io_rate = a->hist_elapsed_ns > 0 ? hist_total(&a->hist) / (a->hist_elapsed_ns * 1e-9) : 0;
-        d.expected_stall = a->hist_elapsed_ns > 0 ? s.best_w / a->hist_elapsed_ns : 0;
-        d.kernel_stall = a->hist_elapsed_ns > 0 ? k_w / a->hist_elapsed_ns : 0;
-        d.limit_stall = a->hist_elapsed_ns > 0 ? limit / a->hist_elapsed_ns : 0;
-        d.energy_vs_kernel = k_e > 0 ? s.best_e / k_e : 1;
-        char lie[160], paid[96] = "";
-        d.exlat_factor = measured_lie(a, lie, sizeof lie);
-        /* A choice the surplus made possible says so. */
-        if (surplus > 0 && s.best_w + s.best_margin > k_w &&
-            snprintf(paid, sizeof paid, "; its margin paid by %.0f ms of wake delay saved over the last %.0f s",
-                     surplus / 1e6, (double) SHADOW_WINDOW_NS / 1e9) < 0)
-                paid[0] = 0;
-        /* So does a change of workload. */
-        const char *busier = shift ? "; the last seconds' gaps woke it more than the kernel's table would" : "";
-        if (snprintf(d.reason, sizeof d.reason,
-                     "%.0f recent gaps (%.1f/s)%s: %s would wait %.2f%% of the time for wake-ups "
-                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s%s",
-                     hist_total(&a->hist), d.io_rate, lie, chain, 100 * d.expected_stall, 100 * d.kernel_stall,
-                     100 * d.limit_stall, 100 * d.energy_vs_kernel, paid, busier) < 0)
-                d.reason[0] = 0;
-        return program(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
+        gaps_describe(a, &s, k_e, k_w, limit, surplus, shift, &d);
+        return return_new_table(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
 }
 
 int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTable *ret_table,
