@@ -30,7 +30,7 @@
 #
 # Each sample drive is simulated with its real PCI id (pci_id() below), so the
 # kernel baseline and the daemon apply the kernel's quirks as they would on that
-# drive (NO_DEEPEST_PS for 00, 08 and 14); -n simulates every drive with an
+# drive (NO_DEEPEST_PS for 00, 06, 07, 08 and 14); -n simulates every drive with an
 # unknown PCI id instead (no quirk applies). The optimum ignores quirks: it is the
 # limit of the states the drive advertises.
 #
@@ -145,16 +145,39 @@ awk -v dir="$tmp" '!/^#/ && NF { seg = int($1 / 60); f = dir "/regime-seg" seg "
         END { for (f in seen) printf "60.000000000 R 4096\n" >> f }' "$tmp/regime.txt"
 printf '0 W 4096\n' >"$tmp/probe.txt"
 
-# PCI vendor:device of the sample drives (data/idctrl/README.md names their quirks;
-# the ids are the models' public ones), by file name prefix.
+# PCI vendor:device of the sample drives, by file name prefix (data/idctrl/README.md names
+# their quirks). Identify gives only the vendor ids (vid, ssvid), so each device id is the
+# controller's public one: from pci.ids (Debian package pci.ids, /usr/share/misc/pci.ids)
+# and the kernel's nvme_id_table[] (drivers/nvme/host/pci.c), as each line says. Where the
+# device id is not known the vendor's id is given with device 0000, which no quirk names:
+# the kernel then treats the drive as any unquirked one, as it would the real id unless
+# the real id has a quirk this list does not know of.
 pci_id() {
         case $(basename "$1") in
-        00-*) echo 8086:f1a5 ;;   # Intel 600p: NO_DEEPEST_PS
-        05-*) echo 144d:a808 ;;   # Samsung 970 EVO Plus
-        08-*) echo 2646:2263 ;;   # Kingston A2000: NO_DEEPEST_PS
-        10-*) echo 144d:a80a ;;   # Samsung 980 PRO
-        14-*) echo 15b7:5009 ;;   # WD SN550: NO_DEEPEST_PS
-        28-*) echo 1d0f:8061 ;;   # Amazon EBS
+        00-*) echo 8086:f1a5 ;;   # Intel 600p (pci.ids "SSD 600P Series"): NO_DEEPEST_PS
+        02-*) echo 8086:0953 ;;   # Intel 750 (pci.ids "PCIe Data Center SSD", the 750/P3x00 id): no APST quirk
+        05-*) echo 144d:a808 ;;   # Samsung 970 EVO Plus (pci.ids NVMe SSD Controller SM981/PM981/PM983)
+        06-*) echo 1e49:0041 ;;   # ZHITAI TiPro7000 (pci.ids, pci.c): NO_DEEPEST_PS
+        # ZHITAI TiPlus5000: pci.ids and pci.c name 1e49:0021 "TiPro5000"; the TiPlus5000
+        # is reported under the same id (the 5000 line's one): NO_DEEPEST_PS
+        07-*) echo 1e49:0021 ;;
+        08-*) echo 2646:2263 ;;   # Kingston A2000 (pci.ids, pci.c): NO_DEEPEST_PS
+        # T-FORCE TM8FPL500G and Patriot P310: Phison DRAM-less controllers (the firmware
+        # string's xxFM90.1 form is Phison's); which one is not certain: 1987:5013 (pci.ids
+        # "PS5013 E13 NVMe Controller") is the likeliest. No APST quirk names a Phison id.
+        09-*) echo 1987:5013 ;;
+        10-*) echo 144d:a80a ;;   # Samsung 980 PRO (pci.ids NVMe SSD Controller PM9A1/PM9A3/980PRO)
+        14-*) echo 15b7:5009 ;;   # WD SN550 (pci.c): NO_DEEPEST_PS
+        16-*) echo 2646:5008 ;;   # Kingston OEM SNS8154P3, Phison E8 (pci.ids "U-SNS8154P3 NVMe SSD"): no quirk
+        18-*) echo 1987:5013 ;;   # Patriot P310: see 09
+        # Intel 670p: 8086:f1aa in pci.ids releases after 2023 ("SSD 670p Series"); the
+        # Debian 12 copy stops at f1a8 (660p). No quirk names it.
+        20-*) echo 8086:f1aa ;;
+        21-*) echo 1c5c:1327 ;;   # SK hynix BC501 (pci.ids "BC501 NVMe Solid State Drive"): no quirk
+        23-*) echo c0a9:0000 ;;   # Crucial E100: controller and device id not known (pci.ids has P1/P2/P5 Plus only)
+        26-*) echo 1179:0113 ;;   # Toshiba BG3 (pci.ids "BG3 NVMe SSD Controller"); its model has no quirk
+        27-*) echo 1e0f:0000 ;;   # KIOXIA BG6: device id not known (pci.ids has BG4 0001, not BG5/BG6)
+        28-*) echo 1d0f:8061 ;;   # Amazon EBS (pci.ids "NVMe EBS Controller")
         esac
 }
 

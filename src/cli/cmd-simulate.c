@@ -58,6 +58,7 @@ typedef struct Options {
         double exlat_scale;          /* real exit latency / advertised; 1 = honest drive */
         double hindsight_share;      /* --policy hindsight: wake delay allowed / the kernel's table's */
         AdaptSource source;          /* what the adaptive policy watches the drive with */
+        unsigned copies;             /* --repeat: the trace played this many times, the last scored */
         bool closed_loop, json, timeline;
 } Options;
 
@@ -84,6 +85,8 @@ static void help(void) {
                "  -W --watch-source S  what the adaptive policy observes: bpf (default: every idle\n"
                "                        gap and each wake-up's cost, as the eBPF source) or stat\n"
                "                        (/sys/block/X/stat sampled every 50 ms to 5 s)\n"
+               "     --repeat N         play the trace N times to the same policy, which keeps what it\n"
+               "                        learned; score the last copy only (a warm run; default 1)\n"
                "  -l --closed-loop      each I/O waits for the previous one (one synchronous job):\n"
                "                        lateness shifts every later I/O\n"
                "  -P --pci VVVV:DDDD    the drive's PCI vendor:device, for the kernel's quirks and\n"
@@ -156,6 +159,18 @@ static int parse_share(const char *arg, double *ret) {
         return 0;
 }
 
+/* --repeat: 1..SIM_COPIES_MAX copies of the trace. */
+static int parse_copies(const char *arg, unsigned *ret) {
+        uint32_t n;
+
+        if (safe_atou32(arg, &n) < 0 || n < 1 || n > SIM_COPIES_MAX) {
+                log_error("--repeat: expected a number of copies in 1..%u, got \"%s\"", SIM_COPIES_MAX, arg);
+                return -EINVAL;
+        }
+        *ret = n;
+        return 0;
+}
+
 /* --watch-source: bpf or stat. */
 static int parse_source(const char *arg, AdaptSource *ret) {
         AdaptSource s = adapt_source_from_string(arg);
@@ -194,7 +209,7 @@ static int options_complete(const Options *o, int argc, char *argv[]) {
 }
 
 /* simulate's long-only options */
-enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE, ARG_HINDSIGHT_SHARE };
+enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE, ARG_HINDSIGHT_SHARE, ARG_REPEAT };
 
 /* One option of simulate's. Return: 0, or -EINVAL (said why). */
 static int parse_option(int c, const char *arg, Options *o) {
@@ -254,6 +269,10 @@ static int parse_option(int c, const char *arg, Options *o) {
                 if (parse_share(arg, &o->hindsight_share) < 0)
                         return -EINVAL;
                 break;
+        case ARG_REPEAT:
+                if (parse_copies(arg, &o->copies) < 0)
+                        return -EINVAL;
+                break;
         case '?':
                 return -EINVAL;
         default:
@@ -279,6 +298,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 { "json", no_argument, NULL, 'j' },
                 { "timeline", no_argument, NULL, ARG_TIMELINE },
                 { "hindsight-share", required_argument, NULL, ARG_HINDSIGHT_SHARE },
+                { "repeat", required_argument, NULL, ARG_REPEAT },
                 CLI_COMMON_OPTIONS,
                 {}
         };
@@ -518,6 +538,7 @@ static int print_json(const Options *o, const IdCtrl *id, const SimDrive *d, con
         (void) json_object_object_add(doc, "trace", json_trace(o, t));
         (void) json_object_object_add(model, "service_us", json_out_fixed((double) o->service_ns / 1e3, 3));
         (void) json_object_object_add(model, "closed_loop", json_object_new_boolean(o->closed_loop));
+        (void) json_object_object_add(model, "copies", json_object_new_uint64(o->copies));
         (void) json_object_object_add(model, "exlat_scale", json_out_general(o->exlat_scale, 6));
         (void) json_object_object_add(model, "watch_source", json_object_new_string(adapt_source_to_string(o->source)));
         (void) json_object_object_add(doc, "model", model);
@@ -547,6 +568,8 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
         printf("\nModel:  %.0f µs per I/O, %s loop", (double) o->service_ns / 1e3, o->closed_loop ? "closed" : "open");
         if (o->exlat_scale != 1.0)
                 printf(", exit latencies %g x the advertised ones", o->exlat_scale);
+        if (o->copies > 1)
+                printf(", the last of %u copies scored (the policy kept what it learned)", o->copies);
         printf("\n");
         apst_describe(chosen_table, id, desc, sizeof desc);
         printf("Policy: %s%s%s%s: %s\n\n", chosen, section[0] ? " (config section " : "", section,
@@ -659,7 +682,7 @@ static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, c
                 } else
                         adapt_sim_policy(&pol, adapt);
         }
-        r = sim_run(d, t->io, t->n, sp, &pol, &row->res);
+        r = sim_run_repeat(d, t->io, t->n, sp, &pol, o->copies, &row->res);
         if (r < 0)
                 return log_error_errno(r, "simulating %s: %s", row->name, strerror(-r));
         return 0;
@@ -755,7 +778,7 @@ finish:
 
 int verb_simulate(int argc, char *argv[]) {
         Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS, .exlat_scale = 1.0,
-                      .hindsight_share = 1.0,
+                      .hindsight_share = 1.0, .copies = 1,
                       .source = ADAPT_SOURCE_BPF };
         int r;
 
