@@ -781,7 +781,7 @@ static void gaps_describe(const Adapt *a, const GapSearch *s, double k_e, double
         /* So does a change of workload. */
         const char *busier = shift ? "; the last seconds' gaps woke it more than the kernel's table would" : "";
         if (snprintf(d->reason, sizeof d->reason,
-                     "%.0f gaps of evidence (%.1f/s)%s: %s would wait %.2f%% of the time for wake-ups "
+                     "%.0f gaps of evidence (%.2g/s)%s: %s would wait %.2f%% of the time for wake-ups "
                      "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s%s",
                      hist_total(&a->hist), d->io_rate, lie, chain, 100 * d->expected_stall, 100 * d->kernel_stall,
                      100 * d->limit_stall, 100 * d->energy_vs_kernel, risk, busier) < 0)
