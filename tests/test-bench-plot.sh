@@ -5,6 +5,7 @@
 # bench/run.sh, short, still runs without matplotlib and says the pictures
 # were skipped. SKIP (77) for the drawing when matplotlib is missing.
 # Usage: test-bench-plot.sh NVME-APSTD-BINARY SOURCE-ROOT
+# Covers: bench/plot.py, bench/run.sh, src/cli/cmd-simulate.c (--json --timeline).
 set -eu
 bin=$1
 src=$2

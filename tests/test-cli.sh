@@ -4,6 +4,8 @@
 # an unknown command or option is a usage error (exit 2); --pci-id takes exactly VVVV:DDDD;
 # plan --state-dir plans with a stored wake-up measurement (the seed drive, below).
 # Usage: test-cli.sh NVME_APSTD VERSION IDCTRL_FILE
+# Covers: src/cli/main.c, src/cli/verbs.c, src/cli/cli.c, the option parsing of every
+# src/cli/cmd-*.c, src/cli/cmd-plan.c (--state-dir).
 set -u
 bin=$1 version=$2 idfile=$3 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }

@@ -1,13 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The bash completion offers every verb of the verb table (src/cli/verbs.c) and, for each verb, every
-# option in the verb's getopt table (src/cmd-VERB.c, with CLI_COMMON_OPTIONS
-# from cli.h where the table has them), and no option the table lacks.
+# option in the verb's getopt table (src/cmd-VERB.c, with CLI_COMMON_OPTIONS and
+# CLI_CONFIG_OPTION from cli.h where the table has them), and no option the table lacks.
 # Options that neither `nvme-apstd VERB --help` nor nvme-apstd(8) mention are
 # hidden ones for tests (--sysfs-root, --verify-interval-ms, ...) and need not
 # be offered. Both lists come from the source, so a new option or verb fails
 # this test until the completion follows.
 # Usage: test-completion-options.sh SOURCE-ROOT NVME-APSTD-BINARY
+# Covers: shell-completion/bash/nvme-apstd against src/cli/verbs.c, the option tables of
+# src/cli/cmd-*.c and include/cli/cli.h.
 set -eu
 
 src=$1
@@ -25,6 +27,8 @@ option_names() {
 }
 common=$(sed -n '/#define CLI_COMMON_OPTIONS/,/^$/p' "$cli_h" | option_names)
 [ -n "$common" ] || { echo "FAIL: no CLI_COMMON_OPTIONS in $cli_h"; exit 1; }
+config=$(grep '#define CLI_CONFIG_OPTION' "$cli_h" | option_names)
+[ -n "$config" ] || { echo "FAIL: no CLI_CONFIG_OPTION in $cli_h"; exit 1; }
 verbs=$(sed -n 's/.*{ *"\([a-z]*\)", *[0-9A-Z_]*, *[0-9A-Z_]*, *verb_[a-z_]* *}.*/\1/p' "$main_c")
 [ -n "$verbs" ] || { echo "FAIL: no verb table in $main_c"; exit 1; }
 
@@ -63,6 +67,7 @@ for v in $verbs; do
         fi
         want=$(option_names <"$file")
         grep -q CLI_COMMON_OPTIONS "$file" && want="$want $common"
+        grep -q CLI_CONFIG_OPTION "$file" && want="$want $config"
         help=$("$bin" "$v" --help 2>&1 || true)
         got=" $(offered "$v" -- | tr '\n' ' ') "
         for o in $want; do

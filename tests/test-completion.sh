@@ -5,6 +5,7 @@
 # line, the function `complete -p nvme-apstd` names called, COMPREPLY read.
 # Controllers and disks come from a fake sysfs tree (_NVME_APSTD_SYSFS).
 # Usage: test-completion.sh COMPLETION-FILE
+# Covers: shell-completion/bash/nvme-apstd.
 set -u
 
 script=$1

@@ -4,12 +4,13 @@
 # name only metrics the daemon exports. The exported names are not listed
 # here: they are the families metrics_format() declares, as `test-metrics
 # print` prints them ("# TYPE name type"; every family is declared even
-# without samples). A metric renamed in src/metrics.c without the rules or
+# without samples). A metric renamed in src/core/metrics.c without the rules or
 # the dashboard following fails this test. Names with a colon are recording
 # rules and must be defined in the rules file. A selector's exact label value
 # (table="kernel") must be one the example state's samples carry, where they
 # carry that label.
 # Usage: test-contrib-metric-names.sh TEST-METRICS-BINARY SOURCE-ROOT
+# Covers: contrib/prometheus/, contrib/grafana/, src/core/metrics.c.
 set -eu
 bin=$1
 src=$2

@@ -9,6 +9,7 @@ variables replaced by what Grafana would put there. That the queries name
 only exported metrics is test-contrib-metric-names.sh.
 
 Usage: test-grafana-dashboard.py DASHBOARD.json   (exit 77 without promtool)
+Covers: contrib/grafana/nvme-apstd.json.
 """
 
 import json

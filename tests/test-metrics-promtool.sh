@@ -3,6 +3,7 @@
 # promtool (Debian package prometheus) lints the metrics module's output:
 # syntax, HELP/TYPE, counter suffixes, units in names.
 # Usage: test-metrics-promtool.sh TEST-METRICS-BINARY
+# Covers: src/core/metrics.c (through tests/unit/test-metrics.c).
 set -eu
 if ! command -v promtool >/dev/null 2>&1; then
         echo "SKIP: promtool not installed (Debian package prometheus, tests/deps.sh test)"

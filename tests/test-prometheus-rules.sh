@@ -5,6 +5,8 @@
 # that every alert has a test where it fires and one where it does not, and a
 # runbook section in doc/alerts.md that its runbook annotation names.
 # Usage: test-prometheus-rules.sh SOURCE-ROOT
+# Covers: contrib/prometheus/nvme-apstd.rules.yml, contrib/prometheus/nvme-apstd.rules.test.yml,
+# doc/alerts.md.
 set -eu
 if ! command -v promtool >/dev/null 2>&1; then
         echo "SKIP: promtool not installed (Debian package prometheus, tests/deps.sh test)"

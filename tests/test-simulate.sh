@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # `nvme-apstd simulate` end to end: real Identify files in both formats, both
-# trace formats, the numbers worked out by hand (same tiny trace as test-sim.c's
+# trace formats, the numbers worked out by hand (same tiny trace as tests/unit/test-sim.c's
 # "tiny/*" cases: writes at 0, 50 and 300 ms on the INTEL SSDPEKKW256G7, PS0 idle
 # 0.2 W, 100 µs per I/O), and the exit codes of the error paths.
 #
 #   test-simulate.sh NVME_APSTD IDCTRL_DIR
+# Covers: src/cli/cmd-simulate.c, src/core/sim.c, src/core/trace.c, src/core/idctrl.c,
+# src/core/apst.c.
 
 set -u
 
@@ -219,6 +221,12 @@ if "$bin" simulate -i "$intel_bin" -t "$tmp/second.txt" -p adaptive --json >"$tm
                 fail "--repeat 3, adaptive: its scored copy does not start on a learned table"
         [ "$(field "$tmp/a1.json" adaptive energy_j)" != "$(field "$tmp/a3.json" adaptive energy_j)" ] ||
                 fail "--repeat 3, adaptive: the same energy cold and warm"
+        # the first copy, reported beside the scored one, is the cold run
+        for key in energy_j stall_s wakeups_total p99; do
+                [ -n "$(field "$tmp/a1.json" adaptive $key)" ] &&
+                        [ "$(field "$tmp/a1.json" adaptive $key)" = "$(field "$tmp/a3.json" adaptive-copy1 $key)" ] ||
+                        fail "--repeat 3: adaptive-copy1 $key $(field "$tmp/a3.json" adaptive-copy1 $key), cold $(field "$tmp/a1.json" adaptive $key)"
+        done
 else
         fail "simulate --repeat 3 -p adaptive: rc $?, $(cat "$tmp/err")"
 fi

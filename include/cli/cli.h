@@ -16,6 +16,13 @@
 const char *cli_default_config_path(char *buf, size_t n);
 
 /**
+ * cli_config_path() - the configuration file a verb reads: @given (from --config), else the default
+ * @ret_missing_ok: whether the file may be missing (the built-in defaults then): only the default may
+ * Return: @given, or the default path written into @buf.
+ */
+const char *cli_config_path(const char *given, char *buf, size_t n, bool *ret_missing_ok);
+
+/**
  * cli_load_config() - load @path, or the default file when @path is NULL
  *
  * A missing default file means the built-in defaults; a missing explicit file,
@@ -79,6 +86,9 @@ enum {
         { "proc-root", required_argument, NULL, CLI_ARG_PROC_ROOT },            \
         { "state-dir", required_argument, NULL, CLI_ARG_STATE_DIR }
 
+/* -c --config FILE, spelled the same by every verb that reads the configuration (cli_getopt_config()). */
+#define CLI_CONFIG_OPTION { "config", required_argument, NULL, 'c' }
+
 /* cli_getopt()'s answer after --help or --version was printed: exit 0. */
 #define CLI_GETOPT_EXIT (-2)
 
@@ -90,3 +100,7 @@ enum {
  * (through @help) or --version is printed. Set optind = 0 before the first call.
  */
 int cli_getopt(int argc, char *argv[], const char *shortopts, const struct option *options, void (*help)(void));
+
+/* cli_getopt() that also takes CLI_CONFIG_OPTION ('c' in @shortopts) into *@ret_config_path. */
+int cli_getopt_config(int argc, char *argv[], const char *shortopts, const struct option *options,
+                      void (*help)(void), const char **ret_config_path);

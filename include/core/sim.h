@@ -196,7 +196,8 @@ typedef struct SimResult {
         SimStateChange *timeline;
         size_t n_timeline;
         /* The block counters (as SimPolicy.sample() sees them) at the last completion:
-         * where a later copy of the trace carries on from (sim_run_repeat()). */
+         * where a later copy of the trace carries on from (sim_run_repeat()). Filled
+         * for a policy with sample() only, zero otherwise. */
         SimBlockStat end_stat;
 } SimResult;
 
@@ -226,11 +227,13 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
  * The policy sees one continuous time: copy k + 1 starts where copy k's last completion
  * was (its now_ns carries the earlier copies' durations), and block counters carry on from
  * copy k's end_stat, as the same daemon watching one disk would see them. @ret is the last
- * copy's result, its times copy-relative; @copies = 1 is sim_run().
+ * copy's result, its times copy-relative; @copies = 1 is sim_run(). With @copies > 1 and
+ * @ret_first not NULL, the first copy's result goes there too (free it as @ret): it is a cold
+ * run's, as the first copy is one, so one call gives both figures.
  * Return: as sim_run(), or -EINVAL unless 1 <= @copies <= SIM_COPIES_MAX.
  */
 int sim_run_repeat(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, const SimPolicy *pol,
-                   unsigned copies, SimResult *ret);
+                   unsigned copies, SimResult *ret, SimResult *ret_first);
 
 /**
  * sim_gap_optimum() - least energy to spend an idle gap of @gap_ns knowing its length:

@@ -31,3 +31,12 @@ int record_load(const char *path, char **ret);
 
 /* Remove @path; a record that is not there is fine. Return: 0 or -errno. */
 int record_remove(const char *path);
+
+/**
+ * record_ctrl_path() - where controller @ctrl's original APST table is recorded: "@dir/ctrl-@ctrl.orig"
+ *
+ * The one name the daemon (controller.c) and `calibrate` both use, so that each finds the record
+ * the other left after a crash (apst-record.h).
+ * Return: 0, or -ENAMETOOLONG when it does not fit in @n bytes (@buf is then left as it was).
+ */
+int record_ctrl_path(const char *dir, const char *ctrl, char *buf, size_t n);

@@ -50,20 +50,24 @@ const char *cli_default_config_path(char *buf, size_t n) {
         return buf;
 }
 
-int cli_load_config(const char *path, Config *ret) {
+const char *cli_config_path(const char *given, char *buf, size_t n, bool *ret_missing_ok) {
+        *ret_missing_ok = !given;
+        return given ?: cli_default_config_path(buf, n);
+}
+
+int cli_load_config(const char *given, Config *ret) {
         _cleanup_free_ char *err = NULL;
         char def[4096];
-        bool explicit = path != NULL;
+        bool missing_ok;
+        const char *path = cli_config_path(given, def, sizeof def, &missing_ok);
         Config loaded;
         Situation now;
         char words[96];
         int r;
 
-        if (!path)
-                path = cli_default_config_path(def, sizeof def);
-        if (!explicit && access(path, F_OK) < 0 && errno == ENOENT)
+        if (missing_ok && access(path, F_OK) < 0 && errno == ENOENT)
                 log_debug("%s does not exist, using the built-in defaults.", path);
-        r = config_load_optional(path, !explicit, &loaded, &err);
+        r = config_load_optional(path, missing_ok, &loaded, &err);
         if (r < 0)
                 return log_error_errno(r, "%s", err ? err : path);
         /* what the daemon would use now: the sections for this power source and profile */
@@ -104,6 +108,15 @@ int cli_getopt(int argc, char *argv[], const char *shortopts, const struct optio
                         return c;
                 }
         }
+}
+
+int cli_getopt_config(int argc, char *argv[], const char *shortopts, const struct option *options,
+                      void (*help)(void), const char **ret_config_path) {
+        int c;
+
+        while ((c = cli_getopt(argc, argv, shortopts, options, help)) == 'c')
+                *ret_config_path = optarg;
+        return c;
 }
 
 static int hex4(const char *s, uint16_t *ret) {

@@ -127,22 +127,16 @@ static int apply_one(const ControllerContext *ctx, const SysCtrl *sys) {
 /* Return: 1 to go on, 0 after --help or --version, -EINVAL on bad usage. */
 static int parse_argv(int argc, char *argv[], const char **ret_config_path) {
         static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
+                CLI_CONFIG_OPTION,
                 CLI_COMMON_OPTIONS,
                 {},
         };
         int c;
 
         optind = 0;
-        while ((c = cli_getopt(argc, argv, "c:h", options, help)) >= 0) {
-                switch (c) {
-                case 'c':
-                        *ret_config_path = optarg;
-                        break;
-                default:
-                        return -EINVAL;
-                }
-        }
+        c = cli_getopt_config(argc, argv, "c:h", options, help, ret_config_path);
+        if (c >= 0)
+                return -EINVAL;        /* apply has no option of its own */
         return c == CLI_GETOPT_EXIT ? 0 : 1;
 }
 

@@ -3,18 +3,13 @@
  * `nvme-apstd calibrate [nvmeX...]`: measure how long each non-operational
  * power state really takes to wake (doc/calibrate.md).
  *
- * For each controller: Identify; Get Features 0x0C (the original table,
- * recorded in $RUNTIME_DIRECTORY/ctrl-NAME.orig before anything is written,
- * like the daemon does); then for each state a temporary table that enters
- * only that state after CALIB_ITPT_MS of idleness, and per sample one timed
- * Read of one block on the awake drive, an idle wait past ITPT + entry
- * latency, and one timed Read that wakes it. Then the original table goes
- * back (also on SIGINT/SIGTERM) and the record is removed. A record left by
- * a run that was killed is found by the next `calibrate` or daemon start and
- * used as the original. The statistics and the table are calib-plan.c's.
- *
- * Commands sent: Identify CNS 01h, Get Features 0x0C, Set Features 0x0C
- * (never saved), Read (one block, through the only nvme-admin.c handle that may).
+ * The verb holds the options, the lock the daemon holds shared, the signal
+ * handling and every word printed; the sequence each controller goes through
+ * (gate, Identify, the original table recorded, a temporary table per state
+ * and the timed Reads, the original put back) is the engine's
+ * calibrate_controller(), run in a thread of its own per controller so an
+ * unresponsive drive is given up on. The verb then prints the results, saves
+ * them (calib-store.c) and says what became of the table.
  */
 
 #include <errno.h>
@@ -29,10 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "apply.h"
-#include "apst-record.h"
 #include "apstd-ids.h"
 #include "calib-plan.h"
+#include "calibrate.h"
 #include "calib-store.h"
 #include "cli.h"
 #include "config-build.h"
@@ -47,9 +41,6 @@
 #include "sysfs.h"
 #include "util.h"
 #include "verbs.h"
-
-/* The busy pre-check: I/O counters read this far apart must not move. */
-#define BUSY_CHECK_MS 1000u
 
 static volatile sig_atomic_t got_signal;
 
@@ -94,129 +85,8 @@ static void help(void) {
                CALIB_SAMPLES_DEFAULT, CALIB_SAMPLES_MAX, CALIB_MAX_TIME_DEFAULT_S, SYSCONFDIR);
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
-/* Sleep @usec unless a signal arrives. Return: 0, or -EINTR after a signal. */
-static int sleep_usec(uint64_t usec) {
-        struct timespec ts = { .tv_sec = (time_t) (usec / 1000000u), .tv_nsec = (long) (usec % 1000000u) * 1000 };
-
-        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-                if (got_signal)
-                        return -EINTR;
-        return got_signal ? -EINTR : 0;
-}
-
-/* One timed Read. Return: 0 (*ret_us the time it took) or negative errno. */
-static int timed_read(Ctrl *ns, uint16_t *status, uint32_t *ret_us) {
-        uint64_t t0 = now_usec(), t1;
-        int r;
-
-        r = ctrl_read_block(ns, 0, status);
-        t1 = now_usec();
-        if (r < 0)
-                return r;
-        *ret_us = (uint32_t) MIN(t1 - t0, (uint64_t) UINT32_MAX);
-        return 0;
-}
-
-typedef struct StateResult {
-        CalibState st;
-        bool complete;             /* all samples taken */
-} StateResult;
-
-static void progress(const Run *run, const char *name, unsigned ps, unsigned k) {
-        if (!run->opt->progress)
-                return;
-        fprintf(stderr, "\r%s: ps%u sample %u/%u ", name, ps, k, run->opt->samples);
-        fflush(stderr);
-}
-
-/*
- * Measure one state with the temporary table in place. Per sample: a Read right after a Read
- * (awake), an idle wait, a Read that wakes the drive. Return: 0, -EINTR (signal), -ETIME
- * (--max-time), negative errno of a command.
- */
-static int measure_state(const Run *run, Ctrl *admin, Ctrl *ns, const IdCtrl *id, uint8_t ps, uint32_t *awake,
-                         size_t *n_awake, StateResult *ret, uint16_t *status) {
-        _cleanup_free_ uint32_t *asleep = calloc(run->opt->samples, sizeof *asleep);
-        _cleanup_free_ uint32_t *costs = calloc(run->opt->samples, sizeof *costs);
-        _cleanup_free_ uint32_t *here = calloc(run->opt->samples, sizeof *here);
-        const IdPsd *p = &id->psd[ps];
-        uint64_t wait = calib_idle_wait_us(CALIB_ITPT_MS, p->enlat_us);
-        uint32_t awake_median, dummy;
-        ApstTable t;
-        unsigned k;
-        int r = 0;
-
-        if (!asleep || !costs || !here)
-                return -ENOMEM;
-        calib_temp_table(id, ps, CALIB_ITPT_MS, &t);
-        r = apply_set_verified(admin, &t, status);
-        if (r < 0)
-                return r;
-        /* the idle timer runs from the last I/O: start it with a read of its own */
-        r = timed_read(ns, status, &dummy);
-        if (r < 0)
-                return r;
-        for (k = 0; k < run->opt->samples; k++) {
-                if (got_signal) {
-                        r = -EINTR;
-                        break;
-                }
-                if (now_usec() + wait > run->deadline_usec) {
-                        r = -ETIME;
-                        break;
-                }
-                progress(run, ctrl_name(admin), ps, k + 1);
-                r = timed_read(ns, status, &here[k]);
-                if (r < 0)
-                        return r;
-                r = sleep_usec(wait);
-                if (r < 0)
-                        break;
-                r = timed_read(ns, status, &asleep[k]);
-                if (r < 0)
-                        return r;
-        }
-        memcpy(awake + *n_awake, here, k * sizeof *here);
-        *n_awake += k;
-        awake_median = calib_median(here, k);
-        calib_wake_costs(asleep, k, awake_median, costs);
-        ret->st = (CalibState) {
-                .ps = ps,
-                .advertised_enlat_us = p->enlat_us,
-                .advertised_exlat_us = p->exlat_us,
-                .samples = k,
-        };
-        ret->st.wake_median_us = calib_median(costs, k);
-        ret->st.wake_p99_us = calib_percentile(costs, k, 99);
-        ret->complete = k == run->opt->samples;
-        return r;
-}
-
-/* Are the drive's block counters moving? Return: 1 busy (*ret_ios I/Os seen), 0 idle, -EINTR. */
-static int busy_check(const char *name, uint64_t *ret_ios) {
-        uint64_t a = 0, b = 0;
-        int r;
-
-        if (sysfs_ctrl_io_count(arg_sysfs_root, name, &a) < 0)
-                return 0;      /* no counters to look at: sysfs_ctrl_namespace() decides next */
-        r = sleep_usec((uint64_t) BUSY_CHECK_MS * 1000);
-        if (r < 0)
-                return r;
-        if (sysfs_ctrl_io_count(arg_sysfs_root, name, &b) < 0)
-                return 0;
-        *ret_ios = b - a;
-        return b != a;
-}
-
 static void print_results(const SysCtrl *sys, const IdCtrl *id, uint32_t awake_median, size_t n_awake,
-                          const StateResult *res, size_t n) {
+                          const CalibrateStateResult *res, size_t n) {
         printf("%s: %s (firmware %s): awake read %" PRIu32 " µs (median of %zu)\n", sys->name, id->model,
                id->firmware, awake_median, n_awake);
         printf("  ps   enlat µs   exlat µs  samples  wake median µs  wake p99 µs  measured/advertised\n");
@@ -236,7 +106,7 @@ static void print_results(const SysCtrl *sys, const IdCtrl *id, uint32_t awake_m
 }
 
 static struct json_object *json_results(const SysCtrl *sys, const IdCtrl *id, uint32_t awake_median,
-                                        const StateResult *res, size_t n, bool restored, const char *saved,
+                                        const CalibrateStateResult *res, size_t n, bool restored, const char *saved,
                                         const char *error) {
         struct json_object *o = json_object_new_object(), *states = json_object_new_array();
 
@@ -266,8 +136,8 @@ static struct json_object *json_results(const SysCtrl *sys, const IdCtrl *id, ui
         return o;
 }
 
-static int save_results(const Run *run, const IdCtrl *id, uint32_t awake_median, const StateResult *res, size_t n,
-                        char **ret_path) {
+static int save_results(const Run *run, const IdCtrl *id, uint32_t awake_median, const CalibrateStateResult *res,
+                        size_t n, char **ret_path) {
         Calibration cal = { .awake_median_us = awake_median };
         struct timespec ts;
         int r;
@@ -285,19 +155,23 @@ static int save_results(const Run *run, const IdCtrl *id, uint32_t awake_median,
         return calib_path(run->opt->state_dir, cal.model, cal.firmware, ret_path);
 }
 
-/* Put @orig back and drop the record. Return: 0 or negative errno (the record is kept then). */
-static int restore(Ctrl *admin, const ApstTable *orig, const char *record, uint16_t *status) {
-        int r;
+/* A controller given up on: the journal entry and the words. */
+static void say_unresponsive(const Run *run, const SysCtrl *sys, unsigned secs, const char *runtime_dir) {
+        char s[16], record[PATH_MAX];
 
-        r = apply_set_verified(admin, orig, status);
-        if (r < 0)
-                return r;
-        r = record_remove(record);
-        if (r < 0)
-                log_warning_errno(r, "%s: original table put back, but cannot remove %s: %m", ctrl_name(admin), record);
-        return 0;
+        (void) snprintf(s, sizeof s, "%u", secs);
+        log_event(LOG_ERR, -ETIMEDOUT, MSGID_CTRL_UNRESPONSIVE,
+                  LOG_FIELDS({ "NVME_CTRL", sys->name }, { "APST_REASON", "calibrate" }, { "NVME_DEADLINE_SEC", s }),
+                  "%s: no answer to an admin command for %u s; giving up on the controller.", sys->name, secs);
+        if (record_ctrl_path(strempty(runtime_dir), sys->name, record, sizeof record) < 0)
+                (void) snprintf(record, sizeof record, "%s", strempty(runtime_dir));
+        fprintf(run->opt->json ? stderr : stdout,
+                "%s: FAILED (no answer to an admin command within %u s: the controller is unresponsive; "
+                "giving up on it. If its table was changed, the original stays recorded in %s "
+                "for the next `calibrate` or daemon start)\n", sys->name, secs, record);
 }
 
+/* The words for a failed command: its NVMe status, a read-back that differs, or the errno. */
 static const char *error_words(int r, uint16_t status, char *buf, size_t n) {
         if (r == -EREMOTEIO)
                 (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", status, ctrl_status_to_string(status));
@@ -308,290 +182,245 @@ static const char *error_words(int r, uint16_t status, char *buf, size_t n) {
         return buf;
 }
 
-/* One controller on its way through calibrate. */
+/* One controller on its way through calibrate: what the engine is asked and where the words go. */
 typedef struct CalibCtrl {
+        Run *run;
         const SysCtrl *sys;
-        FILE *out;                 /* where the words go: stdout, or stderr with --json */
-        Ctrl *admin, *ns;
-        IdCtrl id;
-        uint8_t ps[IDCTRL_MAX_PS]; /* the states to measure */
-        size_t n;
-        char dev[64];              /* the namespace read from */
-        char record[PATH_MAX];     /* the original table's record */
-        ApstTable orig;
+        FILE *out;                 /* stdout, or stderr with --json */
+        CalibrateRequest req;
+        CalibrateResult res;
+        char why[256];             /* the measuring's error in words, for the JSON */
+        const char *err;
 } CalibCtrl;
 
-/* calibrate_prepare() and calibrate_take_original(): go on to the next step. */
-#define CALIB_GO (-1)
+/* The engine's news while it runs, said as calibrate always said it. */
+static void on_progress(const CalibrateEvent *ev, void *userdata) {
+        CalibCtrl *cc = userdata;
+        const CalibrateResult *res = ev->result;
+        const char *name = cc->sys->name;
 
-/* Gate, open, Identify, plan, the states to measure, the namespace, the busy check.
- * Return: CALIB_GO, or this controller's result (0 left alone, 1 failed or refused: reported, 128+signal). */
-static int calibrate_prepare(Run *run, const Config *cfg, const SysPlatform *plat, CalibCtrl *cc) {
-        const SysCtrl *sys = cc->sys;
-        FILE *out = cc->out;
-        uint32_t nsid = 0, lba = 0;
-        uint64_t ios = 0, estimate;
-        uint16_t status = 0;
-        DevicePlan plan;
-        char why[256];
-        int r;
-
-        if (strcmp(sys->transport, "pcie") != 0) {
-                fprintf(out, "%s: skipped (transport %s is not PCIe)\n", sys->name, sys->transport);
-                return 0;
-        }
-        if (strcmp(sys->state, "live") != 0) {
-                fprintf(out, "%s: FAILED (controller is %s, not live)\n", sys->name, sys->state);
-                return 1;
-        }
-        r = ctrl_open(arg_dev_dir, sys->name, &cc->admin);
-        if (r < 0) {
-                fprintf(out, "%s: FAILED (cannot open %s/%s: %s)\n", sys->name, arg_dev_dir, sys->name, strerror(-r));
-                return 1;
-        }
-        r = ctrl_identify(cc->admin, &cc->id, NULL, &status);
-        if (r < 0) {
-                fprintf(out, "%s: FAILED (Identify Controller: %s)\n", sys->name, error_words(r, status, why, sizeof why));
-                return 1;
-        }
-        r = device_plan(cfg, plat, sys->name, sys, &cc->id, &plan);
-        if (r < 0) {
-                fprintf(out, "%s: FAILED (cannot plan: %s)\n", sys->name, strerror(-r));
-                return 1;
-        }
-        if (plan.verdict != DEVICE_MANAGE) {
-                fprintf(out, "%s: left alone (%s)\n", sys->name, device_verdict_reason(plan.verdict));
-                return 0;
-        }
-        if ((plan.plan.quirks & APST_QUIRK_NO_APST) && !plan.params.force) {
-                fprintf(out, "%s: left alone (the kernel's quirk list disables APST on this drive; force = yes overrides)\n",
-                       sys->name);
-                return 0;
-        }
-        cc->n = calib_targets(&cc->id, plan.plan.quirks, plan.params.force, cc->ps);
-        if (cc->n == 0) {
-                fprintf(out, "%s: nothing to measure (no non-operational power state a policy may use)\n", sys->name);
-                return 0;
-        }
-        r = sysfs_ctrl_namespace(arg_sysfs_root, sys->name, cc->dev, sizeof cc->dev, &nsid, &lba);
-        if (r >= 0)
-                r = ctrl_open_namespace(arg_dev_dir, cc->dev, nsid, lba, &cc->ns);
-        if (r < 0) {
-                fprintf(out, "%s: FAILED (no namespace to read from: %s)\n", sys->name,
-                       r == -ENOENT ? "none in sysfs" : strerror(-r));
-                return 1;
-        }
-        r = busy_check(sys->name, &ios);
-        if (r == -EINTR)
-                return 128 + got_signal;
-        if (r > 0 && !run->opt->force) {
-                fprintf(out, "%s: refused: busy (%" PRIu64 " I/Os completed in %u ms); the wake-up would be lost in the "
-                       "workload's own I/O. Run it when the drive is idle, or with --force.\n",
-                       sys->name, ios, BUSY_CHECK_MS);
-                return 1;
-        }
-        estimate = calib_estimate_us(&cc->id, cc->ps, cc->n, run->opt->samples, CALIB_ITPT_MS);
-        if (now_usec() + estimate > run->deadline_usec)
+        switch (ev->kind) {
+        case CALIBRATE_EVENT_OVER_TIME:
                 log_warning("%s: measuring %zu state%s with %u samples may take %" PRIu64
                             " s, more than --max-time leaves; the last states may be incomplete.",
-                            sys->name, cc->n, cc->n == 1 ? "" : "s", run->opt->samples, estimate / 1000000 + 1);
-        return CALIB_GO;
-}
-
-/* One Read before any table changes (a drive or kernel that refuses it costs nothing), then the original
- * table, recorded before anything is written. Return: CALIB_GO, or 1 (reported; table unchanged). */
-static int calibrate_take_original(CalibCtrl *cc, const char *runtime_dir) {
-        const char *name = cc->sys->name;
-        uint16_t status = 0;
-        bool from_record;
-        ApstTable found;
-        char why[256];
-        int r, load_error;
-
-        r = ctrl_read_block(cc->ns, 0, &status);
-        if (r < 0) {
-                fprintf(cc->out, "%s: FAILED (Read of one block of %s: %s); table unchanged\n", name, cc->dev,
-                        error_words(r, status, why, sizeof why));
-                return 1;
-        }
-        r = ctrl_get_apst(cc->admin, &found, &status);
-        if (r < 0) {
-                fprintf(cc->out, "%s: FAILED (Get Features 0x0C: %s); table unchanged\n", name,
-                        error_words(r, status, why, sizeof why));
-                return 1;
-        }
-        (void) snprintf(cc->record, sizeof cc->record, "%s/ctrl-%s.orig", runtime_dir, name);
-        r = apst_record_take_original(cc->record, &cc->id, &found, &cc->orig, &from_record, &load_error);
-        if (from_record)
-                fprintf(cc->out, "%s: a previous run did not put its table back; using the original it recorded in %s\n",
-                        name, cc->record);
-        else if (load_error < 0)
-                log_warning_errno(load_error, "%s: ignoring %s: %m", name, cc->record);
-        if (r < 0) {
-                fprintf(cc->out, "%s: FAILED (cannot record the original table in %s: %s); table unchanged\n", name,
-                        cc->record, strerror(-r));
-                return 1;
-        }
-        return CALIB_GO;
-}
-
-/* What measuring found, for the report. */
-typedef struct CalibOutcome {
-        StateResult res[IDCTRL_MAX_PS];
-        size_t n_done;             /* states with results */
-        uint32_t awake_median;
-        size_t n_awake;
-        bool restored;
-        char *saved;               /* where the results were saved */
-        const char *err;
-        char why[256];
-} CalibOutcome;
-
-/* Measure each state in turn, then put the original table back. Return: 0, 1 or 128+signal. */
-static int calibrate_measure(Run *run, CalibCtrl *cc, CalibOutcome *o) {
-        _cleanup_free_ uint32_t *awake = calloc(cc->n * run->opt->samples, sizeof *awake);
-        const char *name = cc->sys->name;
-        uint16_t status = 0;
-        uint8_t failed_ps = 0;
-        int r = 0, rr = 0;
-
-        if (!awake) {
-                fprintf(cc->out, "%s: FAILED (out of memory)\n", name);
-                return 1;
-        }
-        for (size_t i = 0; i < cc->n; i++) {
-                failed_ps = cc->ps[i];
-                r = measure_state(run, cc->admin, cc->ns, &cc->id, cc->ps[i], awake, &o->n_awake, &o->res[i], &status);
-                if (o->res[i].st.samples > 0 || r >= 0)
-                        o->n_done = i + 1;
-                if (r < 0)
+                            name, res->n_targets, res->n_targets == 1 ? "" : "s", cc->req.samples,
+                            res->estimate_us / 1000000 + 1);
+                break;
+        case CALIBRATE_EVENT_RECORD_IGNORED:
+                log_warning_errno(ev->error, "%s: ignoring %s: %m", name, res->record);
+                break;
+        case CALIBRATE_EVENT_FROM_RECORD:
+                fprintf(cc->out, "%s: a previous run did not put its table back; using the original it recorded "
+                        "in %s\n", name, res->record);
+                break;
+        case CALIBRATE_EVENT_SAMPLE:
+                if (!cc->run->opt->progress)
                         break;
+                fprintf(stderr, "\r%s: ps%u sample %u/%u ", name, ev->ps, ev->sample, cc->req.samples);
+                fflush(stderr);
+                break;
+        case CALIBRATE_EVENT_MEASURED:
+                if (cc->run->opt->progress)
+                        fprintf(stderr, "\r\033[K");
+                if (ev->error == -ETIME)
+                        log_warning("%s: --max-time reached; the results are incomplete.", name);
+                else if (ev->error < 0 && ev->error != -EINTR) {
+                        cc->err = error_words(ev->error, res->measure_status, cc->why, sizeof cc->why);
+                        fprintf(cc->out, "%s: FAILED while measuring ps%u: %s\n", name, ev->ps, cc->err);
+                }
+                break;
+        case CALIBRATE_EVENT_RECORD_KEPT:
+                log_warning_errno(ev->error, "%s: original table put back, but cannot remove %s: %m", name,
+                                  res->record);
+                break;
+        case _CALIBRATE_EVENT_KIND_MAX:
+        case _CALIBRATE_EVENT_KIND_INVALID:
+                break;
         }
-        if (run->opt->progress)
-                fprintf(stderr, "\r\033[K");
-        if (r == -EINTR)
-                rr = 128 + got_signal;
-        else if (r == -ETIME) {
-                log_warning("%s: --max-time reached; the results are incomplete.", name);
-                rr = 1;
-        } else if (r < 0) {
-                o->err = error_words(r, status, o->why, sizeof o->why);
-                fprintf(cc->out, "%s: FAILED while measuring ps%u: %s\n", name, failed_ps, o->err);
-                rr = 1;
-        }
+}
 
-        r = restore(cc->admin, &cc->orig, cc->record, &status);
-        if (r < 0) {
+/* A step that failed before any table changed, in words. */
+static void say_failed(const CalibCtrl *cc) {
+        const CalibrateResult *res = &cc->res;
+        const char *name = cc->sys->name;
+        char why[256];
+
+        switch (res->failed_step) {
+        case CALIBRATE_STEP_STATE:
+                fprintf(cc->out, "%s: FAILED (controller is %s, not live)\n", name, cc->sys->state);
+                return;
+        case CALIBRATE_STEP_OPEN:
+                fprintf(cc->out, "%s: FAILED (cannot open %s/%s: %s)\n", name, arg_dev_dir, name,
+                        strerror(-res->error));
+                return;
+        case CALIBRATE_STEP_IDENTIFY:
+                fprintf(cc->out, "%s: FAILED (Identify Controller: %s)\n", name,
+                        error_words(res->error, res->nvme_status, why, sizeof why));
+                return;
+        case CALIBRATE_STEP_PLAN:
+                fprintf(cc->out, "%s: FAILED (cannot plan: %s)\n", name, strerror(-res->error));
+                return;
+        case CALIBRATE_STEP_NAMESPACE:
+                fprintf(cc->out, "%s: FAILED (no namespace to read from: %s)\n", name,
+                        res->error == -ENOENT ? "none in sysfs" : strerror(-res->error));
+                return;
+        case CALIBRATE_STEP_FIRST_READ:
+                fprintf(cc->out, "%s: FAILED (Read of one block of %s: %s); table unchanged\n", name, res->dev,
+                        error_words(res->error, res->nvme_status, why, sizeof why));
+                return;
+        case CALIBRATE_STEP_GET_FEATURES:
+                fprintf(cc->out, "%s: FAILED (Get Features 0x0C: %s); table unchanged\n", name,
+                        error_words(res->error, res->nvme_status, why, sizeof why));
+                return;
+        case CALIBRATE_STEP_RECORD:
+                fprintf(cc->out, "%s: FAILED (cannot record the original table in %s: %s); table unchanged\n", name,
+                        res->record, strerror(-res->error));
+                return;
+        case CALIBRATE_STEP_MEMORY:
+                fprintf(cc->out, "%s: FAILED (out of memory)\n", name);
+                return;
+        case CALIBRATE_STEP_NONE:
+        case _CALIBRATE_STEP_MAX:
+        case _CALIBRATE_STEP_INVALID:
+                fprintf(cc->out, "%s: FAILED (%s)\n", name, strerror(-res->error));
+                return;
+        }
+}
+
+/* What became of a controller the engine did not measure. Return: 0 or 1 (the exit status's part). */
+static int say_not_measured(const CalibCtrl *cc) {
+        const CalibrateResult *res = &cc->res;
+        const char *name = cc->sys->name;
+
+        switch (res->verdict) {
+        case CALIBRATE_SKIPPED:
+                fprintf(cc->out, "%s: skipped (transport %s is not PCIe)\n", name, cc->sys->transport);
+                return 0;
+        case CALIBRATE_LEFT_ALONE:
+                if (res->left_alone != DEVICE_MANAGE)
+                        fprintf(cc->out, "%s: left alone (%s)\n", name, device_verdict_reason(res->left_alone));
+                else
+                        fprintf(cc->out, "%s: left alone (the kernel's quirk list disables APST on this drive; "
+                                "force = yes overrides)\n", name);
+                return 0;
+        case CALIBRATE_NOTHING:
+                fprintf(cc->out, "%s: nothing to measure (no non-operational power state a policy may use)\n", name);
+                return 0;
+        case CALIBRATE_BUSY:
+                fprintf(cc->out, "%s: refused: busy (%" PRIu64 " I/Os completed in %u ms); the wake-up would be lost "
+                        "in the workload's own I/O. Run it when the drive is idle, or with --force.\n",
+                        name, res->busy_ios, CALIBRATE_BUSY_CHECK_MS);
+                return 1;
+        case CALIBRATE_FAILED:
+                say_failed(cc);
+                return 1;
+        case CALIBRATE_STOPPED:
+        case CALIBRATE_MEASURED:
+        case _CALIBRATE_VERDICT_MAX:
+        case _CALIBRATE_VERDICT_INVALID:
+                break;
+        }
+        return 0;
+}
+
+/* Print, save (unless --no-save or it failed) and say what became of the table. Return: 0, 1 or
+ * 128+signal. */
+static int calibrate_report(CalibCtrl *cc) {
+        const CalibrateResult *res = &cc->res;
+        const Options *opt = cc->run->opt;
+        const char *name = cc->sys->name;
+        _cleanup_free_ char *saved = NULL;
+        int r, rr = 0;
+
+        if (res->measure_error == -EINTR)
+                rr = 128 + got_signal;
+        else if (res->measure_error < 0)
+                rr = 1;
+        if (!res->restored) {
                 char w2[256];
                 fprintf(cc->out, "%s: FAILED to put the original table back: %s; it stays recorded in %s for the next "
-                        "`calibrate` or daemon start\n", name, error_words(r, status, w2, sizeof w2), cc->record);
+                        "`calibrate` or daemon start\n", name,
+                        error_words(res->restore_error, res->restore_status, w2, sizeof w2), res->record);
                 rr = rr ?: 1;
-        } else
-                o->restored = true;
-        o->awake_median = calib_median(awake, o->n_awake);
-        return rr;
-}
-
-/* Print, save (unless --no-save or it failed) and say what became of the table. Return: @rr, or 1 when the
- * results could not be saved. */
-static int calibrate_report(Run *run, CalibCtrl *cc, CalibOutcome *o, int rr) {
-        const SysCtrl *sys = cc->sys;
-        int r;
-
-        if (!run->opt->json)
-                print_results(sys, &cc->id, o->awake_median, o->n_awake, o->res, o->n_done);
-        if (rr == 0 && !run->opt->no_save) {
-                r = save_results(run, &cc->id, o->awake_median, o->res, o->n_done, &o->saved);
+        }
+        if (!opt->json)
+                print_results(cc->sys, &res->id, res->awake_median_us, res->n_awake, res->states, res->n_states);
+        if (rr == 0 && !opt->no_save) {
+                r = save_results(cc->run, &res->id, res->awake_median_us, res->states, res->n_states, &saved);
                 if (r < 0) {
-                        fprintf(cc->out, "%s: FAILED to save the results in %s: %s\n", sys->name, run->opt->state_dir,
+                        fprintf(cc->out, "%s: FAILED to save the results in %s: %s\n", name, opt->state_dir,
                                 strerror(-r));
                         rr = 1;
                 }
         }
-        if (!run->opt->json) {
-                fprintf(cc->out, "  original table %s", o->restored ? "put back" : "NOT put back");
-                if (o->saved)
-                        fprintf(cc->out, "; results saved in %s", o->saved);
+        if (!opt->json) {
+                fprintf(cc->out, "  original table %s", res->restored ? "put back" : "NOT put back");
+                if (saved)
+                        fprintf(cc->out, "; results saved in %s", saved);
                 else if (rr == 0)
                         fprintf(cc->out, "; results not saved (--no-save)");
                 fprintf(cc->out, "\n");
         } else
-                json_object_array_add(run->json_ctrls, json_results(sys, &cc->id, o->awake_median, o->res, o->n_done,
-                                                                    o->restored, o->saved, o->err));
+                json_object_array_add(cc->run->json_ctrls,
+                                      json_results(cc->sys, &res->id, res->awake_median_us, res->states,
+                                                   res->n_states, res->restored, saved, cc->err));
         return rr;
 }
 
-/* Return: 0, 1 (failed or refused: reported), or 128+signal. */
+/* The engine's sequence for one controller: in a thread of its own under calibrate_one(). */
+static int calib_call(void *data) {
+        CalibCtrl *cc = data;
+
+        return calibrate_controller(&cc->req, on_progress, cc, &cc->res);
+}
+
+/* The engine's sequence for one controller in a thread of its own, given up on when an admin command goes
+ * unanswered for [daemon] unresponsive_after_sec (each command counts alone: the measuring's Reads and waits
+ * do not); then what it found, said. Return: 0, 1 (failed or refused: reported), 128+signal; -ETIMEDOUT
+ * when given up on (reported): the thread, still in the kernel, keeps what it was given, so the caller ends
+ * without freeing it. */
 static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, const SysCtrl *sys,
                          const char *runtime_dir) {
-        CalibCtrl cc = {
-                .sys = sys,
-                .out = run->opt->json ? stderr : stdout,   /* with --json, stdout is the JSON only */
-        };
-        CalibOutcome o = {};
-        int r;
-
-        r = calibrate_prepare(run, cfg, plat, &cc);
-        if (r == CALIB_GO)
-                r = calibrate_take_original(&cc, runtime_dir);
-        if (r == CALIB_GO) {
-                r = calibrate_measure(run, &cc, &o);
-                r = calibrate_report(run, &cc, &o, r);
-        }
-        free(o.saved);
-        ctrl_free(cc.ns);
-        ctrl_free(cc.admin);
-        return r;
-}
-
-typedef struct CalibCall {
-        Run *run;
-        const Config *cfg;
-        const SysPlatform *plat;
-        SysCtrl sys;
-        const char *runtime_dir;
-} CalibCall;
-
-static int calib_call(void *data) {
-        CalibCall *a = data;
-
-        return calibrate_one(a->run, a->cfg, a->plat, &a->sys, a->runtime_dir);
-}
-
-/* calibrate_one() in a thread of its own, given up on when an admin command goes unanswered for
- * [daemon] unresponsive_after_sec (each command counts alone: the measuring's Reads and waits do not).
- * Return: as calibrate_one(); -ETIMEDOUT when given up on (reported): the thread, still in the
- * kernel, keeps what it was given, so the caller ends without freeing it. */
-static int calibrate_one_bounded(Run *run, const Config *cfg, const SysPlatform *plat, const SysCtrl *sys,
-                                 const char *runtime_dir) {
         _cleanup_(ctrljob_freep) CtrlJob *j = NULL;
         unsigned secs = cfg->daemon.unresponsive_after_sec;
-        CalibCall *a = calloc(1, sizeof *a);
-        char s[16];
+        _cleanup_free_ CalibCtrl *cc = calloc(1, sizeof *cc);
         int r;
 
-        if (!a || ctrljob_new_call(calib_call, a, free, &j) < 0) {
-                free(a);
-                return calibrate_one(run, cfg, plat, sys, runtime_dir);
-        }
-        *a = (CalibCall) { .run = run, .cfg = cfg, .plat = plat, .sys = *sys, .runtime_dir = runtime_dir };
-        r = ctrljob_run(j, (uint64_t) secs * 1000000u);
+        if (!cc)
+                return log_error("Out of memory."), 1;
+        *cc = (CalibCtrl) {
+                .run = run,
+                .sys = sys,
+                .out = run->opt->json ? stderr : stdout,   /* with --json, stdout is the JSON only */
+                .req = {
+                        .sys = sys,
+                        .config = cfg,
+                        .platform = plat,
+                        .sysfs_root = arg_sysfs_root,
+                        .dev_dir = arg_dev_dir,
+                        .record_dir = runtime_dir,
+                        .samples = run->opt->samples,
+                        .force = run->opt->force,
+                        .deadline_usec = run->deadline_usec,
+                        .stop = &got_signal,
+                },
+        };
+        r = ctrljob_new_call(calib_call, cc, NULL, &j);
+        if (r >= 0)
+                r = ctrljob_run(j, (uint64_t) secs * 1000000u);
         if (r == -ETIMEDOUT) {
                 TAKE_PTR(j);
-                (void) snprintf(s, sizeof s, "%u", secs);
-                log_event(LOG_ERR, -ETIMEDOUT, MSGID_CTRL_UNRESPONSIVE,
-                          LOG_FIELDS({ "NVME_CTRL", sys->name }, { "APST_REASON", "calibrate" },
-                                     { "NVME_DEADLINE_SEC", s }),
-                          "%s: no answer to an admin command for %u s; giving up on the controller.", sys->name, secs);
-                fprintf(run->opt->json ? stderr : stdout,
-                        "%s: FAILED (no answer to an admin command within %u s: the controller is unresponsive; "
-                        "giving up on it. If its table was changed, the original stays recorded in %s/ctrl-%s.orig "
-                        "for the next `calibrate` or daemon start)\n", sys->name, secs, strempty(runtime_dir), sys->name);
+                TAKE_PTR(cc);
+                say_unresponsive(run, sys, secs, runtime_dir);
                 return -ETIMEDOUT;
         }
         if (r < 0)
-                return calibrate_one(run, cfg, plat, sys, runtime_dir);
-        return j->r;
+                (void) calib_call(cc);     /* no thread to be had: in this one, unbounded */
+        if (cc->res.verdict == CALIBRATE_STOPPED)
+                return 128 + got_signal;
+        if (cc->res.verdict != CALIBRATE_MEASURED)
+                return say_not_measured(cc);
+        return calibrate_report(cc);
 }
 
 static int parse_argv(int argc, char *argv[], Options *o) {
@@ -607,7 +436,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "force", no_argument, NULL, ARG_FORCE },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "no-save", no_argument, NULL, ARG_NO_SAVE },
-                { "config", required_argument, NULL, 'c' },
+                CLI_CONFIG_OPTION,
                 CLI_COMMON_OPTIONS,
                 {},
         };
@@ -615,7 +444,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
         int c;
 
         optind = 0;
-        while ((c = cli_getopt(argc, argv, "n:c:h", options, help)) >= 0) {
+        while ((c = cli_getopt_config(argc, argv, "n:c:h", options, help, &o->config_path)) >= 0) {
                 switch (c) {
                 case 'n':
                         if (safe_atou32(optarg, &v) < 0 || v < 1 || v > CALIB_SAMPLES_MAX) {
@@ -639,9 +468,6 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_NO_SAVE:
                         o->no_save = true;
-                        break;
-                case 'c':
-                        o->config_path = optarg;
                         break;
                 default:
                         return 2;
@@ -702,7 +528,7 @@ int verb_calibrate(int argc, char *argv[]) {
         (void) sigaction(SIGINT, &sa, NULL);
         (void) sigaction(SIGTERM, &sa, NULL);
         (void) sigaction(SIGHUP, &sa, NULL);
-        run.deadline_usec = now_usec() + (uint64_t) o.max_time_s * 1000000u;
+        run.deadline_usec = ctrljob_now_usec() + (uint64_t) o.max_time_s * 1000000u;
 
         sysfs_read_platform(arg_sysfs_root, &plat);
         r = cli_select_controllers(argv + optind, (size_t) (argc - optind), &sel);
@@ -717,7 +543,7 @@ int verb_calibrate(int argc, char *argv[]) {
         if (sel.n_present == 0 && optind == argc && !o.json)
                 printf("No NVMe controllers found.\n");
         for (size_t k = 0; k < sel.n && !got_signal; k++) {
-                r = calibrate_one_bounded(&run, &cfg, &plat, &sel.ctrls[k], runtime_dir);
+                r = calibrate_one(&run, &cfg, &plat, &sel.ctrls[k], runtime_dir);
                 if (r == -ETIMEDOUT) {
                         /* the thread given up on may come back and go on with what it shares with the
                          * rest (the JSON list, the configuration): no other controller, nothing freed */

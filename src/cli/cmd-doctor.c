@@ -300,10 +300,10 @@ typedef struct DoctorOptions {
 } DoctorOptions;
 
 /* Return: 1 to go on, 0 when done (--help, --version), -EINVAL. */
-static int parse_doctor_options(int argc, char *argv[], DoctorOptions *o) {
+static int parse_argv(int argc, char *argv[], DoctorOptions *o) {
         enum { ARG_KERNEL_LOG = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
+                CLI_CONFIG_OPTION,
                 { "json", no_argument, NULL, 'j' },
                 { "kernel-log", required_argument, NULL, ARG_KERNEL_LOG },
                 CLI_COMMON_OPTIONS,
@@ -312,11 +312,8 @@ static int parse_doctor_options(int argc, char *argv[], DoctorOptions *o) {
         int c;
 
         optind = 0;
-        while ((c = cli_getopt(argc, argv, "c:jh", options, help)) >= 0) {
+        while ((c = cli_getopt_config(argc, argv, "c:jh", options, help, &o->config_path)) >= 0) {
                 switch (c) {
-                case 'c':
-                        o->config_path = optarg;
-                        break;
                 case 'j':
                         o->json = true;
                         break;
@@ -426,7 +423,7 @@ int verb_doctor(int argc, char *argv[]) {
         size_t n = 0, n_log = 0;
         int r, status = 2;
 
-        r = parse_doctor_options(argc, argv, &o);
+        r = parse_argv(argc, argv, &o);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
 

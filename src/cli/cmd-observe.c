@@ -148,21 +148,16 @@ static int print_json(const ObservedDisk *d, size_t n, unsigned seconds) {
         return json_out_print(stdout, root, JSON_OUT_FLAGS);
 }
 
-int verb_observe(int argc, char *argv[]) {
+/* Return: 1 to go on, 0 to exit 0 (--help, --version), 2 (bad usage). */
+static int parse_argv(int argc, char *argv[], unsigned *ret_seconds, bool *ret_json) {
         static const struct option options[] = {
                 { "seconds", required_argument, NULL, 's' },
                 { "json", no_argument, NULL, 'j' },
                 CLI_COMMON_OPTIONS,
                 {},
         };
-        _cleanup_(bpfwatch_freep) BpfWatch *bw = NULL;
-        _cleanup_free_ ObservedDisk *disks = NULL;
-        char (*all)[32] = NULL, reason[256];
-        unsigned seconds = OBSERVE_DEFAULT_SECONDS;
-        size_t n = 0, n_all = 0;
-        bool json = false;
         uint32_t v;
-        int c, r;
+        int c;
 
         optind = 0;
         while ((c = cli_getopt(argc, argv, "s:jh", options, help)) >= 0) {
@@ -172,61 +167,73 @@ int verb_observe(int argc, char *argv[]) {
                                 log_error("--seconds takes 1..%u, not '%s'.", OBSERVE_MAX_SECONDS, optarg);
                                 return 2;
                         }
-                        seconds = v;
+                        *ret_seconds = v;
                         break;
                 case 'j':
-                        json = true;
+                        *ret_json = true;
                         break;
                 default:
                         return 2;
                 }
         }
-        if (c == CLI_GETOPT_EXIT)
-                return 0;
+        return c == CLI_GETOPT_EXIT ? 0 : 1;
+}
 
-        if (optind == argc) {
+/* The disks named (@names, "/dev/" allowed), or every whole disk when none is, each with its diskseq.
+ * Return: 0, or the exit status (said): 1 a disk that is not one or none at all, 2 too many. */
+static int select_disks(char **names, size_t n_names, ObservedDisk **ret, size_t *ret_n) {
+        _cleanup_free_ char (*all)[32] = NULL;
+        _cleanup_free_ ObservedDisk *disks = NULL;
+        size_t n_all = 0, want;
+        int r;
+
+        if (n_names == 0) {
                 r = sysfs_list_disks(arg_sysfs_root, &all, &n_all);
                 if (r < 0) {
                         log_error_errno(r, "Cannot list the block disks: %m");
                         return 1;
                 }
         }
-        size_t want = optind < argc ? (size_t) (argc - optind) : n_all;
+        want = n_names > 0 ? n_names : n_all;
         if (want > OBSERVE_MAX_DISKS) {
                 log_error("observe watches at most %u disks at once; name the ones to watch.", OBSERVE_MAX_DISKS);
-                free(all);
                 return 2;
         }
-        disks = calloc(MAX(want, (size_t) 1), sizeof *disks);
+        if (want == 0) {
+                log_error("No block disks to observe.");
+                return 1;
+        }
+        disks = calloc(want, sizeof *disks);
         if (!disks) {
-                free(all);
                 log_error("Out of memory.");
                 return 1;
         }
         for (size_t i = 0; i < want; i++) {
-                const char *name = optind < argc ? argv[optind + i] : all[i];
-                ObservedDisk *d = &disks[n];
+                const char *name = n_names > 0 ? names[i] : all[i];
 
                 if (strncmp(name, "/dev/", 5) == 0)
                         name += 5;
-                r = sysfs_block_diskseq(arg_sysfs_root, name, &d->diskseq);
-                if (r < 0) {
-                        if (r == -EINVAL)
-                                log_error("%s: not a whole disk with a diskseq (a partition, or a kernel before 5.15).",
-                                          name);
-                        else
-                                log_error_errno(r, "%s: no such block disk: %m", name);
-                        free(all);
+                r = sysfs_block_diskseq(arg_sysfs_root, name, &disks[i].diskseq);
+                if (r == -EINVAL)
+                        log_error("%s: not a whole disk with a diskseq (a partition, or a kernel before 5.15).",
+                                  name);
+                else if (r < 0)
+                        log_error_errno(r, "%s: no such block disk: %m", name);
+                if (r < 0)
                         return 1;
-                }
-                (void) snprintf(d->name, sizeof d->name, "%s", name);
-                n++;
+                (void) snprintf(disks[i].name, sizeof disks[i].name, "%s", name);
         }
-        free(all);
-        if (n == 0) {
-                log_error("No block disks to observe.");
-                return 1;
-        }
+        *ret = TAKE_PTR(disks);
+        *ret_n = want;
+        return 0;
+}
+
+/* Load the program, give each disk a slot, wait @seconds and read the counters into @disks.
+ * Return: 0, or 1 (said). */
+static int watch_disks(ObservedDisk *disks, size_t n, unsigned seconds, bool json) {
+        _cleanup_(bpfwatch_freep) BpfWatch *bw = NULL;
+        char reason[256];
+        int r;
 
         r = bpfwatch_open(&bw, reason, sizeof reason);
         if (r < 0) {
@@ -235,14 +242,12 @@ int verb_observe(int argc, char *argv[]) {
         }
         for (size_t i = 0; i < n; i++) {
                 disks[i].slot = bpfwatch_slot_new(bw);
-                if (disks[i].slot < 0)
-                        {
+                if (disks[i].slot < 0) {
                         (void) log_error_errno(disks[i].slot, "No slot for %s: %m", disks[i].name);
                         return 1;
                 }
                 r = bpfwatch_slot_set_disks(bw, (unsigned) disks[i].slot, &disks[i].diskseq, 1);
-                if (r < 0)
-                        {
+                if (r < 0) {
                         (void) log_error_errno(r, "Cannot watch %s: %m", disks[i].name);
                         return 1;
                 }
@@ -252,20 +257,38 @@ int verb_observe(int argc, char *argv[]) {
         wait_seconds(seconds);
         for (size_t i = 0; i < n; i++) {
                 r = bpfwatch_read(bw, (unsigned) disks[i].slot, &disks[i].h, NULL);
-                if (r < 0)
-                        {
+                if (r < 0) {
                         (void) log_error_errno(r, "Cannot read the counters of %s: %m", disks[i].name);
                         return 1;
                 }
         }
-        if (json) {
-                r = print_json(disks, n, seconds);
-                if (r < 0)
-                        {
-                        (void) log_error_errno(r, "Cannot print: %m");
-                        return 1;
-                }
-        } else
+        return 0;
+}
+
+int verb_observe(int argc, char *argv[]) {
+        _cleanup_free_ ObservedDisk *disks = NULL;
+        unsigned seconds = OBSERVE_DEFAULT_SECONDS;
+        bool json = false;
+        size_t n = 0;
+        int r;
+
+        r = parse_argv(argc, argv, &seconds, &json);
+        if (r != 1)
+                return r;
+        r = select_disks(argv + optind, (size_t) (argc - optind), &disks, &n);
+        if (r != 0)
+                return r;
+        r = watch_disks(disks, n, seconds, json);
+        if (r != 0)
+                return r;
+        if (!json) {
                 print_text(disks, n, seconds);
+                return 0;
+        }
+        r = print_json(disks, n, seconds);
+        if (r < 0) {
+                (void) log_error_errno(r, "Cannot print: %m");
+                return 1;
+        }
         return 0;
 }

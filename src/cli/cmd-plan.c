@@ -67,7 +67,8 @@ static void print_human(const PlanEntry *e) {
         if (e->have_sys && e->sys.pci_vendor)
                 printf(", PCI %04x:%04x", e->sys.pci_vendor, e->sys.pci_device);
         printf(")\n");
-        printf("  power states (npss %u, APST %s):\n", e->id.npss, e->id.apst_supported ? "supported" : "not supported");
+        printf("  power states (npss %u, APST %s):\n", e->id.npss,
+               e->id.apst_supported ? "supported" : "not supported");
         printf("    ps  max power    type             enlat µs     exlat µs\n");
         for (unsigned i = 0; i <= e->id.npss && i < IDCTRL_MAX_PS; i++) {
                 const IdPsd *s = &e->id.psd[i];
@@ -131,7 +132,8 @@ static struct json_object *json_power_states(const IdCtrl *id, const DevicePlan 
                 (void) json_object_object_add(o, "exlat_us", json_object_new_uint64(s->exlat_us));
                 (void) json_object_object_add(o, "idle_power_w", json_out_fixed(s->idle_power_uw / 1e6, 4));
                 /* the exit latency the plan used: a measured one where it was larger */
-                (void) json_object_object_add(o, "planned_exlat_us", json_object_new_uint64(plan->plan_id.psd[i].exlat_us));
+                (void) json_object_object_add(o, "planned_exlat_us",
+                                              json_object_new_uint64(plan->plan_id.psd[i].exlat_us));
                 (void) json_object_object_add(o, "measured", json_object_new_boolean(plan->calib_raised & (1u << i)));
                 (void) json_object_array_add(a, o);
         }
@@ -220,7 +222,7 @@ typedef struct PlanArgs {
 static int parse_argv(int argc, char *argv[], PlanArgs *a) {
         enum { ARG_PCI_ID = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
+                CLI_CONFIG_OPTION,
                 { "json", no_argument, NULL, 'j' },
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "pci-id", required_argument, NULL, ARG_PCI_ID },
@@ -231,11 +233,8 @@ static int parse_argv(int argc, char *argv[], PlanArgs *a) {
         int c;
 
         optind = 0;
-        while ((c = cli_getopt(argc, argv, "c:ji:h", options, help)) >= 0) {
+        while ((c = cli_getopt_config(argc, argv, "c:ji:h", options, help, &a->config_path)) >= 0) {
                 switch (c) {
-                case 'c':
-                        a->config_path = optarg;
-                        break;
                 case 'j':
                         a->json = true;
                         break;

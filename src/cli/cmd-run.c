@@ -36,7 +36,7 @@ static void help(void) {
 static int parse_argv(int argc, char *argv[], const char **ret_config, uint64_t *ret_verify_usec) {
         enum { ARG_VERIFY_INTERVAL = _CLI_ARG_FIRST_PRIVATE };
         static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
+                CLI_CONFIG_OPTION,
                 CLI_COMMON_OPTIONS,
                 /* hidden, for tests: how often to look at the I/O counters */
                 { "verify-interval-ms", required_argument, NULL, ARG_VERIFY_INTERVAL },
@@ -46,11 +46,8 @@ static int parse_argv(int argc, char *argv[], const char **ret_config, uint64_t 
         int c;
 
         optind = 0;
-        while ((c = cli_getopt(argc, argv, "c:h", options, help)) >= 0) {
+        while ((c = cli_getopt_config(argc, argv, "c:h", options, help, ret_config)) >= 0) {
                 switch (c) {
-                case 'c':
-                        *ret_config = optarg;
-                        break;
                 case ARG_VERIFY_INTERVAL:
                         if (safe_atou32(optarg, &verify_ms) < 0 || verify_ms == 0) {
                                 log_error("--verify-interval-ms=%s: expected a positive number.", optarg);
@@ -80,8 +77,8 @@ static int take_runlock(const char *runtime_dir) {
                 r = runlock_take(runtime_dir, false, true, &fd);
         }
         if (r < 0) {
-                log_warning_errno(r, "Cannot lock %s/" RUNLOCK_NAME ": %m; `calibrate` will not see that the daemon runs.",
-                                  runtime_dir);
+                log_warning_errno(r, "Cannot lock %s/" RUNLOCK_NAME ": %m; `calibrate` will not see that the daemon "
+                                  "runs.", runtime_dir);
                 return -1;
         }
         return fd;
@@ -102,8 +99,7 @@ int verb_run(int argc, char *argv[]) {
          * own (ctrljob.h), and glibc would give threads arenas of their own, a few hundred KiB of RSS
          * each that stay after the threads end. They are rare and brief: no contention to spare. */
         (void) mallopt(M_ARENA_MAX, 1);
-        o.config_missing_ok = !config_path;
-        o.config_path = config_path ?: cli_default_config_path(default_config, sizeof default_config);
+        o.config_path = cli_config_path(config_path, default_config, sizeof default_config, &o.config_missing_ok);
         o.sysfs_root = arg_sysfs_root;
         o.dev_dir = arg_dev_dir;
         o.proc_root = arg_proc_root;

@@ -44,10 +44,62 @@
 /* A trace file: 1 GiB holds ~10^7 blkparse events (each line < 100 bytes), hours of a busy disk. */
 #define TRACE_FILE_MAX (UINT64_C(1) << 30)
 
-enum {
-        POLICY_NONE = _APST_POLICY_MAX,  /* besides ApstPolicyKind: APST off */
-        POLICY_HINDSIGHT,                /* the best static table knowing the trace (hindsight.h) */
-};
+/* The policy of the first row: the daemon's own three, and two only the simulator knows. */
+typedef enum SimulatePolicy {
+        SIMULATE_POLICY_BUDGET,
+        SIMULATE_POLICY_KERNEL,
+        SIMULATE_POLICY_ADAPTIVE,
+        SIMULATE_POLICY_NONE,            /* APST off */
+        SIMULATE_POLICY_HINDSIGHT,       /* the best static table knowing the trace (hindsight.h) */
+        _SIMULATE_POLICY_MAX,
+        _SIMULATE_POLICY_INVALID = -EINVAL,
+} SimulatePolicy;
+
+static SimulatePolicy simulate_policy_from_apst(ApstPolicyKind k) {
+        switch (k) {
+        case APST_POLICY_BUDGET:
+                return SIMULATE_POLICY_BUDGET;
+        case APST_POLICY_KERNEL:
+                return SIMULATE_POLICY_KERNEL;
+        case APST_POLICY_ADAPTIVE:
+                return SIMULATE_POLICY_ADAPTIVE;
+        case _APST_POLICY_MAX:
+        case _APST_POLICY_INVALID:
+                break;
+        }
+        return _SIMULATE_POLICY_INVALID;
+}
+
+/* The daemon's policy @k stands for. Return: 0, or -EINVAL for the simulator's own (none, hindsight). */
+static int simulate_policy_to_apst(SimulatePolicy k, ApstPolicyKind *ret) {
+        switch (k) {
+        case SIMULATE_POLICY_BUDGET:
+                *ret = APST_POLICY_BUDGET;
+                return 0;
+        case SIMULATE_POLICY_KERNEL:
+                *ret = APST_POLICY_KERNEL;
+                return 0;
+        case SIMULATE_POLICY_ADAPTIVE:
+                *ret = APST_POLICY_ADAPTIVE;
+                return 0;
+        case SIMULATE_POLICY_NONE:
+        case SIMULATE_POLICY_HINDSIGHT:
+        case _SIMULATE_POLICY_MAX:
+        case _SIMULATE_POLICY_INVALID:
+                break;
+        }
+        return -EINVAL;
+}
+
+static const char *simulate_policy_to_string(SimulatePolicy k) {
+        ApstPolicyKind p;
+
+        if (k == SIMULATE_POLICY_HINDSIGHT)
+                return "hindsight";
+        if (k == SIMULATE_POLICY_NONE)
+                return "none";
+        return simulate_policy_to_apst(k, &p) < 0 ? NULL : apst_policy_to_string(p);
+}
 
 typedef struct Options {
         const char *id_ctrl, *trace, *config, *policy, *device;
@@ -281,7 +333,7 @@ static int parse_option(int c, const char *arg, Options *o) {
         return 0;
 }
 
-static int parse_options(int argc, char *argv[], Options *o) {
+static int parse_argv(int argc, char *argv[], Options *o) {
         static const struct option options[] = {
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "trace", required_argument, NULL, 't' },
@@ -318,15 +370,16 @@ static int parse_options(int argc, char *argv[], Options *o) {
  * make it) for the drive as controller "sim0" under the config (or the built-in defaults), then
  * --policy. enable = no: the daemon leaves the drive alone, so the kernel's table, built with
  * nvme_core's own defaults, is what runs. */
-static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_params, int *ret_kind,
+static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_params, SimulatePolicy *ret_kind,
                           char *section, size_t section_size) {
         _cleanup_(config_done) Config c;
         _cleanup_free_ char *error = NULL;
         SysCtrl sys = { .name = "sim0", .transport = "pcie",
                         .pci_vendor = o->platform.pci_vendor, .pci_device = o->platform.pci_device };
+        SimulatePolicy kind;
         ApstParams params;
         DevicePlan dp;
-        int kind, r;
+        int r;
 
         config_init(&c);
         if (o->config) {
@@ -346,12 +399,12 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
         }
         (void) snprintf(section, section_size, "%s", strempty(dp.section));
         params = dp.verdict == DEVICE_DISABLED ? APST_PARAMS_DEFAULT : dp.params;
-        kind = dp.verdict == DEVICE_DISABLED ? APST_POLICY_KERNEL : (int) params.policy;
+        kind = dp.verdict == DEVICE_DISABLED ? SIMULATE_POLICY_KERNEL : simulate_policy_from_apst(params.policy);
         if (o->policy) {
                 if (strcmp(o->policy, "none") == 0)
-                        kind = POLICY_NONE;
+                        kind = SIMULATE_POLICY_NONE;
                 else if (strcmp(o->policy, "hindsight") == 0)
-                        kind = POLICY_HINDSIGHT;
+                        kind = SIMULATE_POLICY_HINDSIGHT;
                 else {
                         ApstPolicyKind k = apst_policy_from_string(o->policy);
                         if (k < 0) {
@@ -359,29 +412,23 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
                                           o->policy);
                                 return -EINVAL;
                         }
-                        kind = k;
+                        kind = simulate_policy_from_apst(k);
                 }
         }
-        if (kind < _APST_POLICY_MAX)
-                params.policy = (ApstPolicyKind) kind;
+        (void) simulate_policy_to_apst(kind, &params.policy);    /* none and hindsight keep the plan's */
         *ret_params = params;
         *ret_kind = kind;
         return 0;
 }
 
-static const char *kind_name(int kind) {
-        if (kind == POLICY_HINDSIGHT)
-                return "hindsight";
-        return kind == POLICY_NONE ? "none" : apst_policy_to_string((ApstPolicyKind) kind);
-}
-
 /* The table the daemon would program; APST off for apsta = 0 (nothing is sent then). */
-static int build_table(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, int kind,
+static int build_table(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, SimulatePolicy kind,
                        ApstTable *ret) {
         ApstPlan plan;
         int r;
 
-        if (kind == POLICY_NONE || kind == POLICY_HINDSIGHT) {   /* hindsight's is found on the trace (hindsight_row()) */
+        /* hindsight's is found on the trace (hindsight_row()) */
+        if (kind == SIMULATE_POLICY_NONE || kind == SIMULATE_POLICY_HINDSIGHT) {
                 *ret = (ApstTable) {};
                 return 0;
         }
@@ -575,7 +622,7 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
         printf("Policy: %s%s%s%s: %s\n\n", chosen, section[0] ? " (config section " : "", section,
                section[0] ? ")" : "", desc);
 
-        printf("%-8s %11s %9s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n", "policy", "energy J", "mean W", "vs opt",
+        printf("%-14s %11s %9s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n", "policy", "energy J", "mean W", "vs opt",
                "I/Os", "stall s", "add mean", "add p99", "add p99.9", "add max", "wall +s", "wake-ups");
         for (size_t i = 0; i <= n_rows; i++) {
                 const Row *row = i < n_rows ? &rows[i] : opt;
@@ -586,7 +633,7 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
                         if (r->wakeups[s])
                                 off += (size_t) snprintf(wk + off, sizeof wk - off, "%sps%u:%" PRIu64, off ? " " : "",
                                                          s, r->wakeups[s]);
-                printf("%-8s %11.6f %9.6f %8.3f %8" PRIu64 " %9.6f %8.3fms %7.3fms %7.3fms %7.3fms %9.6f  %s\n",
+                printf("%-14s %11.6f %9.6f %8.3f %8" PRIu64 " %9.6f %8.3fms %7.3fms %7.3fms %7.3fms %9.6f  %s\n",
                        row->name, r->energy_j, r->mean_power_w, ratio(r->energy_j, opt->res.energy_j), r->ios,
                        (double) r->stall_ns * 1e-9, r->added_mean_ns * 1e-6, (double) r->added_p99_ns * 1e-6,
                        (double) r->added_p999_ns * 1e-6, (double) r->added_max_ns * 1e-6,
@@ -648,31 +695,34 @@ static int load_trace(const Options *o, Trace *t) {
 
 /* The chosen policy's table, then the baselines': APST off and the kernel's defaults. Return: 0 or -errno
  * (said). */
-static int build_tables(const Options *o, const IdCtrl *id, const ApstParams *params, int kind, ApstTable tables[3]) {
+static int build_tables(const Options *o, const IdCtrl *id, const ApstParams *params, SimulatePolicy kind,
+                        ApstTable tables[3]) {
         ApstParams kernel_params = APST_PARAMS_DEFAULT;
         int r;
 
         kernel_params.policy = APST_POLICY_KERNEL;
         r = build_table(id, &o->platform, params, kind, &tables[0]);
         if (r >= 0)
-                r = build_table(id, &o->platform, NULL, POLICY_NONE, &tables[1]);
+                r = build_table(id, &o->platform, NULL, SIMULATE_POLICY_NONE, &tables[1]);
         if (r >= 0)
-                r = build_table(id, &o->platform, &kernel_params, APST_POLICY_KERNEL, &tables[2]);
+                r = build_table(id, &o->platform, &kernel_params, SIMULATE_POLICY_KERNEL, &tables[2]);
         if (r < 0)
                 log_error("cannot build the APST table: %s", strerror(-r));
         return r;
 }
 
-/* Run the trace through one row's table; @kind APST_POLICY_ADAPTIVE (with @params) runs the daemon's own
+/* Run the trace through one row's table; @kind SIMULATE_POLICY_ADAPTIVE (with @params) runs the daemon's own
  * decision code in @adapt, fed what it would observe; adapt_init() writes its starting table into @table,
- * and on the exact source the row reports @adapt's shadow kernel. Return: 0 or -errno (said). */
+ * and on the exact source the row reports @adapt's shadow kernel. With --repeat, @first (may be NULL) gets
+ * the first copy's figures. Return: 0 or -errno (said). */
 static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const SimParams *sp,
-                        const ApstParams *params, int kind, Adapt *adapt, ApstTable *table, Row *row) {
+                        const ApstParams *params, SimulatePolicy kind, Adapt *adapt, ApstTable *table, Row *row,
+                        Row *first) {
         SimPolicy pol;
         int r;
 
         sim_policy_static(&pol, row->name, table);
-        if (kind == APST_POLICY_ADAPTIVE) {
+        if (kind == SIMULATE_POLICY_ADAPTIVE) {
                 r = adapt_init(adapt, id, &o->platform, params, 0, table);
                 if (r < 0)
                         return log_error_errno(r, "adaptive policy: %s", strerror(-r));
@@ -682,7 +732,7 @@ static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, c
                 } else
                         adapt_sim_policy(&pol, adapt);
         }
-        r = sim_run_repeat(d, t->io, t->n, sp, &pol, o->copies, &row->res);
+        r = sim_run_repeat(d, t->io, t->n, sp, &pol, o->copies, &row->res, first ? &first->res : NULL);
         if (r < 0)
                 return log_error_errno(r, "simulating %s: %s", row->name, strerror(-r));
         return 0;
@@ -699,7 +749,8 @@ static int hindsight_row(const Options *o, const IdCtrl *id, const SimDrive *d, 
         r = hindsight_search(id, quirks, params, d, t->io, t->n, sp, kernel, o->hindsight_share, &h);
         if (r < 0)
                 return log_error_errno(r, "hindsight: %s", strerror(-r));
-        log_debug("hindsight: %u tables tried, %s", h.candidates, h.kernel_won ? "the kernel's won" : "one beat the kernel's");
+        log_debug("hindsight: %u tables tried, %s", h.candidates,
+                  h.kernel_won ? "the kernel's won" : "one beat the kernel's");
         *table = h.table;
         row->res = h.res;
         return 0;
@@ -713,7 +764,8 @@ static int run(const Options *o) {
         ApstParams params;
         ApstTable tables[3];
         char section[128];
-        int kind, r;
+        SimulatePolicy kind;
+        int r;
 
         r = load_drive(o, &id, &d);
         if (r < 0)
@@ -726,14 +778,18 @@ static int run(const Options *o) {
         if (r < 0)
                 goto finish;
 
-        /* Rows: the chosen policy, then the baselines every run reports. */
-        const char *names[3] = { kind_name(kind), "none", "kernel" };
+        /* Rows: the chosen policy, then the baselines every run reports; with --repeat, the chosen
+         * policy's first copy (a cold run) last. */
+        char first_name[32];
+        const char *names[3] = { simulate_policy_to_string(kind), "none", "kernel" };
+        bool with_first = o->copies > 1 && kind != SIMULATE_POLICY_HINDSIGHT;
+        (void) snprintf(first_name, sizeof first_name, "%s-copy1", names[0]);
         r = build_tables(o, &id, &params, kind, tables);
         if (r < 0)
                 goto finish;
 
         SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop, .timeline = o->timeline };
-        Row rows[3] = {}, opt = { .name = "optimum" };
+        Row rows[4] = { [3] = { .name = first_name } }, opt = { .name = "optimum" };
         size_t done = 0;
         adapt = calloc(1, sizeof(Adapt));
         if (!adapt) {
@@ -742,14 +798,15 @@ static int run(const Options *o) {
         }
         for (; done < 3; done++) {
                 rows[done].name = names[done];
-                if (done == 0 && kind == POLICY_HINDSIGHT) {
+                if (done == 0 && kind == SIMULATE_POLICY_HINDSIGHT) {
                         r = hindsight_row(o, &id, &d, &t, &sp, &params, &tables[2], &tables[0], &rows[0]);
                         if (r < 0)
                                 goto free_rows;
                         continue;
                 }
-                r = simulate_row(o, &id, &d, &t, &sp, done == 0 ? &params : NULL, done == 0 ? kind : -1, adapt,
-                                 &tables[done], &rows[done]);
+                r = simulate_row(o, &id, &d, &t, &sp, done == 0 ? &params : NULL,
+                                 done == 0 ? kind : _SIMULATE_POLICY_INVALID, adapt, &tables[done], &rows[done],
+                                 done == 0 && with_first ? &rows[3] : NULL);
                 if (r < 0)
                         goto free_rows;
         }
@@ -760,9 +817,9 @@ static int run(const Options *o) {
         }
 
         if (o->json)
-                r = print_json(o, &id, &d, &t, names[0], section, rows, 3, &opt);
+                r = print_json(o, &id, &d, &t, names[0], section, rows, with_first ? 4 : 3, &opt);
         else
-                print_human(o, &id, &d, &t, names[0], section, rows, 3, &opt, &tables[0]);
+                print_human(o, &id, &d, &t, names[0], section, rows, with_first ? 4 : 3, &opt, &tables[0]);
         if (r < 0 || fflush(stdout) != 0 || ferror(stdout)) {
                 r = -EIO;
                 log_error("writing the output failed");
@@ -771,6 +828,7 @@ static int run(const Options *o) {
 free_rows:
         for (size_t i = 0; i < done; i++)
                 sim_result_done(&rows[i].res);
+        sim_result_done(&rows[3].res);
 finish:
         trace_done(&t);
         return r;
@@ -782,7 +840,7 @@ int verb_simulate(int argc, char *argv[]) {
                       .source = ADAPT_SOURCE_BPF };
         int r;
 
-        r = parse_options(argc, argv, &o);
+        r = parse_argv(argc, argv, &o);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
         return run(&o) < 0 ? 1 : 0;

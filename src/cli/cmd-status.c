@@ -180,7 +180,8 @@ static void snake_case(const char *in, char *out, size_t n) {
         for (size_t i = 0; in[i] && k + 2 < n; i++) {
                 char c = in[i];
                 bool upper = c >= 'A' && c <= 'Z';
-                bool prev_lower = i > 0 && ((in[i - 1] >= 'a' && in[i - 1] <= 'z') || (in[i - 1] >= '0' && in[i - 1] <= '9'));
+                bool prev_lower = i > 0 && ((in[i - 1] >= 'a' && in[i - 1] <= 'z') ||
+                                            (in[i - 1] >= '0' && in[i - 1] <= '9'));
 
                 if (upper && prev_lower)
                         out[k++] = '_';
@@ -193,7 +194,8 @@ static void snake_case(const char *in, char *out, size_t n) {
 static void json_string(FILE *f, const char *s) {
         struct json_object *o = json_object_new_string(s ? s : "");
 
-        fputs(o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "\"\"", f);
+        fputs(o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "\"\"",
+              f);
         json_object_put(o);
 }
 
@@ -283,8 +285,8 @@ static void print_ctrl(const Props *c) {
         const char *fw = prop_s(c, "Firmware");
         char since[128], t1[32], t2[32];
 
-        printf("%s %s - %s%s%s%s\n", state_mark(state), prop_s(c, "Name"), prop_s(c, "Model"), fw[0] ? " (firmware " : "",
-               fw, fw[0] ? ")" : "");
+        printf("%s %s - %s%s%s%s\n", state_mark(state), prop_s(c, "Name"), prop_s(c, "Model"),
+               fw[0] ? " (firmware " : "", fw, fw[0] ? ")" : "");
         format_since(prop_t(c, "LastChangeUSec"), since, sizeof since);
         printf("      State: %s; table last written: %s\n", state, since);
         if (prop_t(c, "LastChangeUSec"))
@@ -401,7 +403,8 @@ static int status_show(sd_bus *bus, bool json) {
                         props_done(&man);
                         return -ESRCH;
                 }
-                log_error("Cannot read the daemon's state over D-Bus: %s", error.message ? error.message : strerror(-r));
+                log_error("Cannot read the daemon's state over D-Bus: %s",
+                          error.message ? error.message : strerror(-r));
                 sd_bus_error_free(&error);
                 props_done(&man);
                 return r;
@@ -445,27 +448,21 @@ static int status_show(sd_bus *bus, bool json) {
         return 0;
 }
 
-int verb_status(int argc, char *argv[]) {
+/* Return: 1 to go on, 0 to exit 0 (--help, --version), 2 (bad usage). */
+static int parse_argv(int argc, char *argv[], const char **ret_config_path, bool *ret_json) {
         static const struct option options[] = {
                 { "json", no_argument, NULL, 'j' },
-                { "config", required_argument, NULL, 'c' },
+                CLI_CONFIG_OPTION,
                 CLI_COMMON_OPTIONS,
                 {},
         };
-        const char *config_path = NULL;
-        sd_bus *bus = NULL;
-        bool json = false;
-        char why[160];
-        int c, r;
+        int c;
 
         optind = 0;
-        while ((c = cli_getopt(argc, argv, "jc:h", options, help)) >= 0) {
+        while ((c = cli_getopt_config(argc, argv, "jc:h", options, help, ret_config_path)) >= 0) {
                 switch (c) {
                 case 'j':
-                        json = true;
-                        break;
-                case 'c':
-                        config_path = optarg;
+                        *ret_json = true;
                         break;
                 default:
                         return 2;
@@ -475,6 +472,19 @@ int verb_status(int argc, char *argv[]) {
                 return 0;
         if (verb_check_args("status", argc, argv) < 0)
                 return 2;
+        return 1;
+}
+
+int verb_status(int argc, char *argv[]) {
+        const char *config_path = NULL;
+        sd_bus *bus = NULL;
+        bool json = false;
+        char why[160];
+        int r;
+
+        r = parse_argv(argc, argv, &config_path, &json);
+        if (r != 1)
+                return r;
 
         r = sd_bus_open_system(&bus);
         if (r >= 0) {

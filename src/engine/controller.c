@@ -57,9 +57,7 @@ static int outcome_fail(ControllerOutcome *o, ControllerStep step, int error, ui
 static int record_path(const ControllerContext *ctx, const Controller *c, char *buf, size_t n) {
         if (!ctx->record_dir)
                 return -ENOENT;
-        if ((size_t) snprintf(buf, n, "%s/ctrl-%s.orig", ctx->record_dir, c->name) >= n)
-                return -ENAMETOOLONG;
-        return 0;
+        return record_ctrl_path(ctx->record_dir, c->name, buf, n);
 }
 
 static void original_forget(const ControllerContext *ctx, const Controller *c) {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Crash records on disk; see record-file.h. */
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fileio.h"
@@ -29,5 +31,17 @@ int record_load(const char *path, char **ret) {
 int record_remove(const char *path) {
         if (unlink(path) < 0 && errno != ENOENT)
                 return negative_errno();
+        return 0;
+}
+
+/* record_ctrl_path(): the name apst-record.h documents, and the daemon has always used */
+#define CTRL_RECORD_FORMAT "%s/ctrl-%s.orig"
+
+int record_ctrl_path(const char *dir, const char *ctrl, char *buf, size_t n) {
+        int l = snprintf(NULL, 0, CTRL_RECORD_FORMAT, dir, ctrl);
+
+        if (l < 0 || (size_t) l >= n)
+                return -ENAMETOOLONG;
+        (void) snprintf(buf, n, CTRL_RECORD_FORMAT, dir, ctrl);
         return 0;
 }

@@ -12,10 +12,9 @@
  * count against that.
  *
  * Needs root, a kernel with BTF and eBPF, and losetup: else exit 77.
+ * Covers: src/platform/bpfwatch.c, src/platform/bpf/iogap.bpf.c, src/core/gaphist.c,
+ * src/platform/sysfs.c.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -29,6 +28,7 @@
 #include <unistd.h>
 
 #include "bpfwatch.h"
+#include "check.h"
 #include "gaphist.h"
 #include "sysfs.h"
 
@@ -49,7 +49,7 @@ static void cleanup(void) {
         (void) unlink(BACKING);
 }
 
-/* A failed assertion aborts: the loop device goes in any case. */
+/* An abort (glibc's, a sanitizer's) must not leave the loop device behind either. */
 static void on_abort(int sig) {
         cleanup();
         signal(sig, SIG_DFL);
@@ -93,7 +93,7 @@ int main(void) {
         int fd, slot, r;
 
         signal(SIGABRT, on_abort);
-        setvbuf(stdout, NULL, _IONBF, 0);   /* what a failed assertion leaves must be seen */
+        setvbuf(stdout, NULL, _IONBF, 0);   /* what a failed check or a crash leaves must be seen */
         if (geteuid() != 0)
                 return skip("needs root (loop devices, eBPF)");
         r = bpfwatch_open(&bw, reason, sizeof reason);
@@ -129,7 +129,7 @@ int main(void) {
                 for (unsigned i = 0; i < 8; i++)
                         if (round < plan[i].count)
                                 order[n++] = i;
-        assert(n == 24);
+        CHECK(n == 24);
 
         /* keep the schedule from being preempted by other work on the machine, where allowed */
         struct sched_param sp = { .sched_priority = 10 };
@@ -137,8 +137,8 @@ int main(void) {
 
         sleep(1);    /* whatever set-up I/O the new disk got is over */
         slot = bpfwatch_slot_new(bw);
-        assert(slot >= 0);
-        assert(bpfwatch_slot_set_disks(bw, (unsigned) slot, &seq, 1) == 0);
+        REQUIRE(slot >= 0);
+        CHECK(bpfwatch_slot_set_disks(bw, (unsigned) slot, &seq, 1) == 0);
 
         /* n gaps need n + 1 reads; the first read's gap started before the program counted.
          * The block layer's gap runs from the previous read's completion (between its call and
@@ -157,7 +157,7 @@ int main(void) {
          * machine each read takes 0.3 ms or more from call to return, so their bounds straddle a
          * bucket edge every time (they are still checked: counted in a bucket their bounds allow). */
         unsigned rounds = 0, total = 0, long_total = 0, long_ambiguous = 0;
-        assert(pread(fd, buf, BLOCK, 0) == BLOCK);
+        CHECK(pread(fd, buf, BLOCK, 0) == BLOCK);
         prev_ret = now_ns();
         do {
                 rounds++;
@@ -167,7 +167,7 @@ int main(void) {
 
                         sleep_until(prev_ret + lo + (hi - lo) / 8);
                         call = now_ns();
-                        assert(pread(fd, buf, BLOCK, (off_t) ((total % 64) + 1) * BLOCK * 16) == BLOCK);
+                        CHECK(pread(fd, buf, BLOCK, (off_t) ((total % 64) + 1) * BLOCK * 16) == BLOCK);
                         ret = now_ns();
                         blo = gaphist_bucket(call - prev_ret);
                         bhi = gaphist_bucket(ret - prev_call);
@@ -188,7 +188,7 @@ int main(void) {
                 }
         } while (long_ambiguous > long_total / 4 && rounds < 8);
         usleep(1000);
-        assert(bpfwatch_read(bw, (unsigned) slot, &h, NULL) == 0);
+        CHECK(bpfwatch_read(bw, (unsigned) slot, &h, NULL) == 0);
 
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
                 if (h.gaps[b] < lo_count[b] || h.gaps[b] > may_count[b] || h.wake_count[b] != h.gaps[b])
@@ -197,18 +197,18 @@ int main(void) {
                                b, gaphist_bucket_lower_ns(b), gaphist_bucket_upper_ns(b), h.gaps[b], h.wake_count[b],
                                lo_count[b], may_count[b]);
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
-                assert(h.gaps[b] >= lo_count[b] && h.gaps[b] <= may_count[b]);
-                assert(h.wake_count[b] == h.gaps[b]);
+                CHECK(h.gaps[b] >= lo_count[b] && h.gaps[b] <= may_count[b]);
+                CHECK(h.wake_count[b] == h.gaps[b]);
                 if (h.gaps[b] > 0) {
                         /* a read from tmpfs through the loop worker: between 1 µs and a scheduling slice */
-                        assert(h.wake_sum_ns[b] >= h.gaps[b] * 1000u);
-                        assert(h.wake_max_ns[b] > 0 && h.wake_max_ns[b] <= h.wake_sum_ns[b]);
+                        CHECK(h.wake_sum_ns[b] >= h.gaps[b] * 1000u);
+                        CHECK(h.wake_max_ns[b] > 0 && h.wake_max_ns[b] <= h.wake_sum_ns[b]);
                 }
         }
-        assert(gaphist_total_gaps(&h) == total);
+        CHECK(gaphist_total_gaps(&h) == total);
         /* most gaps came where they were scheduled: the test says something about the buckets */
-        assert(long_ambiguous <= long_total / 4);
-        assert(h.requests == total + 1);
+        CHECK(long_ambiguous <= long_total / 4);
+        CHECK(h.requests == total + 1);
         printf("%s: %u gaps in %zu buckets (%u pass%s), %" PRIu64 " requests, every gap in its bucket (%u between two, %u of them 10 ms or more)\n",
                loopdev, total, sizeof plan / sizeof plan[0], rounds, rounds == 1 ? "" : "es", h.requests, ambiguous,
                long_ambiguous);
@@ -217,5 +217,5 @@ int main(void) {
         close(fd);
         bpfwatch_free(bw);
         cleanup();
-        return 0;
+        return check_exit_status();
 }

@@ -6,6 +6,7 @@
 # return and submission paths), each with its first request's service time. Needs root and
 # eBPF: else 77.
 #   test-observe.sh NVME_APSTD
+# Covers: src/cli/cmd-observe.c, src/platform/bpfwatch.c, src/platform/bpf/iogap.bpf.c.
 set -euo pipefail
 apstd=$1
 skip() { echo "SKIP: $*"; exit 77; }

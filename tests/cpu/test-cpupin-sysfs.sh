@@ -12,6 +12,8 @@
 #   policy3: cpu3,   acpi-cpufreq (no EPP)
 #
 # usage: test-cpupin-sysfs.sh CPUPIN_DRIVER SYSFS_PRELOAD
+# Covers: src/engine/cpupin.c, src/platform/cpufreq-sysfs.c, src/core/cpufreq-policy.c,
+# src/core/cpuset.c (through tests/cpupin-driver.c).
 set -u
 
 DRIVER=$1

@@ -12,6 +12,7 @@
 #
 # Environment: NVME_APSTD, FAKE_TB, UMOCKDEV_WRAPPER, TEST_DATA_DIR (+ the fake's);
 # NVME_APSTD_WRAPPER (e.g. valgrind ... --error-exitcode=99) runs doctor under it.
+# Covers: src/cli/cmd-doctor.c, src/core/doctor.c, src/platform/sysfs.c, src/platform/nvme-admin.c.
 set -u
 
 fail() { echo "test-doctor $case: FAIL: $*"; exit 1; }

@@ -17,6 +17,7 @@
 #    have on the same reads, three bursts later (its own account,
 #    `nvme-apstd status --json`);
 #  - put the table it found back at stop.
+# Covers: src/core/adapt.c, src/core/watch.c, src/daemon/manager-watch.c, src/platform/bpfwatch.c.
 AD_UNIT=nvme-apstd.service
 # ad_entries CURSOR MSGID: the daemon's entries with MSGID after CURSOR, as a JSON array.
 ad_entries() {

@@ -8,6 +8,8 @@
 # 15000 µs budget (which 2000 + 10000 µs fits, by the descriptor) keeps ps N
 # out of the daemon's table, and the journal says a measurement did it.
 # The daemon is stopped meanwhile (calibrate refuses to run beside it).
+# Covers: src/cli/cmd-calibrate.c, src/core/calib-plan.c, src/core/calib.c,
+# src/platform/calib-store.c.
 step "calibrate"
 calib_daemon=0
 if systemctl is-active -q nvme-apstd.service; then

@@ -16,6 +16,7 @@
 #  4. suspend to RAM and resume (QMP system_wakeup from the host): the kernel
 #     rewrites on resume, the daemon re-applies;
 #  5. stop: the table found at start (the kernel's) is back in the controller.
+# Covers: src/daemon/manager.c, src/daemon/manager-qos.c, src/engine/controller.c.
 UNIT=nvme-apstd.service
 VERIFY_MS=5000
 # dhave SECS CURSOR FILTER: a daemon entry after CURSOR matching FILTER.

@@ -9,6 +9,8 @@
 # Prints "ok N"/"not ok N" lines, one "E2E_APST_JSON {...}" line per
 # controller and parameter set, and E2E_RESULT, on the second serial port.
 # shellcheck disable=SC2317
+# Covers: src/core/apst.c (policy = kernel against the kernel), src/cli/cmd-plan.c,
+# src/core/idctrl.c.
 set -u
 OUT=/dev/ttyS1
 stty -F "$OUT" raw -echo 2>/dev/null

@@ -10,6 +10,8 @@
 # then plan with it as with a stored calibration: under a 15000 µs budget,
 # which 2000 + 10000 µs fits by the descriptor and 2000 + 3 x 10000 does not,
 # psN leaves the table and the journal says a measured wake-up did it.
+# Covers: src/platform/bpfwatch.c, src/platform/bpf/iogap.bpf.c, src/core/passive-calib.c,
+# src/daemon/manager-watch.c.
 step "passive calibration (eBPF)"
 pc_daemon=0
 if systemctl is-active -q nvme-apstd.service; then

@@ -7,6 +7,8 @@
 # Every command that can block runs under `timeout`.
 # Functions below are called through check(), which shellcheck cannot follow.
 # shellcheck disable=SC2317
+# Covers: the installed package under systemd: systemd/nvme-apstd.service, src/cli/cmd-run.c,
+# src/daemon/manager.c, src/cli/cmd-plan.c, src/platform/nvme-admin.c.
 set -u
 OUT=/dev/ttyS1
 stty -F "$OUT" raw -echo 2>/dev/null # no \n -> \r\n on the host side

@@ -2,6 +2,8 @@
 # fake-sh-tests.sh CASE: shell-level checks of the fake's sysfs and control channel, run as the
 # harness's child (umockdev-wrapper fake-nvme-tb OPTIONS -- fake-sh-tests.sh CASE). Prints each
 # check; exits 1 on the first failure.
+# Covers: the harness itself: tests/fake/fake-nvme-tb.c, tests/fake/fakectrl.c,
+# tests/fake/fake-nvme-ctl.c.
 set -u
 ctl=${FAKE_NVME_CTL_PROG:?not run under fake-nvme-tb}
 fail() { echo "FAIL: $*"; exit 1; }

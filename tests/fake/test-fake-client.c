@@ -19,7 +19,9 @@
  *
  * Uses only libnvme's generic nvme_{identify,set_features,get_features}() (libnvme 1.3's typed APST
  * helpers are broken, doc/platform.md), open() on /dev and sd_device_enumerator_allow_uninitialized(), as
- * the harness README tells the daemon to. Exit 0 when every check holds, 1 otherwise. */
+ * the harness README tells the daemon to. Exit 0 when every check holds, 1 otherwise.
+ * Covers: the harness itself: tests/fake/fake-nvme-tb.c, tests/fake/fakectrl.c.
+ */
 
 #include <endian.h>
 #include <errno.h>
@@ -36,21 +38,10 @@
 #include <systemd/sd-event.h>
 #include <libnvme.h>
 
+#include "check.h"
 #include "fakectrl.h"
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                                   \
-        do {                                                                                               \
-                if (!(cond)) {                                                                             \
-                        failures++;                                                                        \
-                        printf("FAIL: " __VA_ARGS__);                                                      \
-                } else                                                                                     \
-                        printf("ok:   " __VA_ARGS__);                                                      \
-                putchar('\n');                                                                             \
-        } while (0)
 
 static int open_ctrl(const char *name)
 {
@@ -130,11 +121,11 @@ static int cmd_setget(const char *name)
         int fd, r, target = -1;
 
         fd = open_ctrl(name);
-        CHECK(fd >= 0, "%s: open /dev/%s", name, name);
+        CHECK_SAY(fd >= 0, "%s: open /dev/%s", name, name);
         if (fd < 0)
                 return 1;
         r = do_identify(fd, &id);
-        CHECK(r == 0, "%s: identify -> %d", name, r);
+        CHECK_SAY(r == 0, "%s: identify -> %d", name, r);
         if (r != 0)
                 return close(fd), 1;
 
@@ -142,15 +133,15 @@ static int cmd_setget(const char *name)
         snprintf(path, sizeof(path), "/sys/class/nvme/%s/model", name);
         snprintf(want, sizeof(want), "%.*s\n", (int) strnlen(id.mn, sizeof(id.mn)), id.mn);
         s = read_text(path);
-        CHECK(s && !strcmp(s, want), "%s: sysfs model '%s' = Identify mn", name, s ? s : "(none)");
+        CHECK_SAY(s && !strcmp(s, want), "%s: sysfs model '%s' = Identify mn", name, s ? s : "(none)");
         snprintf(path, sizeof(path), "/sys/class/nvme/%s/firmware_rev", name);
         snprintf(want, sizeof(want), "%.*s\n", (int) strnlen(id.fr, sizeof(id.fr)), id.fr);
         s = read_text(path);
-        CHECK(s && !strcmp(s, want), "%s: sysfs firmware_rev = Identify fr", name);
+        CHECK_SAY(s && !strcmp(s, want), "%s: sysfs firmware_rev = Identify fr", name);
         snprintf(path, sizeof(path), "/sys/class/nvme/%s/device/vendor", name);
         snprintf(want, sizeof(want), "0x%04x\n", le16toh(id.vid));
         s = read_text(path);
-        CHECK(s && !strcmp(s, want), "%s: PCI vendor %s", name, want);
+        CHECK_SAY(s && !strcmp(s, want), "%s: PCI vendor %s", name, want);
 
         /* ps(i) -> the shallowest non-operational state, ITPT 250 + i ms, for each operational state */
         for (int i = 0; i <= id.npss; i++)
@@ -163,17 +154,17 @@ static int cmd_setget(const char *name)
                 printf("info: %s: no non-operational state\n", name);
                 e[0] = (1ULL << 3) | (100ULL << 8);
                 r = do_set(fd, 1, e, false, NVME_FEAT_FID_AUTO_PST, 256);
-                CHECK(r == 0x4002, "%s: table naming ps1 refused with 0x4002 (got %d)", name, r);
+                CHECK_SAY(r == 0x4002, "%s: table naming ps1 refused with 0x4002 (got %d)", name, r);
                 close(fd);
                 return 0;
         }
         for (int i = 0; i < target; i++)
                 e[i] = ((uint64_t) target << 3) | ((uint64_t) (250 + i) << 8);
         r = do_set(fd, 1, e, false, NVME_FEAT_FID_AUTO_PST, 256);
-        CHECK(r == 0, "%s: set features 0x0C -> %d", name, r);
+        CHECK_SAY(r == 0, "%s: set features 0x0C -> %d", name, r);
         r = do_get(fd, &apste, got);
-        CHECK(r == 0 && apste == 1 && !memcmp(e, got, sizeof(e)), "%s: get features returns the table (r=%d apste=%u)",
-              name, r, apste);
+        CHECK_SAY(r == 0 && apste == 1 && !memcmp(e, got, sizeof(e)),
+                  "%s: get features returns the table (r=%d apste=%u)", name, r, apste);
 
         /* the state file says the same */
         snprintf(path, sizeof(path), "%s/%s.table", getenv("FAKE_NVME_STATE"), name);
@@ -181,17 +172,17 @@ static int cmd_setget(const char *name)
         if (s) {
                 uint64_t fe[32];
                 uint32_t fa;
-                CHECK(fake_table_parse(s, &fa, fe) == 0 && fa == 1 && !memcmp(fe, e, sizeof(e)),
-                      "%s: %s matches", name, path);
+                CHECK_SAY(fake_table_parse(s, &fa, fe) == 0 && fa == 1 && !memcmp(fe, e, sizeof(e)),
+                          "%s: %s matches", name, path);
         } else
-                CHECK(false, "%s: %s readable", name, path);
+                CHECK_SAY(false, "%s: %s readable", name, path);
 
         /* an invalid table (ITPS naming operational ps0) is refused like a real controller does */
         e[0] = (0ULL << 3) | (100ULL << 8);
         r = do_set(fd, 1, e, false, NVME_FEAT_FID_AUTO_PST, 256);
-        CHECK(r == 0x4002, "%s: ITPS=ps0 (operational) refused with 0x4002 (got %d)", name, r);
+        CHECK_SAY(r == 0x4002, "%s: ITPS=ps0 (operational) refused with 0x4002 (got %d)", name, r);
         r = do_get(fd, &apste, got);
-        CHECK(r == 0 && got[0] != e[0], "%s: refused table not stored", name);
+        CHECK_SAY(r == 0 && got[0] != e[0], "%s: refused table not stored", name);
         close(fd);
         return 0;
 }
@@ -217,7 +208,7 @@ static int cmd_expect(int argc, char **argv)
         const char *name = argv[0];
         int fd = open_ctrl(name);
 
-        CHECK(fd >= 0, "%s: open", name);
+        CHECK_SAY(fd >= 0, "%s: open", name);
         if (fd < 0)
                 return 1;
         for (int i = 1; i + 1 < argc; i += 2) {
@@ -242,11 +233,11 @@ static int cmd_expect(int argc, char **argv)
                         return 2;
                 }
                 if (err)
-                        CHECK(r == -1 && errno == err, "%s: %s -> -1 errno %s (got %d, %s)", name, argv[i],
-                              argv[i + 1], r, strerror(errno));
+                        CHECK_SAY(r == -1 && errno == err, "%s: %s -> -1 errno %s (got %d, %s)", name, argv[i],
+                                  argv[i + 1], r, strerror(errno));
                 else
-                        CHECK(r == status, "%s: %s -> %s (got %d = 0x%x, errno %s)", name, argv[i], argv[i + 1], r,
-                              r, strerror(errno));
+                        CHECK_SAY(r == status, "%s: %s -> %s (got %d = 0x%x, errno %s)", name, argv[i], argv[i + 1], r,
+                                  r, strerror(errno));
         }
         close(fd);
         return 0;
@@ -263,28 +254,28 @@ static int cmd_lying(const char *name)
         char cmd[256];
         int fd = open_ctrl(name), r;
 
-        CHECK(fd >= 0, "%s: open", name);
+        CHECK_SAY(fd >= 0, "%s: open", name);
         if (fd < 0)
                 return 1;
         r = do_set(fd, 1, t1, false, NVME_FEAT_FID_AUTO_PST, 256);
-        CHECK(r == 0, "%s: set table 1 (%d)", name, r);
+        CHECK_SAY(r == 0, "%s: set table 1 (%d)", name, r);
         snprintf(cmd, sizeof(cmd), "\"$FAKE_NVME_CTL_PROG\" fault %s get-apst=garble:once", name);
-        CHECK(system(cmd) == 0, "%s", cmd);
+        CHECK_SAY(system(cmd) == 0, "%s", cmd);
         r = do_get(fd, &apste, got);
-        CHECK(r == 0 && apste == 1 && got[0] == (t1[0] ^ 0x100) && !memcmp(got + 1, t1 + 1, sizeof(got) - 8),
-              "%s: garbled get: entry[0] 0x%llx = table 1's with ITPT bit 0 flipped, the rest intact", name,
-              (unsigned long long) got[0]);
+        CHECK_SAY(r == 0 && apste == 1 && got[0] == (t1[0] ^ 0x100) && !memcmp(got + 1, t1 + 1, sizeof(got) - 8),
+                  "%s: garbled get: entry[0] 0x%llx = table 1's with ITPT bit 0 flipped, the rest intact", name,
+                  (unsigned long long) got[0]);
         r = do_get(fd, &apste, got);
-        CHECK(r == 0 && !memcmp(got, t1, sizeof(got)), "%s: next get answers table 1 again", name);
+        CHECK_SAY(r == 0 && !memcmp(got, t1, sizeof(got)), "%s: next get answers table 1 again", name);
         snprintf(cmd, sizeof(cmd), "\"$FAKE_NVME_CTL_PROG\" fault %s set-apst=ignore:once", name);
-        CHECK(system(cmd) == 0, "%s", cmd);
+        CHECK_SAY(system(cmd) == 0, "%s", cmd);
         r = do_set(fd, 1, t2, false, NVME_FEAT_FID_AUTO_PST, 256);
-        CHECK(r == 0, "%s: ignored set answers success (%d)", name, r);
+        CHECK_SAY(r == 0, "%s: ignored set answers success (%d)", name, r);
         r = do_get(fd, &apste, got);
-        CHECK(r == 0 && !memcmp(got, t1, sizeof(got)), "%s: ignored set stored nothing", name);
+        CHECK_SAY(r == 0 && !memcmp(got, t1, sizeof(got)), "%s: ignored set stored nothing", name);
         r = do_set(fd, 1, t2, false, NVME_FEAT_FID_AUTO_PST, 256);
         r |= do_get(fd, &apste, got);
-        CHECK(r == 0 && !memcmp(got, t2, sizeof(got)), "%s: the next set is stored", name);
+        CHECK_SAY(r == 0 && !memcmp(got, t2, sizeof(got)), "%s: the next set is stored", name);
         close(fd);
         return 0;
 }
@@ -327,14 +318,14 @@ static int cmd_vanish(const char *name)
                 return 2;
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ioctl//dev/%s", dir, name);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        CHECK(fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0, "%s: connected to %s", name,
-              sa.sun_path);
-        if (failures)
+        CHECK_SAY(fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0, "%s: connected to %s", name,
+                  sa.sun_path);
+        if (n_failed)
                 return 1;
-        CHECK(send(fd, req, sizeof(req), MSG_NOSIGNAL) == (ssize_t) sizeof(req), "%s: ioctl asked for", name);
-        CHECK(recv(fd, req, sizeof(req), MSG_WAITALL) == (ssize_t) sizeof(req) && req[0] == 5 /* READ_MEM */ &&
+        CHECK_SAY(send(fd, req, sizeof(req), MSG_NOSIGNAL) == (ssize_t) sizeof(req), "%s: ioctl asked for", name);
+        CHECK_SAY(recv(fd, req, sizeof(req), MSG_WAITALL) == (ssize_t) sizeof(req) && req[0] == 5 /* READ_MEM */ &&
                       req[1] == (unsigned long) &cmd && req[2] == sizeof(cmd),
-              "%s: the harness reads the command's %zu bytes", name, sizeof(cmd));
+                  "%s: the harness reads the command's %zu bytes", name, sizeof(cmd));
         close(fd);
         printf("%s: gone without answering\n", name);
         return 0;
@@ -388,7 +379,7 @@ static bool ctl_and_wait(sd_event *e, const char *ctl_args, Wait *w)
         w->count = w->connected = 0;
         snprintf(cmd, sizeof(cmd), "\"$FAKE_NVME_CTL_PROG\" %s", ctl_args);
         r = system(cmd);
-        CHECK(r == 0, "fake-nvme-ctl %s", ctl_args);
+        CHECK_SAY(r == 0, "fake-nvme-ctl %s", ctl_args);
         (void) sd_event_now(e, CLOCK_MONOTONIC, &deadline);
         deadline += 5 * 1000000;
         for (;;) {
@@ -403,7 +394,7 @@ static bool ctl_and_wait(sd_event *e, const char *ctl_args, Wait *w)
         /* drain 200 ms more: a duplicate event is a harness bug */
         while (sd_event_run(e, 200000) > 0)
                 ;
-        CHECK(w->seen && w->count == 1, "uevent %s on %s seen exactly once (%u)", w->action, w->sysname, w->count);
+        CHECK_SAY(w->seen && w->count == 1, "uevent %s on %s seen exactly once (%u)", w->action, w->sysname, w->count);
         return w->seen;
 }
 
@@ -452,22 +443,22 @@ static int cmd_reset(const char *name)
         const char *s;
         int fd = open_ctrl(name), r;
 
-        CHECK(fd >= 0 && mon, "%s: open + monitor", name);
+        CHECK_SAY(fd >= 0 && mon, "%s: open + monitor", name);
         if (fd < 0 || !mon)
                 return 1;
         r = do_get(fd, &apste, t);
-        CHECK(r == 0 && apste == 1, "%s: before reset APSTE=1 (initial-table=kernel)", name);
-        CHECK(count_nvme() >= 1, "sd_device_enumerator sees nvme controllers (%d)", count_nvme());
+        CHECK_SAY(r == 0 && apste == 1, "%s: before reset APSTE=1 (initial-table=kernel)", name);
+        CHECK_SAY(count_nvme() >= 1, "sd_device_enumerator sees nvme controllers (%d)", count_nvme());
         snprintf(args, sizeof(args), "reset %s", name);
         ctl_and_wait(e, args, &w);
         r = do_get(fd, &apste, t);
-        CHECK(r == 0 && apste == 0 && !memcmp(t, zero, sizeof(t)), "%s: after reset APSTE=0, all-zero table", name);
+        CHECK_SAY(r == 0 && apste == 0 && !memcmp(t, zero, sizeof(t)), "%s: after reset APSTE=0, all-zero table", name);
         snprintf(path, sizeof(path), "/sys/class/nvme/%s/state", name);
         s = read_text(path);
-        CHECK(s && !strcmp(s, "live\n"), "%s: state live after reset", name);
+        CHECK_SAY(s && !strcmp(s, "live\n"), "%s: state live after reset", name);
         snprintf(path, sizeof(path), "/sys/class/nvme/%s/uevent", name);
         s = read_text(path);
-        CHECK(s && !strstr(s, "NVME_EVENT"), "%s: NVME_EVENT only in the event, not in the uevent file", name);
+        CHECK_SAY(s && !strstr(s, "NVME_EVENT"), "%s: NVME_EVENT only in the event, not in the uevent file", name);
         close(fd);
         return 0;
 }
@@ -481,33 +472,33 @@ static int cmd_add_remove(const char *name)
         char args[128], path[128];
         int before = count_nvme(), fd, r;
 
-        CHECK(mon != NULL, "monitor");
+        CHECK_SAY(mon != NULL, "monitor");
         if (!mon)
                 return 1;
         snprintf(args, sizeof(args), "add %s,model=hotplugged", name);
         ctl_and_wait(e, args, &w);
         /* the kernel announces a new controller in state "new", then a change with NVME_EVENT=connected
          * once it is live: a daemon must wait for that before sending admin commands */
-        CHECK(w.connected == 1, "%s: change NVME_EVENT=connected after the add (%u)", name, w.connected);
+        CHECK_SAY(w.connected == 1, "%s: change NVME_EVENT=connected after the add (%u)", name, w.connected);
         snprintf(path, sizeof(path), "/sys/class/nvme/%s/state", name);
-        CHECK(!strcmp(read_text(path) ? read_text(path) : "", "live\n"), "%s: state live", name);
-        CHECK(count_nvme() == before + 1, "enumerator: %d -> %d controllers", before, count_nvme());
+        CHECK_SAY(!strcmp(read_text(path) ? read_text(path) : "", "live\n"), "%s: state live", name);
+        CHECK_SAY(count_nvme() == before + 1, "enumerator: %d -> %d controllers", before, count_nvme());
         fd = open_ctrl(name);
-        CHECK(fd >= 0, "%s: open new node", name);
+        CHECK_SAY(fd >= 0, "%s: open new node", name);
         r = do_identify(fd, &id);
-        CHECK(r == 0 && !strncmp(id.mn, "hotplugged ", 11), "%s: identify the new controller", name);
+        CHECK_SAY(r == 0 && !strncmp(id.mn, "hotplugged ", 11), "%s: identify the new controller", name);
 
         w = (Wait) { .sysname = name, .action = "remove" };
         snprintf(args, sizeof(args), "remove %s", name);
         ctl_and_wait(e, args, &w);
         errno = 0;
         r = do_identify(fd, &id);
-        CHECK(r == -1 && errno == ENODEV, "%s: ioctl on the old fd -> ENODEV (r=%d %s)", name, r, strerror(errno));
+        CHECK_SAY(r == -1 && errno == ENODEV, "%s: ioctl on the old fd -> ENODEV (r=%d %s)", name, r, strerror(errno));
         snprintf(path, sizeof(path), "/dev/%s", name);
-        CHECK(access(path, F_OK) < 0, "%s gone", path);
+        CHECK_SAY(access(path, F_OK) < 0, "%s gone", path);
         snprintf(path, sizeof(path), "/sys/class/nvme/%s", name);
-        CHECK(access(path, F_OK) < 0, "%s gone", path);
-        CHECK(count_nvme() == before, "enumerator: back to %d", before);
+        CHECK_SAY(access(path, F_OK) < 0, "%s gone", path);
+        CHECK_SAY(count_nvme() == before, "enumerator: back to %d", before);
         close(fd);
         return 0;
 }
@@ -556,8 +547,8 @@ int main(int argc, char **argv)
                 r = cmd_add_remove(argv[2]);
         else
                 fprintf(stderr, "usage: see the comment at the top of test-fake-client.c\n");
-        if (r == 0 && failures)
+        if (r == 0 && n_failed)
                 r = 1;
-        printf("%s: %d failure(s)\n", argv[0], failures);
+        printf("%s: %u failure(s)\n", argv[0], n_failed);
         return r;
 }

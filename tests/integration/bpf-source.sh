@@ -5,6 +5,8 @@
 # device's requests as nvme0's. Then test-daemon.py SCENARIO runs under the fake harness.
 #   bpf-source.sh NVME_APSTD FAKE_TB TEST_DAEMON_PY SCENARIO FAKE_CTRL_ARGS
 # Needs root, eBPF and losetup: else exit 77.
+# Covers: src/platform/bpfwatch.c, src/platform/bpf/iogap.bpf.c, src/daemon/manager-watch.c,
+# src/core/gaphist.c, src/core/passive-calib.c.
 set -euo pipefail
 apstd=$1 tb=$2 py=$3 scenario=$4 ctrl=$5
 skip() { echo "SKIP: $*"; exit 77; }

@@ -3,7 +3,10 @@
 """`nvme-apstd apply` and `plan` against the fake controller. Run by
 tests/integration/meson.build as: umockdev-wrapper fake-nvme-tb --ctrl ... --
 test-apply.py SCENARIO. The harness fails the test on any admin command outside
-the allow-list."""
+the allow-list.
+Covers: src/cli/cmd-apply.c, src/cli/cmd-plan.c, src/engine/apply.c, src/engine/controller.c,
+src/core/apst.c, src/core/idctrl.c, src/core/device.c, src/platform/nvme-admin.c,
+src/platform/sysfs.c, src/platform/apst-record.c."""
 
 import os
 import shutil

@@ -13,6 +13,7 @@ Run as the harness's COMMAND: test-bus.py SCENARIO
   open-bus  a bus without any policy: the daemon itself refuses Set and unknown
             methods, and nothing is sent to the drive because of them
   adaptive-state  policy = adaptive: State stays `programmed` and RawTable follows a learned table
+Covers: src/daemon/bus-api.c, src/cli/cmd-status.c, dbus/io.github.nvme_apstd.conf.
 """
 
 import getpass

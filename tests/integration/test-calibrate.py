@@ -5,7 +5,10 @@ holds a Read that finds it asleep for the rest of the entry plus the exit
 latency (times exlat-scale-percent for exlat-scale-ps). Run by
 tests/integration/meson.build as: umockdev-wrapper fake-nvme-tb --allow-read
 --ctrl ... -- test-calibrate.py SCENARIO. The seed drive (Intel 600p Identify
-data, PCI id not the quirked 8086:f1a5): ps3 10000/300 µs, ps4 2000/10000 µs."""
+data, PCI id not the quirked 8086:f1a5): ps3 10000/300 µs, ps4 2000/10000 µs.
+Covers: src/cli/cmd-calibrate.c, src/core/calib-plan.c, src/core/calib.c,
+src/platform/calib-store.c, src/platform/nvme-admin.c, src/platform/runlock.c,
+src/platform/apst-record.c, src/platform/record-file.c."""
 
 import json
 import os

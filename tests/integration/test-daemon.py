@@ -2,7 +2,14 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The daemon (`nvme-apstd run`) against the fake controller: start, reload,
 kernel overwrite, hot-plug, failures, stop; with its own NOTIFY_SOCKET and
-RUNTIME_DIRECTORY. Run as the harness's COMMAND: test-daemon.py SCENARIO."""
+RUNTIME_DIRECTORY. Run as the harness's COMMAND: test-daemon.py SCENARIO.
+Covers: src/cli/cmd-run.c, src/daemon/manager.c, src/daemon/manager-state.c,
+src/daemon/manager-qos.c, src/daemon/manager-watch.c, src/daemon/manager-cpu.c,
+src/engine/controller.c, src/engine/ctrljob.c, src/engine/cpupin.c, src/core/adapt.c,
+src/core/watch.c, src/core/learned.c, src/core/calib.c, src/platform/learned-store.c,
+src/platform/calib-store.c, src/platform/nvme-admin.c, src/platform/sysfs.c,
+src/platform/config-file.c, src/platform/log.c (and, through bpf-source.sh,
+src/platform/bpfwatch.c)."""
 
 import json
 import mmap

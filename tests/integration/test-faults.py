@@ -16,7 +16,10 @@ with the kernel's table. Each case of a matrix puts both tables back with
   - nvme0's failure is logged naming the controller and the NVMe status or errno;
   - nvme1 is programmed as planned (and restored on stop);
   - nvme0's table is the one it had (unchanged, or put back and the putting back logged).
-One harness process serves a whole group, so a group takes a few seconds."""
+One harness process serves a whole group, so a group takes a few seconds.
+Covers: src/engine/controller.c, src/engine/apply.c, src/core/retry.c, src/core/idctrl.c,
+src/platform/nvme-admin.c, src/platform/sysfs.c, src/platform/config-file.c, src/platform/log.c,
+src/daemon/manager.c, src/cli/cmd-apply.c."""
 
 import os
 import re

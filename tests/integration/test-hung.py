@@ -23,7 +23,9 @@ SIGTERM during it; deadline 2 s), stuck-loop (the watchdog still catches a stuck
 lifecycle (a table in place at start is left alone at stop; a skipped controller is named apart).
 
 Timing bounds are the targets in a plain run; under $NVME_APSTD_WRAPPER (valgrind) they are
-multiplied by 10 and only the behaviour is held to them."""
+multiplied by 10 and only the behaviour is held to them.
+Covers: src/engine/ctrljob.c, src/daemon/manager.c, src/daemon/bus-api.c,
+src/daemon/manager-metrics.c, src/cli/cmd-apply.c, src/cli/cmd-doctor.c, src/cli/cmd-status.c."""
 
 import os
 import re

@@ -3,7 +3,8 @@
 """The daemon's [metrics] file against the fake controller: its values after
 start, reload, a rejected reload, a kernel reset and a failed command; no
 write while idle; promtool; a missing or read-only directory.
-Run as the harness's COMMAND: test-metrics.py SCENARIO."""
+Run as the harness's COMMAND: test-metrics.py SCENARIO.
+Covers: src/daemon/manager-metrics.c, src/core/metrics.c, src/platform/metrics-file.c."""
 
 import ctypes
 import os

@@ -6,7 +6,9 @@ power-profiles-daemon's ActiveProfile on a private bus (python3-dbusmock).
 Each switch must write exactly the controllers whose table changes, to the
 table `plan` computes for the configuration as it reads in that situation,
 and log one entry; flapping must cost a bounded number of admin commands.
-Run as the harness's COMMAND: test-power.py SCENARIO."""
+Run as the harness's COMMAND: test-power.py SCENARIO.
+Covers: src/daemon/manager-power.c, src/platform/power.c, src/core/situation.c,
+src/core/config-resolve.c."""
 
 import os
 import subprocess

@@ -11,7 +11,8 @@ The outer invocation starts `umockdev-wrapper fake-nvme-tb ... -- soak.py --inne
 log (JSON lines, first line the run's parameters) to DIR/soak-SEED.events; a failing run prints the
 violations, the seed and that file, which `--replay` runs again event for event. The storm is a
 function of the seed alone (never of what the daemon answered), so --seed N reproduces it too.
-What is checked is listed in doc/testing.md ("The soak")."""
+What is checked is listed in doc/testing.md ("The soak").
+Covers: the daemon as a whole: src/daemon/*.c, src/engine/*.c and what they call."""
 
 import argparse
 import concurrent.futures

@@ -3,13 +3,11 @@
  * cpuset_parse()/cpuset_format() against the kernel's list syntax, and the
  * set operations. Table-driven: each case has a path-like name.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "cpuset.h"
 #include "macro.h"
 
@@ -70,28 +68,28 @@ static void test_parse(const ParseCase *c) {
         r = cpuset_parse(c->input, &s);
         if (r != c->error) {
                 fprintf(stderr, "%s: got %d, expected %d\n", c->name, r, c->error);
-                assert(false);
+                CHECK(false);
         }
         if (r < 0) {
                 /* @ret untouched on failure */
-                assert(memcmp(&s, &sentinel, sizeof(s)) == 0);
+                CHECK(memcmp(&s, &sentinel, sizeof(s)) == 0);
                 return;
         }
 
         cpuset_format(&s, buf, sizeof(buf));
         if (strcmp(buf, c->canonical) != 0) {
                 fprintf(stderr, "%s: formatted \"%s\", expected \"%s\"\n", c->name, buf, c->canonical);
-                assert(false);
+                CHECK(false);
         }
-        assert(cpuset_count(&s) == c->count);
-        assert(!cpuset_is_empty(&s));
+        CHECK(cpuset_count(&s) == c->count);
+        CHECK(!cpuset_is_empty(&s));
 
         /* Round trip: the canonical form parses back to the same set. */
         {
                 CpuSet t;
 
-                assert(cpuset_parse(buf, &t) == 0);
-                assert(memcmp(&s, &t, sizeof(s)) == 0);
+                CHECK(cpuset_parse(buf, &t) == 0);
+                CHECK(memcmp(&s, &t, sizeof(s)) == 0);
         }
 }
 
@@ -99,14 +97,14 @@ static void test_format_empty(void) {
         CpuSet s = {};
         char buf[8] = "xxxxxxx";
 
-        assert(cpuset_is_empty(&s));
-        assert(cpuset_count(&s) == 0);
+        CHECK(cpuset_is_empty(&s));
+        CHECK(cpuset_count(&s) == 0);
         cpuset_format(&s, buf, sizeof(buf));
-        assert(strcmp(buf, "") == 0);
+        CHECK(strcmp(buf, "") == 0);
         /* n = 0 writes nothing */
         buf[0] = 'x';
         cpuset_format(&s, buf, 0);
-        assert(buf[0] == 'x');
+        CHECK(buf[0] == 'x');
 }
 
 /* Patterns that make the longest lists; all must fit CPUSET_FORMAT_MAX and round-trip. */
@@ -129,9 +127,9 @@ static void test_format_worst_case(void) {
                         if (c % patterns[i].period < patterns[i].on)
                                 cpuset_add(&s, c);
                 cpuset_format(&s, buf, sizeof(buf));
-                assert(strlen(buf) + 1 < sizeof(buf));
-                assert(cpuset_parse(buf, &t) == 0);
-                assert(memcmp(&s, &t, sizeof(s)) == 0);
+                CHECK(strlen(buf) + 1 < sizeof(buf));
+                CHECK(cpuset_parse(buf, &t) == 0);
+                CHECK(memcmp(&s, &t, sizeof(s)) == 0);
                 printf("ok %s (%zu chars)\n", patterns[i].name, strlen(buf));
         }
 }
@@ -141,50 +139,50 @@ static void test_format_truncated(void) {
         CpuSet s;
         char buf[9];
 
-        assert(cpuset_parse("0-3,6,100-200", &s) == 0);
+        CHECK(cpuset_parse("0-3,6,100-200", &s) == 0);
         cpuset_format(&s, buf, sizeof(buf));
-        assert(strcmp(buf, "0-3,6") == 0);
+        CHECK(strcmp(buf, "0-3,6") == 0);
         cpuset_format(&s, buf, 4);
-        assert(strcmp(buf, "0-3") == 0);
+        CHECK(strcmp(buf, "0-3") == 0);
         cpuset_format(&s, buf, 3);
-        assert(strcmp(buf, "") == 0);
+        CHECK(strcmp(buf, "") == 0);
 }
 
 static void test_ops(void) {
         CpuSet a, b, c;
         char buf[CPUSET_FORMAT_MAX];
 
-        assert(cpuset_parse("0-3,8", &a) == 0);
-        assert(cpuset_parse("2-5,1023", &b) == 0);
+        CHECK(cpuset_parse("0-3,8", &a) == 0);
+        CHECK(cpuset_parse("2-5,1023", &b) == 0);
 
         c = a;
         cpuset_or(&c, &b);
         cpuset_format(&c, buf, sizeof(buf));
-        assert(strcmp(buf, "0-5,8,1023") == 0);
-        assert(cpuset_count(&c) == 8);
+        CHECK(strcmp(buf, "0-5,8,1023") == 0);
+        CHECK(cpuset_count(&c) == 8);
 
         c = a;
         cpuset_and(&c, &b);
         cpuset_format(&c, buf, sizeof(buf));
-        assert(strcmp(buf, "2-3") == 0);
-        assert(cpuset_count(&c) == 2);
+        CHECK(strcmp(buf, "2-3") == 0);
+        CHECK(cpuset_count(&c) == 2);
 
-        assert(cpuset_parse("9", &b) == 0);
+        CHECK(cpuset_parse("9", &b) == 0);
         c = a;
         cpuset_and(&c, &b);
-        assert(cpuset_is_empty(&c));
+        CHECK(cpuset_is_empty(&c));
 
         /* add/has ignore CPUs past the end instead of writing out of bounds */
         c = (CpuSet) {};
         cpuset_add(&c, CPUSET_MAX);
         cpuset_add(&c, UINT32_MAX);
-        assert(cpuset_is_empty(&c));
-        assert(!cpuset_has(&c, CPUSET_MAX));
+        CHECK(cpuset_is_empty(&c));
+        CHECK(!cpuset_has(&c, CPUSET_MAX));
         cpuset_add(&c, 63);
         cpuset_add(&c, 64);
-        assert(cpuset_has(&c, 63) && cpuset_has(&c, 64) && !cpuset_has(&c, 65));
+        CHECK(cpuset_has(&c, 63) && cpuset_has(&c, 64) && !cpuset_has(&c, 65));
         cpuset_format(&c, buf, sizeof(buf));
-        assert(strcmp(buf, "63-64") == 0);
+        CHECK(strcmp(buf, "63-64") == 0);
         printf("ok /cpuset/ops\n");
 }
 
@@ -199,5 +197,5 @@ int main(void) {
         test_format_truncated();
         printf("ok /cpuset/format/truncated\n");
         test_ops();
-        return 0;
+        return check_exit_status();
 }

@@ -5,9 +5,6 @@
  * checked for file, line, section and key), config_load() on files that must
  * be refused, and the shipped conf/nvme-apstd.conf. Strings and temp files only.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -17,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "config-file.h"
 #include "macro.h"
 #include "util.h"
@@ -31,9 +29,9 @@ static Config parse_ok(const char *name, const char *text) {
         r = config_parse_string(text, FILENAME, &c, &error);
         if (r < 0) {
                 fprintf(stderr, "%s: unexpected error %d: %s\n", name, r, strempty(error));
-                assert(false);
+                CHECK(false);
         }
-        assert(strcmp(c.path, FILENAME) == 0);
+        CHECK(strcmp(c.path, FILENAME) == 0);
         return c;
 }
 
@@ -48,24 +46,24 @@ static bool apst_equal(const ApstParams *a, const ApstParams *b) {
 static void assert_defaults(const Config *c) {
         ApstParams d = APST_PARAMS_DEFAULT;
 
-        assert(apst_equal(&c->apst, &d));
-        assert(c->apst.policy == APST_POLICY_ADAPTIVE);
-        assert(c->apst.max_latency_us == 100000);
-        assert(c->daemon.unresponsive_after_sec == UNRESPONSIVE_AFTER_SEC_DEFAULT);
-        assert(c->apst.primary_timeout_ms == 100);
-        assert(c->apst.secondary_timeout_ms == 2000);
-        assert(c->apst.primary_latency_tol_us == 15000);
-        assert(c->apst.secondary_latency_tol_us == 100000);
-        assert(!c->apst.force);
-        assert(c->n_devices == 0 && !c->devices);
-        assert(c->cpu.pin == CPU_PIN_OFF);
-        assert(c->cpu.release_after_ms == 2000);
-        assert(!c->cpu.governor && !c->cpu.epp);
-        assert(c->cpu.min_freq.kind == FREQ_UNSET && c->cpu.max_freq.kind == FREQ_UNSET);
-        assert(c->cpu.select == CPU_SELECT_ALL);
-        assert(cpuset_is_empty(&c->cpu.cpus));
-        assert(!c->metrics.path);
-        assert(c->watch.source == WATCH_SOURCE_AUTO);
+        CHECK(apst_equal(&c->apst, &d));
+        CHECK(c->apst.policy == APST_POLICY_ADAPTIVE);
+        CHECK(c->apst.max_latency_us == 100000);
+        CHECK(c->daemon.unresponsive_after_sec == UNRESPONSIVE_AFTER_SEC_DEFAULT);
+        CHECK(c->apst.primary_timeout_ms == 100);
+        CHECK(c->apst.secondary_timeout_ms == 2000);
+        CHECK(c->apst.primary_latency_tol_us == 15000);
+        CHECK(c->apst.secondary_latency_tol_us == 100000);
+        CHECK(!c->apst.force);
+        CHECK(c->n_devices == 0 && !c->devices);
+        CHECK(c->cpu.pin == CPU_PIN_OFF);
+        CHECK(c->cpu.release_after_ms == 2000);
+        CHECK(!c->cpu.governor && !c->cpu.epp);
+        CHECK(c->cpu.min_freq.kind == FREQ_UNSET && c->cpu.max_freq.kind == FREQ_UNSET);
+        CHECK(c->cpu.select == CPU_SELECT_ALL);
+        CHECK(cpuset_is_empty(&c->cpu.cpus));
+        CHECK(!c->metrics.path);
+        CHECK(c->watch.source == WATCH_SOURCE_AUTO);
 }
 
 /* ---- good files ---- */
@@ -75,135 +73,135 @@ static void check_defaults(const Config *c) {
 }
 
 static void check_apst_all(const Config *c) {
-        assert(c->apst.policy == APST_POLICY_KERNEL);
-        assert(c->apst.max_latency_us == 25000);
-        assert(c->apst.primary_timeout_ms == 200);
-        assert(c->apst.secondary_timeout_ms == 16777215);
-        assert(c->apst.primary_latency_tol_us == 0);
-        assert(c->apst.secondary_latency_tol_us == 10000000);
-        assert(c->apst.force);
-        assert(c->n_devices == 0);
+        CHECK(c->apst.policy == APST_POLICY_KERNEL);
+        CHECK(c->apst.max_latency_us == 25000);
+        CHECK(c->apst.primary_timeout_ms == 200);
+        CHECK(c->apst.secondary_timeout_ms == 16777215);
+        CHECK(c->apst.primary_latency_tol_us == 0);
+        CHECK(c->apst.secondary_latency_tol_us == 10000000);
+        CHECK(c->apst.force);
+        CHECK(c->n_devices == 0);
 }
 
 static void check_latency_zero(const Config *c) {
-        assert(c->apst.max_latency_us == 0);
-        assert(!c->apst.force);
+        CHECK(c->apst.max_latency_us == 0);
+        CHECK(!c->apst.force);
 }
 
 static void check_devices(const Config *c) {
         const DeviceSection *d;
 
-        assert(c->n_devices == 3);
+        CHECK(c->n_devices == 3);
         d = &c->devices[0];
-        assert(strcmp(d->name, "a2000") == 0);
-        assert(strcmp(d->match_pci, "2646:2263") == 0);
-        assert(!d->match_name && !d->match_model && !d->match_serial && !d->match_firmware);
-        assert(d->enable);
-        assert(d->set == (APST_KEY_MAX_LATENCY | APST_KEY_FORCE));
-        assert(d->apst.max_latency_us == 5000 && d->apst.force);
+        CHECK(strcmp(d->name, "a2000") == 0);
+        CHECK(strcmp(d->match_pci, "2646:2263") == 0);
+        CHECK(!d->match_name && !d->match_model && !d->match_serial && !d->match_firmware);
+        CHECK(d->enable);
+        CHECK(d->set == (APST_KEY_MAX_LATENCY | APST_KEY_FORCE));
+        CHECK(d->apst.max_latency_us == 5000 && d->apst.force);
 
         d = &c->devices[1];
-        assert(strcmp(d->name, "workstation.fast") == 0);
-        assert(strcmp(d->match_model, "Samsung SSD 9?0 PRO*") == 0);
-        assert(strcmp(d->match_name, "nvme[01]") == 0);
-        assert(strcmp(d->match_firmware, "*") == 0);
-        assert(strcmp(d->match_serial, "S4*") == 0);
-        assert(d->set == (APST_KEY_POLICY | APST_KEY_PRIMARY_TIMEOUT | APST_KEY_SECONDARY_TIMEOUT |
-                          APST_KEY_PRIMARY_TOL | APST_KEY_SECONDARY_TOL));
-        assert(d->apst.policy == APST_POLICY_KERNEL);
+        CHECK(strcmp(d->name, "workstation.fast") == 0);
+        CHECK(strcmp(d->match_model, "Samsung SSD 9?0 PRO*") == 0);
+        CHECK(strcmp(d->match_name, "nvme[01]") == 0);
+        CHECK(strcmp(d->match_firmware, "*") == 0);
+        CHECK(strcmp(d->match_serial, "S4*") == 0);
+        CHECK(d->set == (APST_KEY_POLICY | APST_KEY_PRIMARY_TIMEOUT | APST_KEY_SECONDARY_TIMEOUT |
+                         APST_KEY_PRIMARY_TOL | APST_KEY_SECONDARY_TOL));
+        CHECK(d->apst.policy == APST_POLICY_KERNEL);
 
         d = &c->devices[2];
-        assert(strcmp(d->name, "leave-alone") == 0);
-        assert(strcmp(d->match_pci, "1e49:*") == 0);   /* upper case normalised */
-        assert(!d->enable);
-        assert(d->set == 0);
+        CHECK(strcmp(d->name, "leave-alone") == 0);
+        CHECK(strcmp(d->match_pci, "1e49:*") == 0);   /* upper case normalised */
+        CHECK(!d->enable);
+        CHECK(d->set == 0);
 
         /* [apst] after the device sections still applies */
-        assert(c->apst.max_latency_us == 50000);
+        CHECK(c->apst.max_latency_us == 50000);
 }
 
 static void check_cpu_relative(const Config *c) {
         char buf[CPUSET_FORMAT_MAX];
 
-        assert(c->cpu.pin == CPU_PIN_BUSY);
-        assert(c->cpu.release_after_ms == 500);
-        assert(strcmp(c->cpu.governor, "performance") == 0);
-        assert(c->cpu.min_freq.kind == FREQ_PERCENT && c->cpu.min_freq.value == 50);
-        assert(c->cpu.max_freq.kind == FREQ_HW_MAX);
-        assert(strcmp(c->cpu.epp, "balance_performance") == 0);
-        assert(c->cpu.select == CPU_SELECT_LIST);
+        CHECK(c->cpu.pin == CPU_PIN_BUSY);
+        CHECK(c->cpu.release_after_ms == 500);
+        CHECK(strcmp(c->cpu.governor, "performance") == 0);
+        CHECK(c->cpu.min_freq.kind == FREQ_PERCENT && c->cpu.min_freq.value == 50);
+        CHECK(c->cpu.max_freq.kind == FREQ_HW_MAX);
+        CHECK(strcmp(c->cpu.epp, "balance_performance") == 0);
+        CHECK(c->cpu.select == CPU_SELECT_LIST);
         cpuset_format(&c->cpu.cpus, buf, sizeof(buf));
-        assert(strcmp(buf, "0-3,6") == 0);
+        CHECK(strcmp(buf, "0-3,6") == 0);
         assert_defaults(&(Config) { .apst = c->apst, .cpu = (CpuConfig) { .release_after_ms = 2000 },
                                     .daemon = c->daemon });
 }
 
 static void check_cpu_khz(const Config *c) {
-        assert(c->cpu.pin == CPU_PIN_ALWAYS);
-        assert(c->cpu.min_freq.kind == FREQ_KHZ && c->cpu.min_freq.value == 2000000);
-        assert(c->cpu.max_freq.kind == FREQ_KHZ && c->cpu.max_freq.value == 2000000);
-        assert(c->cpu.select == CPU_SELECT_NVME_IRQ);
-        assert(strcmp(c->cpu.governor, "schedutil") == 0);
-        assert(strcmp(c->cpu.epp, "128") == 0);
+        CHECK(c->cpu.pin == CPU_PIN_ALWAYS);
+        CHECK(c->cpu.min_freq.kind == FREQ_KHZ && c->cpu.min_freq.value == 2000000);
+        CHECK(c->cpu.max_freq.kind == FREQ_KHZ && c->cpu.max_freq.value == 2000000);
+        CHECK(c->cpu.select == CPU_SELECT_NVME_IRQ);
+        CHECK(strcmp(c->cpu.governor, "schedutil") == 0);
+        CHECK(strcmp(c->cpu.epp, "128") == 0);
 }
 
 static void check_cpu_minmax(const Config *c) {
-        assert(c->cpu.pin == CPU_PIN_OFF);
-        assert(c->cpu.min_freq.kind == FREQ_HW_MIN);
-        assert(c->cpu.max_freq.kind == FREQ_PERCENT && c->cpu.max_freq.value == 0);
-        assert(c->cpu.select == CPU_SELECT_ALL);
-        assert(c->cpu.release_after_ms == 0);
+        CHECK(c->cpu.pin == CPU_PIN_OFF);
+        CHECK(c->cpu.min_freq.kind == FREQ_HW_MIN);
+        CHECK(c->cpu.max_freq.kind == FREQ_PERCENT && c->cpu.max_freq.value == 0);
+        CHECK(c->cpu.select == CPU_SELECT_ALL);
+        CHECK(c->cpu.release_after_ms == 0);
 }
 
 static void check_unresponsive_3(const Config *c) {
-        assert(c->daemon.unresponsive_after_sec == 3);
-        assert(c->apst.max_latency_us == 100000 && c->cpu.pin == CPU_PIN_OFF && !c->metrics.path);
+        CHECK(c->daemon.unresponsive_after_sec == 3);
+        CHECK(c->apst.max_latency_us == 100000 && c->cpu.pin == CPU_PIN_OFF && !c->metrics.path);
 }
 
 static void check_watch_stat(const Config *c) {
-        assert(c->watch.source == WATCH_SOURCE_STAT);
+        CHECK(c->watch.source == WATCH_SOURCE_STAT);
 }
 
 static void check_watch_bpf(const Config *c) {
-        assert(c->watch.source == WATCH_SOURCE_BPF);
+        CHECK(c->watch.source == WATCH_SOURCE_BPF);
 }
 
 static void check_metrics_path(const Config *c) {
-        assert(c->metrics.path);
-        assert(strcmp(c->metrics.path, "/var/lib/prometheus/node-exporter/nvme-apstd.prom") == 0);
+        CHECK(c->metrics.path);
+        CHECK(strcmp(c->metrics.path, "/var/lib/prometheus/node-exporter/nvme-apstd.prom") == 0);
         /* the other sections keep their defaults */
-        assert(c->apst.max_latency_us == 100000 && c->cpu.pin == CPU_PIN_OFF);
+        CHECK(c->apst.max_latency_us == 100000 && c->cpu.pin == CPU_PIN_OFF);
 }
 
 static void check_force_on(const Config *c) {
-        assert(c->apst.force);
+        CHECK(c->apst.force);
 }
 
 static void check_stall_half(const Config *c) {
-        assert(c->apst.stall_budget_cpct == 50);
-        assert(c->apst.policy == APST_POLICY_ADAPTIVE);
+        CHECK(c->apst.stall_budget_cpct == 50);
+        CHECK(c->apst.policy == APST_POLICY_ADAPTIVE);
 }
 
 static void check_stall_default(const Config *c) {
-        assert(c->apst.stall_budget_cpct == APST_STALL_BUDGET_DEFAULT_CPCT);
+        CHECK(c->apst.stall_budget_cpct == APST_STALL_BUDGET_DEFAULT_CPCT);
 }
 
 static void check_stall_whole(const Config *c) {
-        assert(c->apst.stall_budget_cpct == 300);
+        CHECK(c->apst.stall_budget_cpct == 300);
 }
 
 static void check_stall_hundredth(const Config *c) {
-        assert(c->apst.stall_budget_cpct == 1);
+        CHECK(c->apst.stall_budget_cpct == 1);
 }
 
 static void check_force_off(const Config *c) {
-        assert(!c->apst.force);
+        CHECK(!c->apst.force);
 }
 
 static void check_syntax_variants(const Config *c) {
-        assert(c->apst.max_latency_us == 7);
-        assert(c->apst.policy == APST_POLICY_KERNEL);
-        assert(c->cpu.pin == CPU_PIN_ALWAYS);
+        CHECK(c->apst.max_latency_us == 7);
+        CHECK(c->apst.policy == APST_POLICY_KERNEL);
+        CHECK(c->cpu.pin == CPU_PIN_ALWAYS);
 }
 
 typedef struct GoodCase {
@@ -403,7 +401,7 @@ static void test_resolve(void) {
                     (t->section ? !section || strcmp(section, t->section) != 0 : section != NULL)) {
                         fprintf(stderr, "%s: got section %s enable %d max_latency %u\n", t->name,
                                 section ?: "(none)", enable, p.max_latency_us);
-                        assert(false);
+                        CHECK(false);
                 }
                 printf("ok %s\n", t->name);
         }
@@ -415,9 +413,9 @@ static void test_resolve(void) {
                 DeviceIdent dev = { .name = "nvme0" };
                 ApstParams p, def = APST_PARAMS_DEFAULT;
 
-                assert(config_resolve(&d, &dev, &p, NULL));
-                assert(apst_equal(&p, &def));
-                assert(config_resolve(&d, &dev, NULL, NULL));
+                CHECK(config_resolve(&d, &dev, &p, NULL));
+                CHECK(apst_equal(&p, &def));
+                CHECK(config_resolve(&d, &dev, NULL, NULL));
                 config_done(&d);
                 printf("ok /config/resolve/defaults\n");
         }
@@ -487,11 +485,11 @@ static void test_situations(void) {
         Config c = parse_ok("/config/situation/parse", situation_text);
         DeviceIdent a2000 = { .name = "nvme0", .model = "KINGSTON SA2000M81000G" };
 
-        assert(c.n_overlays == 7);
-        assert(c.n_devices == 2);
+        CHECK(c.n_overlays == 7);
+        CHECK(c.n_devices == 2);
         /* the plain sections as parsed: untouched by the situation sections */
-        assert(c.apst.max_latency_us == 25000 && c.cpu.pin == CPU_PIN_BUSY && !c.cpu.epp);
-        assert(c.devices[0].set == APST_KEY_SECONDARY_TIMEOUT && c.devices[0].enable);
+        CHECK(c.apst.max_latency_us == 25000 && c.cpu.pin == CPU_PIN_BUSY && !c.cpu.epp);
+        CHECK(c.devices[0].set == APST_KEY_SECONDARY_TIMEOUT && c.devices[0].enable);
 
         for (size_t i = 0; i < ELEMENTSOF(situation_cases); i++) {
                 const SituationCase *t = &situation_cases[i];
@@ -502,7 +500,7 @@ static void test_situations(void) {
                 Config e;
 
                 snprintf(s.profile, sizeof s.profile, "%s", t->profile);
-                assert(config_situate(&c, &s, &e) == 0);
+                CHECK(config_situate(&c, &s, &e) == 0);
                 enabled = config_resolve(&e, &a2000, &p, &section);
                 if (e.apst.max_latency_us != t->apst_latency || e.apst.primary_timeout_ms != t->apst_primary ||
                     p.max_latency_us != t->a2000_latency || enabled != t->a2000_enabled || e.cpu.pin != t->pin ||
@@ -510,15 +508,15 @@ static void test_situations(void) {
                         fprintf(stderr, "%s: apst %u/%u a2000 %u enabled %d pin %d epp %s\n", t->name,
                                 e.apst.max_latency_us, e.apst.primary_timeout_ms, p.max_latency_us, enabled,
                                 e.cpu.pin, e.cpu.epp ? e.cpu.epp : "(unset)");
-                        assert(false);
+                        CHECK(false);
                 }
                 /* [device] keys stay in every situation; the copy is whole and owns its strings */
-                assert(section && strcmp(section, "a2000") == 0 && section != c.devices[0].name);
-                assert(p.secondary_timeout_ms == 500);
-                assert(e.n_overlays == 0 && !e.overlays);
-                assert(strcmp(e.cpu.governor, "performance") == 0 && e.cpu.governor != c.cpu.governor);
-                assert(strcmp(e.path, FILENAME) == 0);
-                assert(e.cpu.select == (strcmp(t->profile, "performance") == 0 ? CPU_SELECT_LIST : CPU_SELECT_ALL));
+                CHECK(section && strcmp(section, "a2000") == 0 && section != c.devices[0].name);
+                CHECK(p.secondary_timeout_ms == 500);
+                CHECK(e.n_overlays == 0 && !e.overlays);
+                CHECK(strcmp(e.cpu.governor, "performance") == 0 && e.cpu.governor != c.cpu.governor);
+                CHECK(strcmp(e.path, FILENAME) == 0);
+                CHECK(e.cpu.select == (strcmp(t->profile, "performance") == 0 ? CPU_SELECT_LIST : CPU_SELECT_ALL));
                 config_done(&e);
                 printf("ok %s\n", t->name);
         }
@@ -530,8 +528,8 @@ static void test_situations(void) {
                 Situation s = { .power_source = POWER_SOURCE_BATTERY, .profile = "power-saver" };
                 Config e;
 
-                assert(config_situate(&d, &s, &e) == 0);
-                assert(e.apst.max_latency_us == 1234 && e.n_devices == 0 && !e.devices);
+                CHECK(config_situate(&d, &s, &e) == 0);
+                CHECK(e.apst.max_latency_us == 1234 && e.n_devices == 0 && !e.devices);
                 config_done(&e);
                 config_done(&d);
                 printf("ok /config/situation/none\n");
@@ -572,11 +570,11 @@ static void test_manpage_laptop(void) {
                 Config e;
 
                 snprintf(s.profile, sizeof s.profile, "%s", cases[i].profile);
-                assert(config_situate(&c, &s, &e) == 0);
-                assert(config_resolve(&e, &samsung, &ps, NULL) && config_resolve(&e, &a2000, &pa, NULL));
-                assert(ps.max_latency_us == cases[i].samsung);
-                assert(pa.max_latency_us == cases[i].a2000);
-                assert(e.cpu.pin == cases[i].pin && strcmp(e.cpu.governor, "performance") == 0);
+                CHECK(config_situate(&c, &s, &e) == 0);
+                CHECK(config_resolve(&e, &samsung, &ps, NULL) && config_resolve(&e, &a2000, &pa, NULL));
+                CHECK(ps.max_latency_us == cases[i].samsung);
+                CHECK(pa.max_latency_us == cases[i].a2000);
+                CHECK(e.cpu.pin == cases[i].pin && strcmp(e.cpu.governor, "performance") == 0);
                 config_done(&e);
         }
         config_done(&c);
@@ -616,7 +614,7 @@ static void test_power_source(void) {
                 PowerSource got = power_source_decide(cases[i].s, cases[i].n);
                 if (got != cases[i].want) {
                         fprintf(stderr, "%s: got %s\n", cases[i].name, power_source_to_string(got));
-                        assert(false);
+                        CHECK(false);
                 }
                 printf("ok %s\n", cases[i].name);
         }
@@ -629,18 +627,18 @@ static void test_situation_words(void) {
         char buf[96];
 
         situation_describe_change(&ac, &bat, buf, sizeof buf);
-        assert(strcmp(buf, "on battery") == 0);
+        CHECK(strcmp(buf, "on battery") == 0);
         situation_describe_change(&bat, &bat_ps, buf, sizeof buf);
-        assert(strcmp(buf, "power-saver profile") == 0);
+        CHECK(strcmp(buf, "power-saver profile") == 0);
         situation_describe_change(&bat_ps, &bat, buf, sizeof buf);
-        assert(strcmp(buf, "no power profile") == 0);
+        CHECK(strcmp(buf, "no power profile") == 0);
         situation_describe_change(&bat_ps, &ac_bal, buf, sizeof buf);
-        assert(strcmp(buf, "on AC, balanced profile") == 0);
+        CHECK(strcmp(buf, "on AC, balanced profile") == 0);
         situation_describe(&bat_ps, buf, sizeof buf);
-        assert(strcmp(buf, "on battery, power-saver profile") == 0);
-        assert(situation_equal(&bat, &bat) && !situation_equal(&bat, &bat_ps));
-        assert(strcmp(power_source_to_string(POWER_SOURCE_BATTERY), "battery") == 0);
-        assert(!power_source_to_string(_POWER_SOURCE_INVALID));
+        CHECK(strcmp(buf, "on battery, power-saver profile") == 0);
+        CHECK(situation_equal(&bat, &bat) && !situation_equal(&bat, &bat_ps));
+        CHECK(strcmp(power_source_to_string(POWER_SOURCE_BATTERY), "battery") == 0);
+        CHECK(!power_source_to_string(_POWER_SOURCE_INVALID));
         printf("ok /situation/words\n");
 }
 
@@ -947,17 +945,17 @@ static void test_bad(const BadCase *t) {
         memset(&c, 0x5a, sizeof(c));
         memcpy(&sentinel, &c, sizeof(sentinel));
         r = config_parse_string(t->text, FILENAME, &c, &error);
-        assert(asprintf(&expected, "%s:%s", FILENAME, t->message) > 0);
+        CHECK(asprintf(&expected, "%s:%s", FILENAME, t->message) > 0);
         if (r != t->error || !error || strcmp(error, expected) != 0) {
                 fprintf(stderr, "%s: got %d \"%s\"\n%*s expected %d \"%s\"\n", t->name, r, strempty(error),
                         (int) strlen(t->name), "", t->error, expected);
-                assert(false);
+                CHECK(false);
         }
         /* *ret untouched on failure */
-        assert(memcmp(&c, &sentinel, sizeof(c)) == 0);
+        CHECK(memcmp(&c, &sentinel, sizeof(c)) == 0);
 
         /* ret_error may be NULL */
-        assert(config_parse_string(t->text, FILENAME, &c, NULL) == t->error);
+        CHECK(config_parse_string(t->text, FILENAME, &c, NULL) == t->error);
 }
 
 /* Lines at and just below inih's limit: 197 characters plus "\r\n" fill its 200-byte buffer. */
@@ -972,7 +970,7 @@ static void test_line_limit(void) {
         memset(text + strlen(text), 'x', 196);
         strcat(text, "\r\nforce = yes\n");
         c = parse_ok("/config/line/197-with-crlf", text);
-        assert(c.apst.force);
+        CHECK(c.apst.force);
         config_done(&c);
 
         memset(text, 0, sizeof(text));
@@ -980,8 +978,8 @@ static void test_line_limit(void) {
         memset(text + strlen(text), 'x', 197);
         strcat(text, "\r\nforce = yes\n");
         r = config_parse_string(text, FILENAME, &c, &error);
-        assert(r == -EINVAL);
-        assert(strcmp(error, "test.conf:2: line longer than 197 characters") == 0);
+        CHECK(r == -EINVAL);
+        CHECK(strcmp(error, "test.conf:2: line longer than 197 characters") == 0);
         printf("ok /config/line/limit\n");
 }
 
@@ -992,23 +990,23 @@ static void test_many_devices(void) {
         int r;
 
         text = malloc(size);
-        assert(text);
+        REQUIRE(text);
         for (unsigned i = 0; i < 257; i++)
                 n += (size_t) snprintf(text + n, size - n, "[device d%u]\nmatch_name = nvme%u\n", i, i);
         r = config_parse_string(text, "many.conf", &c, &error);
-        assert(r == -EINVAL);
-        assert(strcmp(error, "many.conf:513: [device d256]: too many device sections (at most 256)") == 0);
+        CHECK(r == -EINVAL);
+        CHECK(strcmp(error, "many.conf:513: [device d256]: too many device sections (at most 256)") == 0);
 
         /* 256 is fine; the last one wins only for nvme255 */
         text[strstr(text, "[device d256]") - text] = '\0';
         c = parse_ok("/config/devices/256", text);
-        assert(c.n_devices == 256);
+        CHECK(c.n_devices == 256);
         {
                 DeviceIdent dev = { .name = "nvme255" };
                 const char *section = NULL;
 
-                assert(config_resolve(&c, &dev, NULL, &section));
-                assert(strcmp(section, "d255") == 0);
+                CHECK(config_resolve(&c, &dev, NULL, &section));
+                CHECK(strcmp(section, "d255") == 0);
         }
         config_done(&c);
         printf("ok /config/devices/limit\n");
@@ -1018,10 +1016,10 @@ static void test_null_filename(void) {
         _cleanup_free_ char *error = NULL;
         Config c;
 
-        assert(config_parse_string("[x]\n", NULL, &c, &error) == -EINVAL);
-        assert(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])") == 0);
-        assert(config_parse_string("", NULL, &c, NULL) == 0);
-        assert(strcmp(c.path, "<string>") == 0);
+        CHECK(config_parse_string("[x]\n", NULL, &c, &error) == -EINVAL);
+        CHECK(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])") == 0);
+        CHECK(config_parse_string("", NULL, &c, NULL) == 0);
+        CHECK(strcmp(c.path, "<string>") == 0);
         config_done(&c);
         printf("ok /config/null-filename\n");
 }
@@ -1034,12 +1032,12 @@ static char *write_file(const char *name, const void *data, size_t size, mode_t 
         char *path;
         int fd;
 
-        assert(asprintf(&path, "%s/%s", tmpdir, name) > 0);
+        CHECK(asprintf(&path, "%s/%s", tmpdir, name) > 0);
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        assert(fd >= 0);
-        assert(write(fd, data, size) == (ssize_t) size);
-        assert(fchmod(fd, mode) == 0);
-        assert(close(fd) == 0);
+        REQUIRE(fd >= 0);
+        CHECK(write(fd, data, size) == (ssize_t) size);
+        CHECK(fchmod(fd, mode) == 0);
+        CHECK(close(fd) == 0);
         return path;
 }
 
@@ -1053,7 +1051,7 @@ _printf_(4, 5) static void expect_load(const char *name, const char *path, int e
                 va_list ap;
 
                 va_start(ap, fmt);
-                assert(vasprintf(&expected, fmt, ap) > 0);
+                CHECK(vasprintf(&expected, fmt, ap) > 0);
                 va_end(ap);
         }
 
@@ -1061,7 +1059,7 @@ _printf_(4, 5) static void expect_load(const char *name, const char *path, int e
         if (r != error || (expected && (!msg || strcmp(msg, expected) != 0))) {
                 fprintf(stderr, "%s: got %d \"%s\", expected %d \"%s\"\n", name, r, strempty(msg), error,
                         strempty(expected));
-                assert(false);
+                CHECK(false);
         }
         if (r == 0)
                 config_done(&c);
@@ -1075,12 +1073,12 @@ static void test_load(void) {
         static const char text[] = "[apst]\nmax_latency_us = 1234\n";
         Config c;
 
-        assert(mkdtemp(tmpdir));
+        REQUIRE(mkdtemp(tmpdir));
 
         good = write_file("good.conf", text, strlen(text), 0644);
-        assert(config_load(good, &c, NULL) == 0);
-        assert(c.apst.max_latency_us == 1234);
-        assert(strcmp(c.path, good) == 0);
+        CHECK(config_load(good, &c, NULL) == 0);
+        CHECK(c.apst.max_latency_us == 1234);
+        CHECK(strcmp(c.path, good) == 0);
         config_done(&c);
         printf("ok /config/load/good\n");
 
@@ -1094,7 +1092,7 @@ static void test_load(void) {
 
         if (geteuid() == 0) {
                 foreign = write_file("foreign.conf", text, strlen(text), 0644);
-                assert(chown(foreign, 65534, 65534) == 0);
+                CHECK(chown(foreign, 65534, 65534) == 0);
                 expect_load("/config/load/not-owned-by-root", foreign, -EPERM,
                             "%s: is owned by uid 65534, not root; refusing to use it", foreign);
         } else
@@ -1108,7 +1106,7 @@ static void test_load(void) {
                 size_t size = CONFIG_MAX_SIZE + 1;
                 _cleanup_free_ char *data = malloc(size);
 
-                assert(data);
+                REQUIRE(data);
                 /* Valid text of exactly CONFIG_MAX_SIZE bytes parses; one more byte is refused. */
                 memset(data, '\n', size);
                 data[0] = '#';
@@ -1125,20 +1123,20 @@ static void test_load(void) {
         expect_load("/config/load/repeated-key", rep, -EINVAL,
                     "%s:3: [cpu] pin = always: key given twice in this section (first on line 2)", rep);
 
-        assert(asprintf(&dir, "%s/conf.d", tmpdir) > 0);
-        assert(mkdir(dir, 0755) == 0);
+        CHECK(asprintf(&dir, "%s/conf.d", tmpdir) > 0);
+        CHECK(mkdir(dir, 0755) == 0);
         expect_load("/config/load/directory", dir, -EISDIR, "%s: is a directory, not a configuration file", dir);
 
-        assert(asprintf(&missing, "%s/missing.conf", tmpdir) > 0);
+        CHECK(asprintf(&missing, "%s/missing.conf", tmpdir) > 0);
         expect_load("/config/load/missing", missing, -ENOENT, "%s: cannot open: No such file or directory",
                     missing);
 
-        assert(asprintf(&notdir, "%s/x", good) > 0);
+        CHECK(asprintf(&notdir, "%s/x", good) > 0);
         expect_load("/config/load/not-a-directory", notdir, -ENOTDIR, "%s: cannot open: Not a directory", notdir);
 
         /* A FIFO must be refused, not waited on. */
-        assert(asprintf(&fifo, "%s/fifo", tmpdir) > 0);
-        assert(mkfifo(fifo, 0600) == 0);
+        CHECK(asprintf(&fifo, "%s/fifo", tmpdir) > 0);
+        CHECK(mkfifo(fifo, 0600) == 0);
         expect_load("/config/load/fifo", fifo, -EINVAL,
                     "%s: is not a regular file (mode 010600); refusing to use it", fifo);
 
@@ -1148,17 +1146,17 @@ static void test_load(void) {
         /* Unreadable: as root, become nobody for the call (the saved uid stays 0) and a 0600 root file is
          * out of reach; as anyone else, chmod 0 does it. */
         if (geteuid() == 0) {
-                assert(chmod(good, 0600) == 0);
-                assert(seteuid(65534) == 0);
+                CHECK(chmod(good, 0600) == 0);
+                CHECK(seteuid(65534) == 0);
                 expect_load("/config/load/unreadable", good, -EACCES, "%s: cannot open: Permission denied", good);
-                assert(seteuid(0) == 0);
+                CHECK(seteuid(0) == 0);
         } else {
-                assert(chmod(good, 0) == 0);
+                CHECK(chmod(good, 0) == 0);
                 expect_load("/config/load/unreadable", good, -EACCES, "%s: cannot open: Permission denied", good);
         }
 
         /* The error pointer may be NULL. */
-        assert(config_load(dir, &c, NULL) == -EISDIR);
+        CHECK(config_load(dir, &c, NULL) == -EISDIR);
 
         (void) unlink(good);
         (void) unlink(g664);
@@ -1171,7 +1169,7 @@ static void test_load(void) {
         (void) unlink(rep);
         (void) unlink(fifo);
         (void) rmdir(dir);
-        assert(rmdir(tmpdir) == 0);
+        CHECK(rmdir(tmpdir) == 0);
 }
 
 /* ---- the shipped file ---- */
@@ -1184,19 +1182,19 @@ static void test_shipped(void) {
         long size;
 
         f = fopen(path, "re");
-        assert(f);
-        assert(fseek(f, 0, SEEK_END) == 0);
+        REQUIRE(f);
+        CHECK(fseek(f, 0, SEEK_END) == 0);
         size = ftell(f);
-        assert(size > 0 && (unsigned long) size <= CONFIG_MAX_SIZE);
+        CHECK(size > 0 && (unsigned long) size <= CONFIG_MAX_SIZE);
         rewind(f);
         text = calloc(1, (size_t) size + 1);
-        assert(text);
-        assert(fread(text, 1, (size_t) size, f) == (size_t) size);
+        REQUIRE(text);
+        CHECK(fread(text, 1, (size_t) size, f) == (size_t) size);
         fclose(f);
 
         if (config_parse_string(text, path, &c, &error) < 0) {
                 fprintf(stderr, "shipped file: %s\n", error);
-                assert(false);
+                CHECK(false);
         }
         /* Everything in it is commented out: exactly the defaults. */
         assert_defaults(&c);
@@ -1208,7 +1206,7 @@ static void test_shipped(void) {
                 char *w = enabled;
                 Config e;
 
-                assert(enabled);
+                CHECK(enabled);
                 for (const char *l = text; *l;) {
                         const char *nl = strchr(l, '\n');
                         size_t len = nl ? (size_t) (nl - l) + 1 : strlen(l);
@@ -1227,9 +1225,9 @@ static void test_shipped(void) {
                 error = NULL;
                 if (config_parse_string(enabled, "enabled-examples", &e, &error) < 0) {
                         fprintf(stderr, "shipped file with examples enabled: %s\n", error);
-                        assert(false);
+                        CHECK(false);
                 }
-                assert(e.n_devices >= 2);
+                CHECK(e.n_devices >= 2);
                 config_done(&e);
         }
         printf("ok /config/shipped\n");
@@ -1250,11 +1248,11 @@ static void test_safe_atou32(void) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 uint32_t v = 7;
 
-                assert(safe_atou32(cases[i].s, &v) == cases[i].r);
-                assert(v == (cases[i].r == 0 ? cases[i].v : 7));
+                CHECK(safe_atou32(cases[i].s, &v) == cases[i].r);
+                CHECK(v == (cases[i].r == 0 ? cases[i].v : 7));
         }
-        assert(parse_boolean("YES") == 1 && parse_boolean("off") == 0 && parse_boolean("") == -EINVAL &&
-               parse_boolean("y") == -EINVAL && parse_boolean(NULL) == -EINVAL);
+        CHECK(parse_boolean("YES") == 1 && parse_boolean("off") == 0 && parse_boolean("") == -EINVAL &&
+              parse_boolean("y") == -EINVAL && parse_boolean(NULL) == -EINVAL);
         printf("ok /util/safe_atou32\n");
 }
 
@@ -1267,22 +1265,22 @@ static void test_copy(void) {
         Situation s = {};
         const char *name;
 
-        assert(config_parse_string(text, NULL, &c, NULL) == 0);
-        assert(config_copy(&c, &x) == 0);
-        assert(x.daemon.unresponsive_after_sec == 7 && x.apst.max_latency_us == 5000 && x.n_devices == 1);
-        assert(x.devices[0].name != c.devices[0].name && strcmp(x.devices[0].name, "fast") == 0);
-        assert(x.metrics.path != c.metrics.path && strcmp(x.metrics.path, "/x/a.prom") == 0);
+        CHECK(config_parse_string(text, NULL, &c, NULL) == 0);
+        CHECK(config_copy(&c, &x) == 0);
+        CHECK(x.daemon.unresponsive_after_sec == 7 && x.apst.max_latency_us == 5000 && x.n_devices == 1);
+        CHECK(x.devices[0].name != c.devices[0].name && strcmp(x.devices[0].name, "fast") == 0);
+        CHECK(x.metrics.path != c.metrics.path && strcmp(x.metrics.path, "/x/a.prom") == 0);
         name = config_section_name(&x, c.devices[0].name);
-        assert(name == x.devices[0].name);
-        assert(!config_section_name(&x, "slow") && !config_section_name(&x, NULL));
+        CHECK(name == x.devices[0].name);
+        CHECK(!config_section_name(&x, "slow") && !config_section_name(&x, NULL));
         config_done(&c);   /* the copy stands alone */
-        assert(strcmp(name, "fast") == 0 && x.devices[0].apst.max_latency_us == 0);
+        CHECK(strcmp(name, "fast") == 0 && x.devices[0].apst.max_latency_us == 0);
         config_done(&x);
         /* only a resolved configuration (no situation sections) is copied */
-        assert(config_parse_string("[apst on-battery]\nmax_latency_us = 1\n", NULL, &c, NULL) == 0);
-        assert(config_copy(&c, &x) == -EINVAL);
-        assert(config_situate(&c, &s, &x) == 0 && config_copy(&x, &y) == 0);
-        assert(y.apst.max_latency_us == x.apst.max_latency_us);
+        CHECK(config_parse_string("[apst on-battery]\nmax_latency_us = 1\n", NULL, &c, NULL) == 0);
+        CHECK(config_copy(&c, &x) == -EINVAL);
+        CHECK(config_situate(&c, &s, &x) == 0 && config_copy(&x, &y) == 0);
+        CHECK(y.apst.max_latency_us == x.apst.max_latency_us);
         config_done(&y);
         config_done(&x);
         config_done(&c);
@@ -1310,5 +1308,5 @@ int main(void) {
         test_null_filename();
         test_load();
         test_shipped();
-        return 0;
+        return check_exit_status();
 }

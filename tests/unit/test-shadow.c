@@ -5,26 +5,12 @@
  * applied and the kernel's table, the sliding window, and the guard's verdicts.
  * Units in comments: ms, mW; 1 mW x 1 ms = 1 µJ = 1e9 µW·ns.
  */
-#undef NDEBUG
-
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "shadow.h"
-
-static unsigned n_checks, n_failed;
-static const char *current = "";
-
-#define CHECK(cond)                                                                    \
-        do {                                                                           \
-                n_checks++;                                                            \
-                if (!(cond)) {                                                         \
-                        n_failed++;                                                    \
-                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,     \
-                                __LINE__, current, #cond);                             \
-                }                                                                      \
-        } while (0)
 
 #define NEAR(x, want) (fabs((double) (x) - (double) (want)) <= 1e-9 * fabs((double) (want)) + 1e-6)
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))

@@ -5,13 +5,12 @@
  * the nvme-irq CPUs, the recorded-state file round trip, and the CPU list
  * syntax of `cpus =`.
  */
-#undef NDEBUG
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "config.h"
 #include "cpufreq-policy.h"
 #include "cpuset.h"
@@ -21,7 +20,7 @@ static CpuSet set_of(const char *list) {
         CpuSet s = {};
 
         if (list[0])
-                assert(cpuset_parse(list, &s) == 0);
+                CHECK(cpuset_parse(list, &s) == 0);
         return s;
 }
 
@@ -65,12 +64,12 @@ static CpufreqPolicyState acpi_policy(unsigned cpu, const char *cpus) {
 }
 
 static void test_attr_names(void) {
-        assert(strcmp(cpufreq_attr_to_string(CPUFREQ_ATTR_GOVERNOR), "scaling_governor") == 0);
-        assert(strcmp(cpufreq_attr_to_string(CPUFREQ_ATTR_MIN), "scaling_min_freq") == 0);
-        assert(strcmp(cpufreq_attr_to_string(CPUFREQ_ATTR_MAX), "scaling_max_freq") == 0);
-        assert(strcmp(cpufreq_attr_to_string(CPUFREQ_ATTR_EPP), "energy_performance_preference") == 0);
-        assert(!cpufreq_attr_to_string(_CPUFREQ_ATTR_MAX));
-        assert(!cpufreq_attr_to_string(_CPUFREQ_ATTR_INVALID));
+        CHECK(strcmp(cpufreq_attr_to_string(CPUFREQ_ATTR_GOVERNOR), "scaling_governor") == 0);
+        CHECK(strcmp(cpufreq_attr_to_string(CPUFREQ_ATTR_MIN), "scaling_min_freq") == 0);
+        CHECK(strcmp(cpufreq_attr_to_string(CPUFREQ_ATTR_MAX), "scaling_max_freq") == 0);
+        CHECK(strcmp(cpufreq_attr_to_string(CPUFREQ_ATTR_EPP), "energy_performance_preference") == 0);
+        CHECK(!cpufreq_attr_to_string(_CPUFREQ_ATTR_MAX));
+        CHECK(!cpufreq_attr_to_string(_CPUFREQ_ATTR_INVALID));
 }
 
 static void test_resolve_freq(void) {
@@ -123,14 +122,14 @@ static void test_plan(void) {
         };
 
         cpufreq_settings_from_state(&st, &saved);
-        assert(strcmp(saved.governor, "powersave") == 0 && saved.min_khz == 800000 &&
-               saved.max_khz == 3600000 && strcmp(saved.epp, "balance_performance") == 0);
-        assert(set_eq(&saved.cpus, "0-3") && saved.cpu == 0);
+        CHECK(strcmp(saved.governor, "powersave") == 0 && saved.min_khz == 800000 &&
+              saved.max_khz == 3600000 && strcmp(saved.epp, "balance_performance") == 0);
+        CHECK(set_eq(&saved.cpus, "0-3") && saved.cpu == 0);
 
         /* plan/full: everything set */
-        assert(cpufreq_plan_policy(&cfg, &st, &saved, &want, err, sizeof err) == 0);
-        assert(strcmp(want.governor, "performance") == 0 && want.min_khz == 3600000 &&
-               want.max_khz == 3600000 && strcmp(want.epp, "performance") == 0);
+        CHECK(cpufreq_plan_policy(&cfg, &st, &saved, &want, err, sizeof err) == 0);
+        CHECK(strcmp(want.governor, "performance") == 0 && want.min_khz == 3600000 &&
+              want.max_khz == 3600000 && strcmp(want.epp, "performance") == 0);
 
         /* plan/unset-keys-keep-saved: a key dropped on reload returns to what was recorded,
          * not to what the policy holds now. */
@@ -140,10 +139,10 @@ static void test_plan(void) {
 
                 strcpy(now.epp, "power");           /* left over from an earlier pin */
                 now.min_khz = 3600000;
-                assert(cpufreq_plan_policy(&c2, &now, &saved, &want, err, sizeof err) == 0);
-                assert(strcmp(want.governor, "performance") == 0);
-                assert(strcmp(want.epp, "balance_performance") == 0);
-                assert(want.min_khz == 800000 && want.max_khz == 3600000);
+                CHECK(cpufreq_plan_policy(&c2, &now, &saved, &want, err, sizeof err) == 0);
+                CHECK(strcmp(want.governor, "performance") == 0);
+                CHECK(strcmp(want.epp, "balance_performance") == 0);
+                CHECK(want.min_khz == 800000 && want.max_khz == 3600000);
         }
 
         /* plan/governor-unavailable */
@@ -153,33 +152,33 @@ static void test_plan(void) {
                 err[0] = '\0';
                 memset(&want, 0x5a, sizeof want);
                 CpufreqSettings before = want;
-                assert(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
-                assert(memcmp(&want, &before, sizeof want) == 0);       /* ret untouched */
-                assert(strstr(err, "'schedutil'") && strstr(err, "performance powersave"));
+                CHECK(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
+                CHECK(memcmp(&want, &before, sizeof want) == 0);       /* ret untouched */
+                CHECK(strstr(err, "'schedutil'") && strstr(err, "performance powersave"));
         }
         /* plan/governor-prefix-is-not-a-match */
         {
                 CpuConfig c2 = { .governor = (char *) "perf" };
-                assert(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
+                CHECK(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
         }
         /* plan/governor-with-blank */
         {
                 CpuConfig c2 = { .governor = (char *) "performance powersave" };
-                assert(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
+                CHECK(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
         }
         /* plan/epp-unlisted */
         {
                 CpuConfig c2 = { .epp = (char *) "turbo" };
-                assert(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
-                assert(strstr(err, "'turbo'") && strstr(err, "energy_performance_available_preferences"));
+                CHECK(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
+                CHECK(strstr(err, "'turbo'") && strstr(err, "energy_performance_available_preferences"));
         }
         /* plan/epp-raw-number: intel_pstate takes 0..255 without listing it */
         {
                 CpuConfig c2 = { .epp = (char *) "128" };
-                assert(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == 0);
-                assert(strcmp(want.epp, "128") == 0);
+                CHECK(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == 0);
+                CHECK(strcmp(want.epp, "128") == 0);
                 c2.epp = (char *) "256";
-                assert(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
+                CHECK(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
         }
         /* plan/epp-without-driver-support: ignored, not an error */
         {
@@ -188,16 +187,16 @@ static void test_plan(void) {
                 CpuConfig c2 = { .governor = (char *) "performance", .epp = (char *) "performance" };
 
                 cpufreq_settings_from_state(&a, &s4);
-                assert(s4.epp[0] == '\0');
-                assert(cpufreq_plan_policy(&c2, &a, &s4, &want, err, sizeof err) == 0);
-                assert(want.epp[0] == '\0' && strcmp(want.governor, "performance") == 0);
-                assert(want.cpu == 4 && set_eq(&want.cpus, "4-7"));
+                CHECK(s4.epp[0] == '\0');
+                CHECK(cpufreq_plan_policy(&c2, &a, &s4, &want, err, sizeof err) == 0);
+                CHECK(want.epp[0] == '\0' && strcmp(want.governor, "performance") == 0);
+                CHECK(want.cpu == 4 && set_eq(&want.cpus, "4-7"));
         }
         /* plan/min-above-max */
         {
                 CpuConfig c2 = { .min_freq = { FREQ_KHZ, 3000000 }, .max_freq = { FREQ_KHZ, 2000000 } };
-                assert(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
-                assert(strstr(err, "3000000") && strstr(err, "2000000"));
+                CHECK(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == -EINVAL);
+                CHECK(strstr(err, "3000000") && strstr(err, "2000000"));
         }
         /* plan/min-above-found-max */
         {
@@ -205,20 +204,20 @@ static void test_plan(void) {
                 CpufreqSettings low = saved;
 
                 low.max_khz = 2000000;
-                assert(cpufreq_plan_policy(&c2, &st, &low, &want, err, sizeof err) == -EINVAL);
-                assert(strstr(err, "set max_freq too"));
+                CHECK(cpufreq_plan_policy(&c2, &st, &low, &want, err, sizeof err) == -EINVAL);
+                CHECK(strstr(err, "set max_freq too"));
         }
         /* plan/percent */
         {
                 CpuConfig c2 = { .min_freq = { FREQ_PERCENT, 50 } };
-                assert(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == 0);
-                assert(want.min_khz == 2200000 && want.max_khz == 3600000);
+                CHECK(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == 0);
+                CHECK(want.min_khz == 2200000 && want.max_khz == 3600000);
         }
         /* plan/nothing-configured = the record itself */
         {
                 CpuConfig c2 = {};
-                assert(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == 0);
-                assert(cpufreq_settings_equal(&want, &saved));
+                CHECK(cpufreq_plan_policy(&c2, &st, &saved, &want, err, sizeof err) == 0);
+                CHECK(cpufreq_settings_equal(&want, &saved));
         }
 }
 
@@ -230,36 +229,36 @@ static void test_differs_and_order(void) {
         cpufreq_settings_from_state(&st, &cur);
         want = cur;
         for (CpufreqAttr a = 0; a < _CPUFREQ_ATTR_MAX; a++)
-                assert(!cpufreq_attr_differs(&cur, &want, a));
+                CHECK(!cpufreq_attr_differs(&cur, &want, a));
 
         /* raising min above the current max: max first */
         want.min_khz = want.max_khz = 3600000;
         cur.max_khz = 2000000;
         cpufreq_write_order(&cur, &want, order);
-        assert(order[0] == CPUFREQ_ATTR_GOVERNOR && order[1] == CPUFREQ_ATTR_EPP);
-        assert(order[2] == CPUFREQ_ATTR_MAX && order[3] == CPUFREQ_ATTR_MIN);
-        assert(cpufreq_attr_differs(&cur, &want, CPUFREQ_ATTR_MIN));
-        assert(cpufreq_attr_differs(&cur, &want, CPUFREQ_ATTR_MAX));
+        CHECK(order[0] == CPUFREQ_ATTR_GOVERNOR && order[1] == CPUFREQ_ATTR_EPP);
+        CHECK(order[2] == CPUFREQ_ATTR_MAX && order[3] == CPUFREQ_ATTR_MIN);
+        CHECK(cpufreq_attr_differs(&cur, &want, CPUFREQ_ATTR_MIN));
+        CHECK(cpufreq_attr_differs(&cur, &want, CPUFREQ_ATTR_MAX));
 
         /* lowering both (a restore): min first */
         cur.min_khz = cur.max_khz = 3600000;
         want.min_khz = 800000;
         want.max_khz = 2000000;
         cpufreq_write_order(&cur, &want, order);
-        assert(order[2] == CPUFREQ_ATTR_MIN && order[3] == CPUFREQ_ATTR_MAX);
+        CHECK(order[2] == CPUFREQ_ATTR_MIN && order[3] == CPUFREQ_ATTR_MAX);
 
         /* "" / 0 in want = leave alone */
         strcpy(cur.epp, "power");
         want.epp[0] = '\0';
-        assert(!cpufreq_attr_differs(&cur, &want, CPUFREQ_ATTR_EPP));
+        CHECK(!cpufreq_attr_differs(&cur, &want, CPUFREQ_ATTR_EPP));
         want.min_khz = 0;
-        assert(!cpufreq_attr_differs(&cur, &want, CPUFREQ_ATTR_MIN));
+        CHECK(!cpufreq_attr_differs(&cur, &want, CPUFREQ_ATTR_MIN));
 
         char buf[32];
         cpufreq_attr_value(&cur, CPUFREQ_ATTR_MAX, buf, sizeof buf);
-        assert(strcmp(buf, "3600000") == 0);
+        CHECK(strcmp(buf, "3600000") == 0);
         cpufreq_attr_value(&cur, CPUFREQ_ATTR_EPP, buf, sizeof buf);
-        assert(strcmp(buf, "power") == 0);
+        CHECK(strcmp(buf, "power") == 0);
 }
 
 static void test_select(void) {
@@ -267,18 +266,18 @@ static void test_select(void) {
         CpuConfig cfg = { .select = CPU_SELECT_ALL };
 
         cpufreq_select_cpus(&cfg, &online, NULL, &sel, &missing);
-        assert(set_eq(&sel, "0-7") && set_eq(&missing, ""));
+        CHECK(set_eq(&sel, "0-7") && set_eq(&missing, ""));
 
         cfg.select = CPU_SELECT_NVME_IRQ;
         cpufreq_select_cpus(&cfg, &online, &irq, &sel, &missing);
-        assert(set_eq(&sel, "2,5") && set_eq(&missing, "9"));
+        CHECK(set_eq(&sel, "2,5") && set_eq(&missing, "9"));
         cpufreq_select_cpus(&cfg, &online, NULL, &sel, NULL);
-        assert(set_eq(&sel, ""));
+        CHECK(set_eq(&sel, ""));
 
         cfg.select = CPU_SELECT_LIST;
         cfg.cpus = set_of("0-3,6,100");
         cpufreq_select_cpus(&cfg, &online, &irq, &sel, &missing);
-        assert(set_eq(&sel, "0-3,6") && set_eq(&missing, "100"));
+        CHECK(set_eq(&sel, "0-3,6") && set_eq(&missing, "100"));
 }
 
 static void test_irq(void) {
@@ -316,35 +315,35 @@ static void test_record_round_trip(void) {
 
         cpufreq_settings_from_state(&a, &s[0]);
         cpufreq_settings_from_state(&b, &s[1]);
-        assert(cpufreq_record_format(s, 2, &text) == 0);
-        assert(strcmp(text, CPUFREQ_RECORD_HEADER
-                      "policy cpu=0 cpus=0-3 governor=powersave min=800000 max=3600000 epp=balance_performance\n"
-                      "policy cpu=4 cpus=4-5,7 governor=schedutil min=1200000 max=2400000 epp=-\n") == 0);
-        assert(cpufreq_record_parse(text, &back, &n) == 0);
-        assert(n == 2);
-        assert(cpufreq_settings_equal(&back[0], &s[0]));
-        assert(cpufreq_settings_equal(&back[1], &s[1]));
-        assert(!cpufreq_settings_equal(&back[0], &s[1]));
-        assert(cpufreq_record_format(back, n, &again) == 0 && strcmp(again, text) == 0);
+        CHECK(cpufreq_record_format(s, 2, &text) == 0);
+        CHECK(strcmp(text, CPUFREQ_RECORD_HEADER
+                     "policy cpu=0 cpus=0-3 governor=powersave min=800000 max=3600000 epp=balance_performance\n"
+                     "policy cpu=4 cpus=4-5,7 governor=schedutil min=1200000 max=2400000 epp=-\n") == 0);
+        CHECK(cpufreq_record_parse(text, &back, &n) == 0);
+        CHECK(n == 2);
+        CHECK(cpufreq_settings_equal(&back[0], &s[0]));
+        CHECK(cpufreq_settings_equal(&back[1], &s[1]));
+        CHECK(!cpufreq_settings_equal(&back[0], &s[1]));
+        CHECK(cpufreq_record_format(back, n, &again) == 0 && strcmp(again, text) == 0);
         free(back);
 
         /* empty record */
         free(text);
         text = NULL;
-        assert(cpufreq_record_format(NULL, 0, &text) == 0 && strcmp(text, CPUFREQ_RECORD_HEADER) == 0);
+        CHECK(cpufreq_record_format(NULL, 0, &text) == 0 && strcmp(text, CPUFREQ_RECORD_HEADER) == 0);
         back = (CpufreqSettings *) 1;
-        assert(cpufreq_record_parse(text, &back, &n) == 0 && n == 0 && back == NULL);
+        CHECK(cpufreq_record_parse(text, &back, &n) == 0 && n == 0 && back == NULL);
 
         /* values that would not survive the format are refused on the way out */
         CpufreqSettings bad = s[0];
         strcpy(bad.governor, "a b");
-        assert(cpufreq_record_format(&bad, 1, &again) == -EINVAL);
+        CHECK(cpufreq_record_format(&bad, 1, &again) == -EINVAL);
         bad = s[0];
         strcpy(bad.epp, "x=y");
-        assert(cpufreq_record_format(&bad, 1, &again) == -EINVAL);
+        CHECK(cpufreq_record_format(&bad, 1, &again) == -EINVAL);
         bad = s[0];
         bad.min_khz = 0;
-        assert(cpufreq_record_format(&bad, 1, &again) == -EINVAL);
+        CHECK(cpufreq_record_format(&bad, 1, &again) == -EINVAL);
 }
 
 static void test_record_refused(void) {
@@ -400,21 +399,21 @@ static void test_describe(void) {
         char buf[256];
 
         cpufreq_settings_from_state(&st, &saved);
-        assert(cpufreq_plan_policy(&cfg, &st, &saved, &want, NULL, 0) == 0);
+        CHECK(cpufreq_plan_policy(&cfg, &st, &saved, &want, NULL, 0) == 0);
         cpufreq_describe(&cfg, &want, buf, sizeof buf);
-        assert(strcmp(buf, "cpu0-3: governor performance, min 3600000 kHz (max), max 3600000 kHz, "
+        CHECK(strcmp(buf, "cpu0-3: governor performance, min 3600000 kHz (max), max 3600000 kHz, "
                            "epp performance") == 0);
 
         CpuConfig c2 = { .max_freq = { FREQ_PERCENT, 50 } };
-        assert(cpufreq_plan_policy(&c2, &st, &saved, &want, NULL, 0) == 0);
+        CHECK(cpufreq_plan_policy(&c2, &st, &saved, &want, NULL, 0) == 0);
         cpufreq_describe(&c2, &want, buf, sizeof buf);
-        assert(strcmp(buf, "cpu0-3: governor powersave (as found), min 800000 kHz (as found), "
+        CHECK(strcmp(buf, "cpu0-3: governor powersave (as found), min 800000 kHz (as found), "
                            "max 2200000 kHz (50%), epp balance_performance (as found)") == 0);
 
         CpufreqPolicyState a = acpi_policy(4, "4");
         cpufreq_settings_from_state(&a, &saved);
         cpufreq_describe(NULL, &saved, buf, sizeof buf);
-        assert(strcmp(buf, "cpu4: governor schedutil, min 1200000 kHz, max 2400000 kHz, no epp") == 0);
+        CHECK(strcmp(buf, "cpu4: governor schedutil, min 1200000 kHz, max 2400000 kHz, no epp") == 0);
 }
 
 /* The `cpus =` key: the list syntax and what it refuses (cpuset.c), and that the
@@ -441,7 +440,7 @@ static void test_cpu_lists(void) {
         for (size_t i = 0; i < ELEMENTSOF(good); i++) {
                 char buf[64];
 
-                assert(cpuset_parse(good[i].text, &s) == 0);
+                CHECK(cpuset_parse(good[i].text, &s) == 0);
                 cpuset_format(&s, buf, sizeof buf);
                 if (strcmp(buf, good[i].cpus) != 0) {
                         fprintf(stderr, "cpulist/good/'%s' -> '%s'\n", good[i].text, buf);
@@ -454,21 +453,21 @@ static void test_cpu_lists(void) {
                 Config c;
                 char *error = NULL;
 
-                assert(config_parse_string("[cpu]\npin = always\ncpus = 3-1\n", "test.conf", &c, &error) == -EINVAL);
-                assert(error);
+                CHECK(config_parse_string("[cpu]\npin = always\ncpus = 3-1\n", "test.conf", &c, &error) == -EINVAL);
+                CHECK(error);
                 if (!strstr(error, "cpu") || !strstr(error, "cpus")) {
                         fprintf(stderr, "cpulist/config: unclear error '%s'\n", error);
                         abort();
                 }
                 free(error);
 
-                assert(config_parse_string("[cpu]\npin = always\ncpus = 0-3,6\n", "test.conf", &c, &error) == 0);
-                assert(c.cpu.pin == CPU_PIN_ALWAYS && c.cpu.select == CPU_SELECT_LIST);
-                assert(set_eq(&c.cpu.cpus, "0-3,6"));
+                CHECK(config_parse_string("[cpu]\npin = always\ncpus = 0-3,6\n", "test.conf", &c, &error) == 0);
+                CHECK(c.cpu.pin == CPU_PIN_ALWAYS && c.cpu.select == CPU_SELECT_LIST);
+                CHECK(set_eq(&c.cpu.cpus, "0-3,6"));
                 config_done(&c);
 
-                assert(config_parse_string("[cpu]\ncpus = nvme-irq\n", "test.conf", &c, &error) == 0);
-                assert(c.cpu.select == CPU_SELECT_NVME_IRQ);
+                CHECK(config_parse_string("[cpu]\ncpus = nvme-irq\n", "test.conf", &c, &error) == 0);
+                CHECK(c.cpu.select == CPU_SELECT_NVME_IRQ);
                 config_done(&c);
         }
 }
@@ -484,6 +483,5 @@ int main(void) {
         test_record_refused();
         test_describe();
         test_cpu_lists();
-        printf("test-cpufreq: all passed\n");
-        return 0;
+        return check_exit_status();
 }

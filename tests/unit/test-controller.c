@@ -7,8 +7,6 @@
  * And a removal caught between the gate and the open: the /dev node gone while
  * sysfs still said live at the gate.
  */
-#undef NDEBUG
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -22,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "config.h"
 #include "controller.h"
 #include "fileio.h"
@@ -31,9 +30,9 @@ static void load_samsung(IdCtrl *id) {
         char *buf = NULL;
         size_t len = 0;
 
-        assert(read_full_file(TEST_DATA_DIR "/idctrl/05-samsung-ssd-970-evo-plus-2tb.bin", 1 << 20, 0, &buf, &len) ==
-               0);
-        assert(idctrl_parse_any(buf, len, id) == 0);
+        CHECK(read_full_file(TEST_DATA_DIR "/idctrl/05-samsung-ssd-970-evo-plus-2tb.bin", 1 << 20, 0, &buf, &len) ==
+              0);
+        CHECK(idctrl_parse_any(buf, len, id) == 0);
         free(buf);
 }
 
@@ -51,8 +50,8 @@ static void setup(Controller *c, Config *cfg, ControllerContext *ctx, SysPlatfor
                 .config = cfg,
                 .platform = plat,
         };
-        assert(controller_replan(c, ctx, NULL) == 0);
-        assert(c->plan.verdict == DEVICE_MANAGE);
+        CHECK(controller_replan(c, ctx, NULL) == 0);
+        CHECK(c->plan.verdict == DEVICE_MANAGE);
 }
 
 /* A sysfs `state` attribute that reads "live" the first time and @second after: a FIFO that a
@@ -75,13 +74,13 @@ static void *state_feed(void *userdata) {
 
                 /* O_NONBLOCK: ENXIO until the first reader opens it, so the stop flag is seen */
                 if (fd < 0 && (fd = open(f->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
-                        assert(errno == ENXIO);
+                        CHECK(errno == ENXIO);
                 else if (ioctl(fd, FIONREAD, &queued) == 0 && queued == 0) {
                         if (f->written > f->consumed)
                                 f->consumed++;   /* the last value was read */
                         const char *v = f->written == 0 ? "live\n" : f->second;
                         ssize_t k = write(fd, v, strlen(v));
-                        assert(k == (ssize_t) strlen(v) || (k < 0 && errno == EPIPE));
+                        CHECK(k == (ssize_t) strlen(v) || (k < 0 && errno == EPIPE));
                         if (k > 0)
                                 f->written++;
                 }
@@ -99,8 +98,8 @@ static void *state_feed(void *userdata) {
 static void write_attr(const char *dir, const char *name, const char *value) {
         char path[512];
 
-        assert((size_t) snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path);
-        assert(write_file_atomic(path, value, strlen(value), 0644) == 0);
+        CHECK((size_t) snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path);
+        CHECK(write_file_atomic(path, value, strlen(value), 0644) == 0);
 }
 
 /* The gate reads sysfs live; before the open, the kernel tears the controller down and its /dev
@@ -115,17 +114,17 @@ static void removed_before_open(const char *second_state, ControllerResult want)
         StateFeed feed = { .second = second_state };
         pthread_t t;
 
-        assert(mkdtemp(root));
-        assert((size_t) snprintf(dir, sizeof dir, "%s/class", root) < sizeof dir && mkdir(dir, 0755) == 0);
-        assert((size_t) snprintf(dir, sizeof dir, "%s/class/nvme", root) < sizeof dir && mkdir(dir, 0755) == 0);
-        assert((size_t) snprintf(dir, sizeof dir, "%s/class/nvme/nvme0", root) < sizeof dir && mkdir(dir, 0755) == 0);
-        assert((size_t) snprintf(dev, sizeof dev, "%s/dev", root) < sizeof dev && mkdir(dev, 0755) == 0);
+        REQUIRE(mkdtemp(root));
+        CHECK((size_t) snprintf(dir, sizeof dir, "%s/class", root) < sizeof dir && mkdir(dir, 0755) == 0);
+        CHECK((size_t) snprintf(dir, sizeof dir, "%s/class/nvme", root) < sizeof dir && mkdir(dir, 0755) == 0);
+        CHECK((size_t) snprintf(dir, sizeof dir, "%s/class/nvme/nvme0", root) < sizeof dir && mkdir(dir, 0755) == 0);
+        CHECK((size_t) snprintf(dev, sizeof dev, "%s/dev", root) < sizeof dev && mkdir(dev, 0755) == 0);
         write_attr(dir, "transport", "pcie\n");
         write_attr(dir, "model", "Samsung SSD 970 EVO Plus 2TB\n");
-        assert((size_t) snprintf(feed.path, sizeof feed.path, "%s/state", dir) < sizeof feed.path);
-        assert(mkfifo(feed.path, 0644) == 0);
-        assert(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
-        assert(pthread_create(&t, NULL, state_feed, &feed) == 0);
+        CHECK((size_t) snprintf(feed.path, sizeof feed.path, "%s/state", dir) < sizeof feed.path);
+        CHECK(mkfifo(feed.path, 0644) == 0);
+        CHECK(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
+        CHECK(pthread_create(&t, NULL, state_feed, &feed) == 0);
 
         config_init(&cfg);
         cfg.apst.policy = APST_POLICY_ADAPTIVE;
@@ -134,20 +133,20 @@ static void removed_before_open(const char *second_state, ControllerResult want)
         ctx.dev_dir = dev;   /* no nvme0 node in it */
         (void) controller_sync(&c, &ctx, "test", &o);
         atomic_store(&feed.stop, true);
-        assert(pthread_join(t, NULL) == 0);
+        CHECK(pthread_join(t, NULL) == 0);
 
         /* the gate read live, the leaving check read again */
-        assert(feed.consumed >= 2);
-        assert(o.result == want);
-        assert(o.error == -ENOENT);
+        CHECK(feed.consumed >= 2);
+        CHECK(o.result == want);
+        CHECK(o.error == -ENOENT);
         if (want == CONTROLLER_FAILED)
-                assert(o.failed_step == CONTROLLER_STEP_OPEN);
-        assert(!c.have_written);
+                CHECK(o.failed_step == CONTROLLER_STEP_OPEN);
+        CHECK(!c.have_written);
 
-        assert(unlink(feed.path) == 0);
+        CHECK(unlink(feed.path) == 0);
         char cmd[300];
-        assert((size_t) snprintf(cmd, sizeof cmd, "rm -rf '%s'", root) < sizeof cmd);
-        assert(system(cmd) == 0);
+        CHECK((size_t) snprintf(cmd, sizeof cmd, "rm -rf '%s'", root) < sizeof cmd);
+        CHECK(system(cmd) == 0);
         config_done(&cfg);
 }
 
@@ -169,16 +168,16 @@ int main(void) {
 
         /* ps0 -> ps4 after 100 ms: a 10 ms wake, beyond max_latency_us */
         apst_table_from_chain(&c.id, st, itpt, 1, &t);
-        assert(controller_program(&c, &ctx, &t, "adaptive", &o) == -ERANGE);
-        assert(o.result == CONTROLLER_FAILED && o.failed_step == CONTROLLER_STEP_PLAN);
-        assert(!c.have_learned && !c.have_written);
+        CHECK(controller_program(&c, &ctx, &t, "adaptive", &o) == -ERANGE);
+        CHECK(o.result == CONTROLLER_FAILED && o.failed_step == CONTROLLER_STEP_PLAN);
+        CHECK(!c.have_learned && !c.have_written);
         printf("ok: a table beyond max_latency_us is refused before anything is sent\n");
 
         /* a target beyond npss is not a table for this controller */
         t = (ApstTable) { .apste = true };
         t.entry[0] = apst_entry_make(7, 100);
-        assert(controller_program(&c, &ctx, &t, "adaptive", &o) == -EINVAL);
-        assert(!c.have_learned);
+        CHECK(controller_program(&c, &ctx, &t, "adaptive", &o) == -EINVAL);
+        CHECK(!c.have_learned);
         printf("ok: an invalid table is refused\n");
 
         /* the learned table is what a sync writes; an unchanged reload keeps it */
@@ -186,17 +185,17 @@ int main(void) {
         apst_table_from_chain(&c.id, st, itpt, 1, &t);
         c.learned = t;
         c.have_learned = true;
-        assert(apst_table_equal(controller_table(&c), &t));
-        assert(controller_replan(&c, &ctx, &changed) == 0);
-        assert(!changed && c.have_learned);
+        CHECK(apst_table_equal(controller_table(&c), &t));
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(!changed && c.have_learned);
         printf("ok: an unchanged configuration keeps the learned table\n");
 
         /* a changed knob (the stall budget) drops it: the plan's table is written again */
         cfg.apst.stall_budget_cpct = 50;
-        assert(controller_replan(&c, &ctx, &changed) == 0);
-        assert(!c.have_learned);
-        assert(changed == !apst_table_equal(&t, &c.plan.plan.table));
-        assert(apst_table_equal(controller_table(&c), &c.plan.plan.table));
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(!c.have_learned);
+        CHECK(changed == !apst_table_equal(&t, &c.plan.plan.table));
+        CHECK(apst_table_equal(controller_table(&c), &c.plan.plan.table));
         printf("ok: a changed configuration drops the learned table\n");
 
         config_done(&cfg);
@@ -207,5 +206,5 @@ int main(void) {
         printf("ok: a /dev node gone between the gate and the open of a controller being removed is no error\n");
         removed_before_open("live\n", CONTROLLER_FAILED);
         printf("ok: ... but of a live controller it is\n");
-        return 0;
+        return check_exit_status();
 }

@@ -4,9 +4,6 @@
  * comments; nothing here recomputes the model). Units in comments: ms, mW, mJ
  * (1 mW x 1 ms = 1 µJ, so 0.2 W x 13.2 ms = 2.64 mJ).
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -14,19 +11,8 @@
 #include <string.h>
 
 #include "apst.h"
+#include "check.h"
 #include "sim.h"
-
-static unsigned n_checks, n_failed;
-
-#define CHECK(cond)                                                                    \
-        do {                                                                           \
-                n_checks++;                                                            \
-                if (!(cond)) {                                                         \
-                        n_failed++;                                                    \
-                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,     \
-                                __LINE__, current, #cond);                             \
-                }                                                                      \
-        } while (0)
 
 /* Energy equal to the hand value within 1e-9 relative (double sums of µW·ns). */
 #define CHECK_J(got, want_mj)                                                          \
@@ -41,8 +27,6 @@ static unsigned n_checks, n_failed;
         } while (0)
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))   /* ms (may be fractional) -> ns */
-
-static const char *current = "";
 
 /* Drive A, one step: ps0 idle 200 mW; ps1 non-operational, 10 mW, entry 1 ms, exit 2 ms. */
 static SimDrive drive_a(void) {
@@ -82,7 +66,7 @@ static int run_static(const SimDrive *d, const ApstTable *t, const uint64_t *tim
         TraceIo io[16] = {};
         SimPolicy pol;
 
-        assert(n <= 16);
+        CHECK(n <= 16);
         for (size_t i = 0; i < n; i++)
                 io[i] = (TraceIo) { .t_ns = times_ns[i], .bytes = 4096, .op = TRACE_OP_WRITE, .line = (uint32_t) i + 1 };
         sim_policy_static(&pol, "test", t);
@@ -635,14 +619,14 @@ static void test_repeat_static(void) {
         current = "repeat/static";
         sim_policy_static(&pol, "static", &t);
         CHECK(sim_run(&d, io, 4, &params_100us, &pol, &cold) == 0);
-        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, 3, &warm) == 0);
+        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, 3, &warm, NULL) == 0);
         CHECK(same_result(&cold, &warm));
         /* not a vacuous equality: the drive sleeps in this trace. Served 3..3.1 (3 ms idle: no
          * entry); at 20 it rests in ps1 (entered 13.1..14.1): 1 ms exit; at 100 and at 300 it
          * rests in ps2 (ps1 50 ms, then 5 ms entry): 20 ms exits. Three wake-ups, 41 ms. */
         CHECK(cold.wakeups_total == 3 && cold.stall_ns == MS(41));
-        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, 0, &r) == -EINVAL);
-        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, SIM_COPIES_MAX + 1, &r) == -EINVAL);
+        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, 0, &r, NULL) == -EINVAL);
+        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, SIM_COPIES_MAX + 1, &r, NULL) == -EINVAL);
         sim_result_done(&cold);
         sim_result_done(&warm);
 }
@@ -670,7 +654,7 @@ static void test_repeat_clock(void) {
         current = "repeat/clock";
         pol.userdata = &probe;
         CHECK(sim_run(&d, io, 4, &p, &cold_pol, &cold) == 0);
-        CHECK(sim_run_repeat(&d, io, 4, &p, &pol, 2, &warm) == 0);
+        CHECK(sim_run_repeat(&d, io, 4, &p, &pol, 2, &warm, NULL) == 0);
         CHECK(same_result(&cold, &warm));
         CHECK(cold.end_stat.io_ticks == 20 && cold.end_stat.discard_ios == 1 && cold.end_stat.in_flight == 0);
         CHECK(probe.n == 6);
@@ -718,19 +702,22 @@ static void test_repeat_learns(void) {
         SimPolicy pol = { .name = "learner", .sample_period_ns = MS(20), .start = learner_start,
                           .sample = learner_sample, .userdata = &cold_l };
         TraceIo io[] = { { .t_ns = 0 }, { .t_ns = MS(100) } };
-        SimResult cold, warm;
+        SimResult cold, warm, first;
 
         current = "repeat/learns";
         CHECK(sim_run(&d, io, 2, &params_100us, &pol, &cold) == 0);
         CHECK_J(cold.energy_j, 20.02);
         CHECK(cold.wakeups_total == 0);
         pol.userdata = &warm_l;
-        CHECK(sim_run_repeat(&d, io, 2, &params_100us, &pol, 2, &warm) == 0);
+        CHECK(sim_run_repeat(&d, io, 2, &params_100us, &pol, 2, &warm, &first) == 0);
         CHECK_J(warm.energy_j, 3.529);
+        /* the first copy is the cold run */
+        CHECK(same_result(&first, &cold) && first.n_reprograms == 2 && cold.n_reprograms == 2);
         CHECK(warm.wakeups_total == 1 && warm.stall_ns == MS(2));
         CHECK(warm.reprograms[0].t_ns == 0 && apst_table_equal(&warm.reprograms[0].table, &warm_l.learned));
         sim_result_done(&cold);
         sim_result_done(&warm);
+        sim_result_done(&first);
 }
 
 int main(void) {

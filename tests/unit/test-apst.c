@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#undef NDEBUG
-
 /*
  * APST table building. Every expected table below was worked out by hand from the
  * rules (doc/kernel-apst.md for the kernel policy, doc/policy.md for the budget policy) and the
@@ -19,7 +17,6 @@
  * non-operational state's max power as its power.
  */
 
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,6 +25,7 @@
 #include <unistd.h>
 
 #include "apst.h"
+#include "check.h"
 #include "idctrl.h"
 #include "macro.h"
 
@@ -78,9 +76,9 @@ static void load_drive(const char *name, IdCtrl *ret) {
                 abort();
         }
         k = read(fd, buf, sizeof(buf));
-        assert(k == (ssize_t) sizeof(buf));
+        CHECK(k == (ssize_t) sizeof(buf));
         close(fd);
-        assert(idctrl_parse_binary(buf, sizeof(buf), ret) == 0);
+        CHECK(idctrl_parse_binary(buf, sizeof(buf), ret) == 0);
 }
 
 /* Synthetic drives and edits of real ones. */
@@ -200,7 +198,7 @@ typedef struct Case {
 } Case;
 
 static const Case table_cases[] = {
-        /* ---------------- kernel policy, six drives, defaults ---------------- */
+        /* ---------------- kernel policy, six of the sample drives, defaults ---------------- */
 
         /* Seed. Walk ps4..ps0. ps4: N, exlat 10000 <= 100000, total 12000 <= 15000 -> primary,
          * last=1, target ps4@100. ps3: gets ps4@100; total 10300 is primary again but last==1 ->
@@ -231,7 +229,7 @@ static const Case table_cases[] = {
         { "/apst/kernel/ebs", EBS, NULL, {}, PARAMS(K, 100000), APST_OUTCOME_PROGRAM, true, {}, 0, false, 0,
           "no idle transitions", "none" },
 
-        /* ---------------- budget policy, six drives, defaults (B = 100000 µs, P0 = 300000 µW, 1%) ----------------
+        /* ---------- budget policy, six of the sample drives, defaults (B = 100000 µs, P0 = 300000 µW, 1%) ----------
          * Each chain state starts (from the last completion) at the latest of its break-even time,
          * the kernel's tier for its enlat + exlat (100 ms up to 15000 µs, else 2000 ms) and
          * (enlat + exlat) / 1%; a step's ITPT is that start minus when the previous entry is over
@@ -581,10 +579,10 @@ static void check_case(const Case *c) {
                 fprintf(stderr, "%s: worst wake %u, want %u\n", c->name, plan.worst_wake_us, c->worst_us);
                 abort();
         }
-        assert(apst_table_check(&plan.table, &id) == 0);
+        CHECK(apst_table_check(&plan.table, &id) == 0);
         /* no entry reaches into the reserved bits, whatever the inputs */
         for (unsigned i = 0; i < APST_ENTRIES; i++)
-                assert((plan.table.entry[i] & 0xffffffff00000007ull) == 0);
+                CHECK((plan.table.entry[i] & 0xffffffff00000007ull) == 0);
 
         if (c->describe) {
                 apst_describe(&plan.table, &id, text, sizeof(text));
@@ -603,7 +601,7 @@ static void check_case(const Case *c) {
 
         apst_table_to_wire(&plan.table, wire);
         apst_table_from_wire(wire, plan.table.apste, &back);
-        assert(apst_table_equal(&back, &plan.table));
+        CHECK(apst_table_equal(&back, &plan.table));
 }
 
 /* /apst/build/errors: what apst_build() refuses, leaving *ret alone. */
@@ -617,43 +615,43 @@ static void test_build_errors(void) {
 
         id.npss = 32;
         plan = sentinel;
-        assert(apst_build(&id, NULL, &p, &plan) == -ERANGE);
-        assert(memcmp(&plan, &sentinel, sizeof(plan)) == 0);
+        CHECK(apst_build(&id, NULL, &p, &plan) == -ERANGE);
+        CHECK(memcmp(&plan, &sentinel, sizeof(plan)) == 0);
         id.npss = 4;
 
         p.policy = _APST_POLICY_MAX;
-        assert(apst_build(&id, NULL, &p, &plan) == -EINVAL);
-        assert(memcmp(&plan, &sentinel, sizeof(plan)) == 0);
+        CHECK(apst_build(&id, NULL, &p, &plan) == -EINVAL);
+        CHECK(memcmp(&plan, &sentinel, sizeof(plan)) == 0);
         p.policy = _APST_POLICY_INVALID;
-        assert(apst_build(&id, NULL, &p, &plan) == -EINVAL);
-        assert(apst_build(NULL, NULL, &p, &plan) == -EINVAL);
+        CHECK(apst_build(&id, NULL, &p, &plan) == -EINVAL);
+        CHECK(apst_build(NULL, NULL, &p, &plan) == -EINVAL);
 
         /* NULL platform = unknown: no PCI or DMI quirks, the default (adaptive) policy starts from the stall-bounded table */
         p = APST_PARAMS_DEFAULT;
-        assert(apst_build(&id, NULL, &p, &plan) == 0);
-        assert(plan.quirks == 0 && plan.table.apste && plan.table.entry[0] == ENT(3, 1030));
+        CHECK(apst_build(&id, NULL, &p, &plan) == 0);
+        CHECK(plan.quirks == 0 && plan.table.apste && plan.table.entry[0] == ENT(3, 1030));
 }
 
 /* /apst/params/defaults: the header's defaults are nvme_core's, and the adaptive policy is the default. */
 static void test_defaults(void) {
         ApstParams p = APST_PARAMS_DEFAULT;
 
-        assert(p.policy == APST_POLICY_ADAPTIVE);
-        assert(p.max_latency_us == 100000 && p.primary_timeout_ms == 100 && p.secondary_timeout_ms == 2000);
-        assert(p.primary_latency_tol_us == 15000 && p.secondary_latency_tol_us == 100000 && !p.force);
-        assert(APST_P0_DEFAULT_UW == 300000);
+        CHECK(p.policy == APST_POLICY_ADAPTIVE);
+        CHECK(p.max_latency_us == 100000 && p.primary_timeout_ms == 100 && p.secondary_timeout_ms == 2000);
+        CHECK(p.primary_latency_tol_us == 15000 && p.secondary_latency_tol_us == 100000 && !p.force);
+        CHECK(APST_P0_DEFAULT_UW == 300000);
 }
 
 static void test_policy_strings(void) {
-        assert(strcmp(apst_policy_to_string(APST_POLICY_BUDGET), "budget") == 0);
-        assert(strcmp(apst_policy_to_string(APST_POLICY_KERNEL), "kernel") == 0);
-        assert(apst_policy_to_string(_APST_POLICY_MAX) == NULL);
-        assert(apst_policy_to_string(_APST_POLICY_INVALID) == NULL);
-        assert(apst_policy_from_string("budget") == APST_POLICY_BUDGET);
-        assert(apst_policy_from_string("kernel") == APST_POLICY_KERNEL);
-        assert(apst_policy_from_string("Kernel") == _APST_POLICY_INVALID);
-        assert(apst_policy_from_string("") == _APST_POLICY_INVALID);
-        assert(apst_policy_from_string(NULL) == _APST_POLICY_INVALID);
+        CHECK(strcmp(apst_policy_to_string(APST_POLICY_BUDGET), "budget") == 0);
+        CHECK(strcmp(apst_policy_to_string(APST_POLICY_KERNEL), "kernel") == 0);
+        CHECK(apst_policy_to_string(_APST_POLICY_MAX) == NULL);
+        CHECK(apst_policy_to_string(_APST_POLICY_INVALID) == NULL);
+        CHECK(apst_policy_from_string("budget") == APST_POLICY_BUDGET);
+        CHECK(apst_policy_from_string("kernel") == APST_POLICY_KERNEL);
+        CHECK(apst_policy_from_string("Kernel") == _APST_POLICY_INVALID);
+        CHECK(apst_policy_from_string("") == _APST_POLICY_INVALID);
+        CHECK(apst_policy_from_string(NULL) == _APST_POLICY_INVALID);
 }
 
 /* /apst/quirks: the lookup on its own, including what must not match. */
@@ -708,7 +706,7 @@ static void test_quirks(void) {
                         abort();
                 }
         }
-        assert(apst_quirks(NULL, NULL) == 0);
+        CHECK(apst_quirks(NULL, NULL) == 0);
 }
 
 /* /apst/table-check: tables we must refuse to write. */
@@ -747,7 +745,7 @@ static void test_table_check(void) {
                 ApstTable t = {};
 
                 id.npss = 32;
-                assert(apst_table_check(&t, &id) == -EINVAL);
+                CHECK(apst_table_check(&t, &id) == -EINVAL);
         }
 }
 
@@ -759,19 +757,19 @@ static void test_worst_wake(void) {
         load_drive(SEED, &id);
         /* ITPT 0 = never: ps4 not reachable */
         t.entry[0] = ENT(4, 0);
-        assert(apst_worst_wake_us(&t, &id) == 0);
+        CHECK(apst_worst_wake_us(&t, &id) == 0);
         /* ps0 -> ps3 -> ps4: both reachable, ps4's 12000 is the worst */
         t.entry[0] = ENT(3, 100);
         t.entry[3] = ENT(4, 200);
-        assert(apst_worst_wake_us(&t, &id) == 12000);
+        CHECK(apst_worst_wake_us(&t, &id) == 12000);
         /* only ps4 -> ps3 is set, and nothing ever goes to ps4: ps3 unreachable too */
         memset(t.entry, 0, sizeof(t.entry));
         t.entry[4] = ENT(3, 100);
-        assert(apst_worst_wake_us(&t, &id) == 0);
+        CHECK(apst_worst_wake_us(&t, &id) == 0);
         /* APSTE=0: nothing happens */
         t.entry[0] = ENT(3, 100);
         t.apste = false;
-        assert(apst_worst_wake_us(&t, &id) == 0);
+        CHECK(apst_worst_wake_us(&t, &id) == 0);
 }
 
 /* /apst/describe: grouping, loops, truncation. */
@@ -786,7 +784,7 @@ static void test_describe(void) {
         t.entry[1] = ENT(4, 100);
         t.entry[2] = ENT(3, 100);
         apst_describe(&t, &id, buf, sizeof(buf));
-        assert(strcmp(buf, "ps0 → ps3 after 100 ms, ps1 → ps4 after 100 ms, ps2 → ps3 after 100 ms; "
+        CHECK(strcmp(buf, "ps0 → ps3 after 100 ms, ps1 → ps4 after 100 ms, ps2 → ps3 after 100 ms; "
                            "worst wake 12.0 ms") == 0);
         /* a loop ps3 <-> ps4 ends the summary instead of spinning */
         memset(t.entry, 0, sizeof(t.entry));
@@ -794,16 +792,16 @@ static void test_describe(void) {
         t.entry[3] = ENT(4, 6);
         t.entry[4] = ENT(3, 7);
         apst_summary(&t, buf, sizeof(buf));
-        assert(strcmp(buf, "ps3@5ms→ps4@6ms→ps3@7ms") == 0);
+        CHECK(strcmp(buf, "ps3@5ms→ps4@6ms→ps3@7ms") == 0);
         /* small buffers: truncated, always terminated, nothing written past n */
         memset(buf, 'x', sizeof(buf));
         apst_describe(&t, &id, buf, 8);
-        assert(strlen(buf) == 7 && buf[8] == 'x');
+        CHECK(strlen(buf) == 7 && buf[8] == 'x');
         memset(buf, 'x', sizeof(buf));
         apst_summary(&t, buf, 1);
-        assert(buf[0] == '\0' && buf[1] == 'x');
+        CHECK(buf[0] == '\0' && buf[1] == 'x');
         apst_describe(&t, &id, buf, 0);
-        assert(buf[0] == '\0' && buf[1] == 'x');
+        CHECK(buf[0] == '\0' && buf[1] == 'x');
 }
 
 /* /apst/wire: little endian on the wire, both ways, and the hex form for logs. */
@@ -816,24 +814,24 @@ static void test_wire(void) {
         t.entry[3] = 0x0102030405060708ull;       /* not a valid entry, but every byte distinct */
         t.entry[31] = 0xffffff20;
         apst_table_to_wire(&t, wire);
-        assert(wire[0] == 0x18 && wire[1] == 0x0b && wire[2] == 0 && wire[7] == 0);
-        assert(wire[24] == 0x08 && wire[25] == 0x07 && wire[30] == 0x02 && wire[31] == 0x01);
-        assert(wire[248] == 0x20 && wire[249] == 0xff && wire[250] == 0xff && wire[251] == 0xff && wire[252] == 0);
+        CHECK(wire[0] == 0x18 && wire[1] == 0x0b && wire[2] == 0 && wire[7] == 0);
+        CHECK(wire[24] == 0x08 && wire[25] == 0x07 && wire[30] == 0x02 && wire[31] == 0x01);
+        CHECK(wire[248] == 0x20 && wire[249] == 0xff && wire[250] == 0xff && wire[251] == 0xff && wire[252] == 0);
         for (unsigned i = 8; i < 24; i++)
-                assert(wire[i] == 0);
+                CHECK(wire[i] == 0);
 
         apst_table_from_wire(wire, true, &back);
-        assert(apst_table_equal(&back, &t));
+        CHECK(apst_table_equal(&back, &t));
         apst_table_from_wire(wire, false, &back);
-        assert(!back.apste && !apst_table_equal(&back, &t));
+        CHECK(!back.apste && !apst_table_equal(&back, &t));
         back.entry[5] = 1;
         back.apste = true;
-        assert(!apst_table_equal(&back, &t));
+        CHECK(!apst_table_equal(&back, &t));
 
         apst_table_to_hex(&t, hex, sizeof(hex));
-        assert(strlen(hex) == 32 * 19 - 1);
-        assert(strncmp(hex, "0x0000000000000b18 0x0000000000000000 0x0000000000000000 0x0102030405060708 ", 76) == 0);
-        assert(strcmp(hex + 31 * 19, "0x00000000ffffff20") == 0);
+        CHECK(strlen(hex) == 32 * 19 - 1);
+        CHECK(strncmp(hex, "0x0000000000000b18 0x0000000000000000 0x0000000000000000 0x0102030405060708 ", 76) == 0);
+        CHECK(strcmp(hex + 31 * 19, "0x00000000ffffff20") == 0);
 }
 
 int main(void) {
@@ -848,5 +846,5 @@ int main(void) {
         test_describe();
         test_wire();
         printf("test-apst: %zu table cases and the rest passed\n", ELEMENTSOF(table_cases));
-        return 0;
+        return check_exit_status();
 }

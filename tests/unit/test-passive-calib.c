@@ -3,12 +3,10 @@
  * Passive calibration: where a table takes an idle drive, which gap buckets are
  * evidence for which state, and the exit latencies that come out.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
+#include "check.h"
 #include "passive-calib.h"
 
 #define US UINT64_C(1000)
@@ -41,32 +39,32 @@ static void test_reach(void) {
         PcalReach r;
 
         pcal_reach_from_table(&t, &id, &r);
-        assert(r.n == 2);
-        assert(r.state[0] == 3 && r.state[1] == 4);
-        assert(r.due_ns[0] == 100 * MS);
-        assert(r.settled_ns[0] == 110 * MS);              /* + ps3's 10 ms entry */
-        assert(r.due_ns[1] == 2110 * MS);                 /* ITPT counts in ps3, after its entry */
-        assert(r.settled_ns[1] == 2112 * MS);
+        CHECK(r.n == 2);
+        CHECK(r.state[0] == 3 && r.state[1] == 4);
+        CHECK(r.due_ns[0] == 100 * MS);
+        CHECK(r.settled_ns[0] == 110 * MS);              /* + ps3's 10 ms entry */
+        CHECK(r.due_ns[1] == 2110 * MS);                 /* ITPT counts in ps3, after its entry */
+        CHECK(r.settled_ns[1] == 2112 * MS);
 
         /* APSTE = 0: the drive stays awake whatever the entries say */
         t.apste = false;
         pcal_reach_from_table(&t, &id, &r);
-        assert(r.n == 0);
+        CHECK(r.n == 0);
 
         /* a state pointing back up does not loop: ps4 -> ps3 is a state already visited */
         t = seed_table(100);
         t.entry[4] = apst_entry_make(3, 50);
         pcal_reach_from_table(&t, &id, &r);
-        assert(r.n == 2);
+        CHECK(r.n == 2);
 
         /* ITPT 0 ends the chain; a target above npss too */
         t = seed_table(100);
         t.entry[3] = apst_entry_make(4, 0);
         pcal_reach_from_table(&t, &id, &r);
-        assert(r.n == 1 && r.state[0] == 3);
+        CHECK(r.n == 1 && r.state[0] == 3);
         t.entry[0] = apst_entry_make(7, 100);
         pcal_reach_from_table(&t, &id, &r);
-        assert(r.n == 0);
+        CHECK(r.n == 0);
 }
 
 /* A drive whose ps3 wakes in 250 µs and ps4 in 31 ms (3.1x its descriptor), awake reads 80 µs. */
@@ -96,33 +94,33 @@ static void test_estimate(void) {
         pcal_reach_from_table(&t, &id, &r);
         fill_workload(&h, 4);
         pcal_feed(&pc, &h, &r);
-        assert(pc.gaps_fed == 32);
+        CHECK(pc.gaps_fed == 32);
         /* four of each: below PCAL_MIN_SAMPLES */
-        assert(pcal_estimate(&pc, 4, &e) == -ENODATA);
-        assert(pcal_apply(&pc, &id, &raised) == 0);
-        assert(raised.psd[4].exlat_us == 10000);
+        CHECK(pcal_estimate(&pc, 4, &e) == -ENODATA);
+        CHECK(pcal_apply(&pc, &id, &raised) == 0);
+        CHECK(raised.psd[4].exlat_us == 10000);
 
         memset(&h, 0, sizeof h);
         fill_workload(&h, 2);
         pcal_feed(&pc, &h, &r);
-        assert(pc.awake.count == 12);
-        assert(pc.state[3].count == 6 && pc.state[4].count == 6);
-        assert(pcal_estimate(&pc, 4, &e) == 0);
-        assert(e.samples == 6 && e.awake_samples == 12);
-        assert(e.awake_mean_ns == 80 * US);
-        assert(e.wake_mean_ns == 80 * US + 31 * MS);
-        assert(e.exlat_ns == 31 * MS);                    /* none of the 50 ms requests counted */
-        assert(e.wake_max_ns == 80 * US + 31 * MS);
-        assert(pcal_estimate(&pc, 3, &e) == 0);
-        assert(e.exlat_ns == 250 * US);
-        assert(pcal_estimate(&pc, 2, &e) == -ENODATA);
-        assert(pcal_estimate(&pc, IDCTRL_MAX_PS, &e) == -EINVAL);
+        CHECK(pc.awake.count == 12);
+        CHECK(pc.state[3].count == 6 && pc.state[4].count == 6);
+        CHECK(pcal_estimate(&pc, 4, &e) == 0);
+        CHECK(e.samples == 6 && e.awake_samples == 12);
+        CHECK(e.awake_mean_ns == 80 * US);
+        CHECK(e.wake_mean_ns == 80 * US + 31 * MS);
+        CHECK(e.exlat_ns == 31 * MS);                    /* none of the 50 ms requests counted */
+        CHECK(e.wake_max_ns == 80 * US + 31 * MS);
+        CHECK(pcal_estimate(&pc, 3, &e) == 0);
+        CHECK(e.exlat_ns == 250 * US);
+        CHECK(pcal_estimate(&pc, 2, &e) == -ENODATA);
+        CHECK(pcal_estimate(&pc, IDCTRL_MAX_PS, &e) == -EINVAL);
 
         /* max(advertised, measured): ps4 goes up to 31 ms, ps3 keeps its 300 µs */
-        assert(pcal_apply(&pc, &id, &raised) == (UINT32_C(1) << 4));
-        assert(raised.psd[4].exlat_us == 31000);
-        assert(raised.psd[3].exlat_us == 300);
-        assert(raised.psd[4].enlat_us == 2000);
+        CHECK(pcal_apply(&pc, &id, &raised) == (UINT32_C(1) << 4));
+        CHECK(raised.psd[4].exlat_us == 31000);
+        CHECK(raised.psd[3].exlat_us == 300);
+        CHECK(raised.psd[4].enlat_us == 2000);
 }
 
 static void test_table_changes(void) {
@@ -138,9 +136,9 @@ static void test_table_changes(void) {
                 gaphist_add_gap(&h, 500 * MS, 400 * US);
         /* under a 100 ms first step these gaps settled in ps3; under 1000 ms the drive stayed awake */
         pcal_feed(&pc, &h, &ra);
-        assert(pc.state[3].count == 5 && pc.awake.count == 0);
+        CHECK(pc.state[3].count == 5 && pc.awake.count == 0);
         pcal_feed(&pc, &h, &rb);
-        assert(pc.state[3].count == 5 && pc.awake.count == 5);
+        CHECK(pc.state[3].count == 5 && pc.awake.count == 5);
 
         /* no transitions at all: every first request is an awake one, the longest gaps too */
         memset(&pc, 0, sizeof pc);
@@ -148,15 +146,15 @@ static void test_table_changes(void) {
         pcal_reach_from_table(&a, &id, &ra);
         gaphist_add_gap(&h, UINT64_C(1) << 41, 400 * US);
         pcal_feed(&pc, &h, &ra);
-        assert(pc.awake.count == 6);
+        CHECK(pc.awake.count == 6);
 }
 
 static void test_disagrees(void) {
-        assert(pcal_disagrees(31 * MS, 10000));
-        assert(pcal_disagrees(2 * MS, 10000));            /* faster than advertised, too */
-        assert(!pcal_disagrees(11 * MS, 10000));          /* within a quarter */
-        assert(!pcal_disagrees(150 * US, 10));            /* beyond a quarter but under 200 µs */
-        assert(pcal_disagrees(500 * US, 10));
+        CHECK(pcal_disagrees(31 * MS, 10000));
+        CHECK(pcal_disagrees(2 * MS, 10000));            /* faster than advertised, too */
+        CHECK(!pcal_disagrees(11 * MS, 10000));          /* within a quarter */
+        CHECK(!pcal_disagrees(150 * US, 10));            /* beyond a quarter but under 200 µs */
+        CHECK(pcal_disagrees(500 * US, 10));
 }
 
 int main(void) {
@@ -164,5 +162,5 @@ int main(void) {
         test_estimate();
         test_table_changes();
         test_disagrees();
-        return 0;
+        return check_exit_status();
 }

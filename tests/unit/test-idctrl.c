@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#undef NDEBUG
-
 /*
  * Identify Controller decoding: the seventeen sample drives in both formats, values worked
  * out by hand from the bytes (tests/data/idctrl/), and broken input of every kind.
  */
 
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "idctrl.h"
 #include "macro.h"
 
@@ -52,11 +50,11 @@ static char *read_file(const char *name, const char *ext, size_t *ret_len) {
                 fprintf(stderr, "cannot open %s: %m\n", path);
                 abort();
         }
-        assert(fstat(fd, &st) == 0);
+        CHECK(fstat(fd, &st) == 0);
         buf = malloc((size_t) st.st_size + 1);
-        assert(buf);
+        REQUIRE(buf);
         k = read(fd, buf, (size_t) st.st_size);
-        assert(k == st.st_size);
+        CHECK(k == st.st_size);
         buf[k] = '\0';
         close(fd);
         *ret_len = (size_t) k;
@@ -69,11 +67,11 @@ static char *replace(const char *src, const char *from, const char *to) {
         size_t head, n;
         char *out;
 
-        assert(at);
+        REQUIRE(at);
         head = (size_t) (at - src);
         n = strlen(src) - strlen(from) + strlen(to);
         out = malloc(n + 1);
-        assert(out);
+        REQUIRE(out);
         memcpy(out, src, head);
         strcpy(out + head, to);
         strcat(out, at + strlen(from));
@@ -102,7 +100,7 @@ static void check_untouched(const IdCtrl *id) {
         const unsigned char *p = (const unsigned char *) id;
 
         for (size_t i = 0; i < sizeof(*id); i++)
-                assert(p[i] == 0xa5);
+                CHECK(p[i] == 0xa5);
 }
 
 static int parse_json_untouched(const char *text) {
@@ -135,19 +133,19 @@ static void test_formats_agree(void) {
                 char *bin = read_file(drives[i], "bin", &blen);
                 char *json = read_file(drives[i], "json", &jlen);
 
-                assert(idctrl_parse_binary(bin, blen, &b) == 0);
-                assert(idctrl_parse_json(json, &j) == 0);
+                CHECK(idctrl_parse_binary(bin, blen, &b) == 0);
+                CHECK(idctrl_parse_json(json, &j) == 0);
                 if (!idctrl_equal(&b, &j)) {
                         fprintf(stderr, "%s: binary and JSON differ\n", drives[i]);
                         abort();
                 }
-                assert(idctrl_parse_any(bin, blen, &a1) == 0);
-                assert(idctrl_parse_any(json, jlen, &a2) == 0);
-                assert(idctrl_equal(&a1, &b));
-                assert(idctrl_equal(&a2, &b));
+                CHECK(idctrl_parse_any(bin, blen, &a1) == 0);
+                CHECK(idctrl_parse_any(json, jlen, &a2) == 0);
+                CHECK(idctrl_equal(&a1, &b));
+                CHECK(idctrl_equal(&a2, &b));
                 /* psd beyond npss stay zero */
                 for (unsigned k = b.npss + 1u; k < IDCTRL_MAX_PS; k++)
-                        assert(b.psd[k].max_power_uw == 0 && b.psd[k].enlat_us == 0);
+                        CHECK(b.psd[k].max_power_uw == 0 && b.psd[k].enlat_us == 0);
                 free(bin);
                 free(json);
         }
@@ -165,23 +163,23 @@ static void test_seed_values(void) {
         char *bin = read_file(drives[0], "bin", &len);
         IdCtrl id;
 
-        assert(idctrl_parse_binary(bin, len, &id) == 0);
-        assert(id.vid == 0x8086 && id.ssvid == 0x8086);
-        assert(strcmp(id.model, "INTEL SSDPEKKW256G7") == 0);
-        assert(strcmp(id.serial, "SAMPLE5899") == 0);
-        assert(strcmp(id.firmware, "") == 0);
-        assert(id.npss == 4 && id.apst_supported);
+        CHECK(idctrl_parse_binary(bin, len, &id) == 0);
+        CHECK(id.vid == 0x8086 && id.ssvid == 0x8086);
+        CHECK(strcmp(id.model, "INTEL SSDPEKKW256G7") == 0);
+        CHECK(strcmp(id.serial, "SAMPLE5899") == 0);
+        CHECK(strcmp(id.firmware, "") == 0);
+        CHECK(id.npss == 4 && id.apst_supported);
 
-        assert(id.psd[0].max_power_uw == 9000000 && !id.psd[0].non_operational);
-        assert(id.psd[0].enlat_us == 5 && id.psd[0].exlat_us == 5);
-        assert(id.psd[1].max_power_uw == 4600000 && id.psd[1].enlat_us == 30);
-        assert(id.psd[2].max_power_uw == 3800000 && !id.psd[2].non_operational);
-        assert(id.psd[3].max_power_uw == 70000 && id.psd[3].non_operational);
-        assert(id.psd[3].enlat_us == 10000 && id.psd[3].exlat_us == 300);
-        assert(id.psd[4].max_power_uw == 5000 && id.psd[4].non_operational);
-        assert(id.psd[4].enlat_us == 2000 && id.psd[4].exlat_us == 10000);
+        CHECK(id.psd[0].max_power_uw == 9000000 && !id.psd[0].non_operational);
+        CHECK(id.psd[0].enlat_us == 5 && id.psd[0].exlat_us == 5);
+        CHECK(id.psd[1].max_power_uw == 4600000 && id.psd[1].enlat_us == 30);
+        CHECK(id.psd[2].max_power_uw == 3800000 && !id.psd[2].non_operational);
+        CHECK(id.psd[3].max_power_uw == 70000 && id.psd[3].non_operational);
+        CHECK(id.psd[3].enlat_us == 10000 && id.psd[3].exlat_us == 300);
+        CHECK(id.psd[4].max_power_uw == 5000 && id.psd[4].non_operational);
+        CHECK(id.psd[4].enlat_us == 2000 && id.psd[4].exlat_us == 10000);
         for (unsigned i = 0; i <= 4; i++)
-                assert(id.psd[i].idle_power_uw == 0 && id.psd[i].active_power_uw == 0);
+                CHECK(id.psd[i].idle_power_uw == 0 && id.psd[i].active_power_uw == 0);
         free(bin);
 }
 
@@ -200,29 +198,29 @@ static void test_other_values(void) {
         char *kioxia = read_file("27-bg6-kioxia-512gb", "bin", &len);
         IdCtrl id;
 
-        assert(idctrl_parse_json(kingston, &id) == 0);
-        assert(strcmp(id.model, "KINGSTON SA2000M81000G") == 0 && strcmp(id.firmware, "S5Z42105") == 0);
-        assert(id.psd[3].max_power_uw == 45000 && id.psd[3].enlat_us == 2000 && id.psd[3].exlat_us == 2000);
-        assert(id.psd[4].max_power_uw == 4000 && id.psd[4].enlat_us == 15000 && id.psd[4].non_operational);
-        assert(id.psd[0].max_power_uw == 9000000 && id.psd[0].enlat_us == 0);
+        CHECK(idctrl_parse_json(kingston, &id) == 0);
+        CHECK(strcmp(id.model, "KINGSTON SA2000M81000G") == 0 && strcmp(id.firmware, "S5Z42105") == 0);
+        CHECK(id.psd[3].max_power_uw == 45000 && id.psd[3].enlat_us == 2000 && id.psd[3].exlat_us == 2000);
+        CHECK(id.psd[4].max_power_uw == 4000 && id.psd[4].enlat_us == 15000 && id.psd[4].non_operational);
+        CHECK(id.psd[0].max_power_uw == 9000000 && id.psd[0].enlat_us == 0);
 
-        assert(idctrl_parse_binary(pro, len, &id) == 0);
-        assert(id.psd[3].max_power_uw == 40000 && id.psd[3].enlat_us == 2000 && id.psd[3].exlat_us == 1200);
-        assert(id.psd[2].exlat_us == 1000 && !id.psd[2].non_operational);
+        CHECK(idctrl_parse_binary(pro, len, &id) == 0);
+        CHECK(id.psd[3].max_power_uw == 40000 && id.psd[3].enlat_us == 2000 && id.psd[3].exlat_us == 1200);
+        CHECK(id.psd[2].exlat_us == 1000 && !id.psd[2].non_operational);
 
-        assert(idctrl_parse_binary(wdc, len, &id) == 0);
-        assert(strcmp(id.model, "WDC WDS500G2B0C-00PXH0") == 0);
-        assert(id.psd[3].max_power_uw == 25000 && id.psd[4].exlat_us == 39000);
+        CHECK(idctrl_parse_binary(wdc, len, &id) == 0);
+        CHECK(strcmp(id.model, "WDC WDS500G2B0C-00PXH0") == 0);
+        CHECK(id.psd[3].max_power_uw == 25000 && id.psd[4].exlat_us == 39000);
 
-        assert(idctrl_parse_binary(ebs, len, &id) == 0);
-        assert(id.npss == 0 && !id.psd[0].non_operational && id.psd[0].max_power_uw == 10000);
-        assert(id.psd[0].enlat_us == 1000000 && strcmp(id.firmware, "2.0") == 0);
+        CHECK(idctrl_parse_binary(ebs, len, &id) == 0);
+        CHECK(id.npss == 0 && !id.psd[0].non_operational && id.psd[0].max_power_uw == 10000);
+        CHECK(id.psd[0].enlat_us == 1000000 && strcmp(id.firmware, "2.0") == 0);
 
-        assert(idctrl_parse_binary(zhitai, len, &id) == 0);
-        assert(strcmp(id.model, "ZHITAI TiPro7000 1TB") == 0 && id.npss == 4);
-        assert(id.psd[4].max_power_uw == 20000 && id.psd[4].exlat_us == 60000 && id.psd[4].non_operational);
-        assert(idctrl_parse_binary(kioxia, len, &id) == 0);
-        assert(id.psd[4].max_power_uw == 3000 && id.psd[4].enlat_us == 3000 && id.psd[4].exlat_us == 25000);
+        CHECK(idctrl_parse_binary(zhitai, len, &id) == 0);
+        CHECK(strcmp(id.model, "ZHITAI TiPro7000 1TB") == 0 && id.npss == 4);
+        CHECK(id.psd[4].max_power_uw == 20000 && id.psd[4].exlat_us == 60000 && id.psd[4].non_operational);
+        CHECK(idctrl_parse_binary(kioxia, len, &id) == 0);
+        CHECK(id.psd[4].max_power_uw == 3000 && id.psd[4].enlat_us == 3000 && id.psd[4].exlat_us == 25000);
         free(zhitai);
         free(kioxia);
         free(kingston);
@@ -261,19 +259,19 @@ static void test_binary_power_scales(void) {
                 IdCtrl id;
 
                 psd0[18] = cases[i].ips;
-                assert(idctrl_parse_binary(bin, len, &id) == 0);
+                CHECK(idctrl_parse_binary(bin, len, &id) == 0);
                 if (id.psd[0].idle_power_uw != cases[i].want_uw) {
                         fprintf(stderr, "%s: got %u\n", cases[i].name, id.psd[0].idle_power_uw);
                         abort();
                 }
-                assert(id.psd[0].active_power_uw == 2000000);
+                CHECK(id.psd[0].active_power_uw == 2000000);
         }
         psd0[22] = 0x43;
         {
                 IdCtrl id;
 
-                assert(idctrl_parse_binary(bin, len, &id) == 0);
-                assert(id.psd[0].active_power_uw == 20000);
+                CHECK(idctrl_parse_binary(bin, len, &id) == 0);
+                CHECK(id.psd[0].active_power_uw == 20000);
         }
         /* largest MP with 0.01 W units fits: 65535 x 10000 µW */
         psd0[0] = 0xff;
@@ -281,8 +279,8 @@ static void test_binary_power_scales(void) {
         {
                 IdCtrl id;
 
-                assert(idctrl_parse_binary(bin, len, &id) == 0);
-                assert(id.psd[0].max_power_uw == 655350000u);
+                CHECK(idctrl_parse_binary(bin, len, &id) == 0);
+                CHECK(id.psd[0].max_power_uw == 655350000u);
         }
         free(bin);
 }
@@ -298,10 +296,10 @@ static void test_json_power_scales(void) {
                           "\"idle_power\":291,\n      \"idle_scale\":2,");
         IdCtrl id;
 
-        assert(idctrl_parse_json(b, &id) == 0);
-        assert(id.psd[0].idle_power_uw == 29100 && id.psd[0].active_power_uw == 2000000);
-        assert(idctrl_parse_json(c, &id) == 0);
-        assert(id.psd[0].idle_power_uw == 2910000);
+        CHECK(idctrl_parse_json(b, &id) == 0);
+        CHECK(id.psd[0].idle_power_uw == 29100 && id.psd[0].active_power_uw == 2000000);
+        CHECK(idctrl_parse_json(c, &id) == 0);
+        CHECK(id.psd[0].idle_power_uw == 2910000);
         free(json);
         free(a);
         free(b);
@@ -314,50 +312,50 @@ static void test_binary_bad(void) {
         char *bin = read_file(drives[0], "bin", &len);
         IdCtrl id;
 
-        assert(parse_binary_untouched(bin, 4095) == -EBADMSG);
-        assert(parse_binary_untouched(bin, 0) == -EBADMSG);
+        CHECK(parse_binary_untouched(bin, 4095) == -EBADMSG);
+        CHECK(parse_binary_untouched(bin, 0) == -EBADMSG);
         {
                 char *big = calloc(1, 4097);
 
-                assert(big);
+                REQUIRE(big);
                 memcpy(big, bin, 4096);
-                assert(parse_binary_untouched(big, 4097) == -EBADMSG);
+                CHECK(parse_binary_untouched(big, 4097) == -EBADMSG);
                 memset(&id, 0xa5, sizeof(id));
-                assert(idctrl_parse_any(big, 4097, &id) == -EBADMSG);
+                CHECK(idctrl_parse_any(big, 4097, &id) == -EBADMSG);
                 check_untouched(&id);
                 free(big);
         }
         memset(&id, 0xa5, sizeof(id));
-        assert(idctrl_parse_any(bin, 4095, &id) == -EBADMSG);
+        CHECK(idctrl_parse_any(bin, 4095, &id) == -EBADMSG);
         check_untouched(&id);
 
         /* npss = 32 (byte 263): one past the last PSD; 31 is still fine, 255 is not */
         bin[263] = 32;
-        assert(parse_binary_untouched(bin, len) == -ERANGE);
+        CHECK(parse_binary_untouched(bin, len) == -ERANGE);
         bin[263] = (char) 255;
-        assert(parse_binary_untouched(bin, len) == -ERANGE);
+        CHECK(parse_binary_untouched(bin, len) == -ERANGE);
         bin[263] = 31;
-        assert(idctrl_parse_binary(bin, len, &id) == 0 && id.npss == 31);
+        CHECK(idctrl_parse_binary(bin, len, &id) == 0 && id.npss == 31);
         bin[263] = 4;
 
         /* apsta: only bit 0 counts */
         bin[265] = 0x02;
-        assert(idctrl_parse_binary(bin, len, &id) == 0 && !id.apst_supported);
+        CHECK(idctrl_parse_binary(bin, len, &id) == 0 && !id.apst_supported);
         bin[265] = 0x01;
 
         /* non-printable model bytes become '?', trailing blanks go */
         bin[24] = 0x01;
         bin[25] = (char) 0xc3;
-        assert(idctrl_parse_binary(bin, len, &id) == 0);
-        assert(strcmp(id.model, "??TEL SSDPEKKW256G7") == 0);
+        CHECK(idctrl_parse_binary(bin, len, &id) == 0);
+        CHECK(strcmp(id.model, "??TEL SSDPEKKW256G7") == 0);
         /* a model that fills all 40 bytes keeps them all */
         memset(bin + 24, 'M', 40);
-        assert(idctrl_parse_binary(bin, len, &id) == 0);
-        assert(strlen(id.model) == 40 && id.model[39] == 'M');
+        CHECK(idctrl_parse_binary(bin, len, &id) == 0);
+        CHECK(strlen(id.model) == 40 && id.model[39] == 'M');
         /* NUL padding is trimmed like space padding */
         memset(bin + 24, 0, 40);
         memcpy(bin + 24, "ABC", 3);
-        assert(idctrl_parse_binary(bin, len, &id) == 0 && strcmp(id.model, "ABC") == 0);
+        CHECK(idctrl_parse_binary(bin, len, &id) == 0 && strcmp(id.model, "ABC") == 0);
         free(bin);
 }
 
@@ -441,7 +439,7 @@ static void test_json_bad(void) {
 
         unsigned failed = 0;
 
-        assert(parse_json_untouched(json) == 0);
+        CHECK(parse_json_untouched(json) == 0);
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char *t = replace(json, cases[i].from, cases[i].to);
                 int r = parse_json_untouched(t);
@@ -453,7 +451,7 @@ static void test_json_bad(void) {
                 free(t);
         }
         free(json);
-        assert(failed == 0);
+        CHECK(failed == 0);
 }
 
 /* /idctrl/json/accepted: valid variations that must still decode. */
@@ -463,53 +461,53 @@ static void test_json_accepted(void) {
         IdCtrl ref, id;
         char *t;
 
-        assert(idctrl_parse_json(json, &ref) == 0);
+        CHECK(idctrl_parse_json(json, &ref) == 0);
 
         /* escapes in the model: \u0001 is not printable, \u00e9 not ASCII, \/ is '/' */
         t = replace(json, "\"mn\":\"INTEL SSDPEKKW256G7", "\"mn\":\"\\u0001NTEL\\/SSDPEKKW256G\\u00e9");
-        assert(idctrl_parse_json(t, &id) == 0);
-        assert(strcmp(id.model, "?NTEL/SSDPEKKW256G?") == 0);
+        CHECK(idctrl_parse_json(t, &id) == 0);
+        CHECK(strcmp(id.model, "?NTEL/SSDPEKKW256G?") == 0);
         free(t);
 
         /* unknown keys with nested values are skipped */
         t = replace(json, "\"ofcs\":0", "\"ofcs\":0, \"x\":{\"a\":[1,-2.5e3,true,false,null,\"s\"],\"b\":{}}");
-        assert(idctrl_parse_json(t, &id) == 0 && idctrl_equal(&id, &ref));
+        CHECK(idctrl_parse_json(t, &id) == 0 && idctrl_equal(&id, &ref));
         free(t);
 
         /* json-c's grammar, for text nvme-cli (which writes with json-c) never prints: a key given twice
          * counts once, the last time (as in jq or Python); single-quoted names and raw control characters
          * in strings are read as what they plainly mean, the latter sanitised like any byte. */
         t = replace(json, "\"ssvid\":32902", "\"vid\":4660");
-        assert(idctrl_parse_json(t, &id) == 0 && id.vid == 4660 && id.ssvid == 0);
+        CHECK(idctrl_parse_json(t, &id) == 0 && id.vid == 4660 && id.ssvid == 0);
         free(t);
         t = replace(json, "\"flags\":0,", "\"flags\":0, \"flags\":2,");
-        assert(idctrl_parse_json(t, &id) == 0 && id.psd[0].non_operational && !ref.psd[0].non_operational);
+        CHECK(idctrl_parse_json(t, &id) == 0 && id.psd[0].non_operational && !ref.psd[0].non_operational);
         free(t);
         t = replace(json, "\"ofcs\":0", "'ofcs':0");
-        assert(idctrl_parse_json(t, &id) == 0 && idctrl_equal(&id, &ref));
+        CHECK(idctrl_parse_json(t, &id) == 0 && idctrl_equal(&id, &ref));
         free(t);
         t = replace(json, "\"mn\":\"INTEL", "\"mn\":\"\nNTEL");
-        assert(idctrl_parse_json(t, &id) == 0 && strcmp(id.model, "?NTEL SSDPEKKW256G7") == 0);
+        CHECK(idctrl_parse_json(t, &id) == 0 && strcmp(id.model, "?NTEL SSDPEKKW256G7") == 0);
         free(t);
 
         /* one character per code point: a 40-character model with a non-ASCII one still fits */
         t = replace(json, "\"mn\":\"INTEL SSDPEKKW256G7                     \"",
                     "\"mn\":\"\u00e9NTEL SSDPEKKW256G7                   \u20acX\"");
-        assert(idctrl_parse_json(t, &id) == 0);
-        assert(strcmp(id.model, "?NTEL SSDPEKKW256G7                   ?X") == 0);
+        CHECK(idctrl_parse_json(t, &id) == 0);
+        CHECK(strcmp(id.model, "?NTEL SSDPEKKW256G7                   ?X") == 0);
         free(t);
 
         /* newer nvme-cli: "max_power_scale" + "non-operational_state" instead of "flags" */
         t = replace(json, "\"flags\":3,", "\"max_power_scale\":1, \"non-operational_state\":1,");
-        assert(idctrl_parse_json(t, &id) == 0 && idctrl_equal(&id, &ref));
+        CHECK(idctrl_parse_json(t, &id) == 0 && idctrl_equal(&id, &ref));
         free(t);
 
         /* parse_any: leading blanks, and a trailing NUL from a reader */
         t = malloc(len + 4);
-        assert(t);
+        REQUIRE(t);
         memcpy(t, " \n\t", 3);
         memcpy(t + 3, json, len + 1);
-        assert(idctrl_parse_any(t, len + 4, &id) == 0 && idctrl_equal(&id, &ref));
+        CHECK(idctrl_parse_any(t, len + 4, &id) == 0 && idctrl_equal(&id, &ref));
         free(t);
         free(json);
 }
@@ -528,15 +526,15 @@ static void test_json_robust(void) {
         char *deep;
         IdCtrl id;
 
-        assert(prefix);
+        CHECK(prefix);
         while (last_brace > 0 && json[last_brace - 1] != '}')
                 last_brace--;
         /* every strict prefix that ends before the closing brace is incomplete */
         for (size_t n = 0; n < last_brace; n++) {
                 memcpy(prefix, json, n);
                 prefix[n] = '\0';
-                assert(parse_json_untouched(prefix) == -EBADMSG);
-                assert(idctrl_parse_any(json, n, &id) == -EBADMSG);
+                CHECK(parse_json_untouched(prefix) == -EBADMSG);
+                CHECK(idctrl_parse_any(json, n, &id) == -EBADMSG);
         }
         free(prefix);
 
@@ -546,19 +544,19 @@ static void test_json_robust(void) {
                         abort();
                 }
         memset(&id, 0xa5, sizeof(id));
-        assert(idctrl_parse_any("hello", 5, &id) == -EBADMSG);
+        CHECK(idctrl_parse_any("hello", 5, &id) == -EBADMSG);
         check_untouched(&id);
 
         /* 100000 nested arrays in an unknown key: refused, no stack overflow */
         deep = malloc(200100);
-        assert(deep);
+        REQUIRE(deep);
         strcpy(deep, "{\"x\":");
         memset(deep + 5, '[', 100000);
         memset(deep + 100005, ']', 100000);
         strcpy(deep + 200005, "}");
-        assert(parse_json_untouched(deep) == -EBADMSG);
+        CHECK(parse_json_untouched(deep) == -EBADMSG);
         /* ... while 10 levels are fine JSON, though without the fields we need */
-        assert(parse_json_untouched("{\"x\":[[[[[[[[[[]]]]]]]]]]}") == -EBADMSG);
+        CHECK(parse_json_untouched("{\"x\":[[[[[[[[[[]]]]]]]]]]}") == -EBADMSG);
         free(deep);
 
         /* the nesting bound exactly: the seed with 16 levels in an unknown key parses, 17 do not */
@@ -573,7 +571,7 @@ static void test_json_robust(void) {
                         nest[k++] = ']';
                 nest[k] = '\0';
                 t = replace(json, "\"ofcs\":0", nest);
-                assert(idctrl_parse_json(t, &id) == (levels <= 16 ? 0 : -EBADMSG));
+                CHECK(idctrl_parse_json(t, &id) == (levels <= 16 ? 0 : -EBADMSG));
                 free(t);
         }
 
@@ -581,12 +579,12 @@ static void test_json_robust(void) {
         for (size_t total = 1024 * 1024; total <= 1024 * 1024 + 1; total++) {
                 char *big = malloc(total + 1);
 
-                assert(big && len < total);
+                CHECK(big && len < total);
                 memcpy(big, json, len);
                 memset(big + len, ' ', total - len);
                 big[total] = '\0';
-                assert(idctrl_parse_json(big, &id) == (total <= 1024 * 1024 ? 0 : -EBADMSG));
-                assert(idctrl_parse_any(big, total, &id) == (total <= 1024 * 1024 ? 0 : -EBADMSG));
+                CHECK(idctrl_parse_json(big, &id) == (total <= 1024 * 1024 ? 0 : -EBADMSG));
+                CHECK(idctrl_parse_any(big, total, &id) == (total <= 1024 * 1024 ? 0 : -EBADMSG));
                 free(big);
         }
         free(json);
@@ -602,24 +600,24 @@ static void test_json_psd_count(void) {
                 IdCtrl id;
                 int r;
 
-                assert(t);
+                REQUIRE(t);
                 pos = (size_t) snprintf(t, size, "{\"vid\":1,\"mn\":\"M\",\"fr\":\"F\",\"npss\":31,\"apsta\":1,\"psds\":[");
                 for (unsigned i = 0; i < count; i++)
                         pos += (size_t) snprintf(t + pos, size - pos,
                                                  "%s{\"max_power\":%u,\"flags\":2,\"entry_lat\":%u,\"exit_lat\":%u}",
                                                  i > 0 ? "," : "", i, 10 * i, i);
                 pos += (size_t) snprintf(t + pos, size - pos, "]}");
-                assert(pos < size);
+                CHECK(pos < size);
 
                 r = parse_json_untouched(t);
                 if (count == 32) {
-                        assert(r == 0);
-                        assert(idctrl_parse_json(t, &id) == 0);
-                        assert(id.npss == 31 && id.psd[31].max_power_uw == 310000 && id.psd[31].enlat_us == 310);
-                        assert(id.psd[31].exlat_us == 31 && id.psd[31].non_operational);
-                        assert(strcmp(id.model, "M") == 0 && strcmp(id.serial, "") == 0 && id.ssvid == 0);
+                        CHECK(r == 0);
+                        CHECK(idctrl_parse_json(t, &id) == 0);
+                        CHECK(id.npss == 31 && id.psd[31].max_power_uw == 310000 && id.psd[31].enlat_us == 310);
+                        CHECK(id.psd[31].exlat_us == 31 && id.psd[31].non_operational);
+                        CHECK(strcmp(id.model, "M") == 0 && strcmp(id.serial, "") == 0 && id.ssvid == 0);
                 } else
-                        assert(r == -EBADMSG);
+                        CHECK(r == -EBADMSG);
                 free(t);
         }
 }
@@ -654,7 +652,7 @@ static void test_why(void) {
         unsigned failed = 0;
         IdCtrl id;
 
-        assert(idctrl_parse_any_why(json, len, &id, why, sizeof(why)) == 0 && why[0] == '\0');
+        CHECK(idctrl_parse_any_why(json, len, &id, why, sizeof(why)) == 0 && why[0] == '\0');
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char *t = replace(json, cases[i].from, cases[i].to);
                 int r = idctrl_parse_any_why(t, strlen(t), &id, why, sizeof(why));
@@ -669,17 +667,17 @@ static void test_why(void) {
         free(json);
 
         /* the binary format and neither format have reasons too; a NULL reason buffer is fine */
-        assert(idctrl_parse_any_why("hello", 5, &id, why, sizeof(why)) == -EBADMSG);
-        assert(strcmp(why, "5 bytes: neither the 4096 bytes of `nvme id-ctrl -b` nor JSON") == 0);
+        CHECK(idctrl_parse_any_why("hello", 5, &id, why, sizeof(why)) == -EBADMSG);
+        CHECK(strcmp(why, "5 bytes: neither the 4096 bytes of `nvme id-ctrl -b` nor JSON") == 0);
         json = read_file(drives[0], "bin", &len);
         json[263] = 40;
-        assert(idctrl_parse_any_why(json, len, &id, why, sizeof(why)) == -ERANGE);
-        assert(strcmp(why, "npss 40 is larger than 31") == 0);
-        assert(idctrl_parse_any_why(json, len, &id, NULL, 0) == -ERANGE);
+        CHECK(idctrl_parse_any_why(json, len, &id, why, sizeof(why)) == -ERANGE);
+        CHECK(strcmp(why, "npss 40 is larger than 31") == 0);
+        CHECK(idctrl_parse_any_why(json, len, &id, NULL, 0) == -ERANGE);
         /* a short buffer truncates the reason, never overflows it */
-        assert(idctrl_parse_any_why(json, len, &id, why, 8) == -ERANGE && strcmp(why, "npss 40") == 0);
+        CHECK(idctrl_parse_any_why(json, len, &id, why, 8) == -ERANGE && strcmp(why, "npss 40") == 0);
         free(json);
-        assert(failed == 0);
+        CHECK(failed == 0);
 }
 
 int main(void) {
@@ -695,6 +693,5 @@ int main(void) {
         test_json_robust();
         test_json_psd_count();
         test_why();
-        printf("test-idctrl: all passed\n");
-        return 0;
+        return check_exit_status();
 }

@@ -6,14 +6,12 @@
  * [cpu] pinning already in place — the exit status, the kernel log filter,
  * and the exact JSON of one finding (the schema, pinned).
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "doctor.h"
 #include "macro.h"
 
@@ -23,11 +21,11 @@ static void load_intel(void) {
         FILE *f = fopen(TEST_DATA_DIR "/idctrl/00-intel-ssdpekkw256g7.bin", "re");
         uint8_t buf[IDCTRL_SIZE];
 
-        assert(f);
-        assert(fread(buf, 1, sizeof buf, f) == sizeof buf);
+        REQUIRE(f);
+        CHECK(fread(buf, 1, sizeof buf, f) == sizeof buf);
         fclose(f);
-        assert(idctrl_parse_binary(buf, sizeof buf, &intel) == 0);
-        assert(intel.apst_supported && intel.npss == 4);
+        CHECK(idctrl_parse_binary(buf, sizeof buf, &intel) == 0);
+        CHECK(intel.apst_supported && intel.npss == 4);
 }
 
 static DoctorCtrl ctrl_with(const ApstTable *t) {
@@ -51,7 +49,7 @@ static ApstTable kernel_default_table(void) {
         ApstPlan plan;
 
         p.policy = APST_POLICY_KERNEL;
-        assert(apst_build(&intel, NULL, &p, &plan) == 0);
+        CHECK(apst_build(&intel, NULL, &p, &plan) == 0);
         return plan.table;
 }
 
@@ -76,7 +74,7 @@ static DoctorSnapshot snapshot(const Config *cfg, DoctorCtrl *d) {
 
 static Config parse(const char *text) {
         Config c;
-        assert(config_parse_string(text, "t.conf", &c, NULL) == 0);
+        CHECK(config_parse_string(text, "t.conf", &c, NULL) == 0);
         return c;
 }
 
@@ -104,24 +102,24 @@ static bool fix_has(const DoctorFinding *f, const char *text) {
 static void test_ids(void) {
         for (DoctorFindingId i = 0; i < _DOCTOR_FINDING_MAX; i++) {
                 const char *s = doctor_finding_id_to_string(i);
-                assert(s);
+                CHECK(s);
                 for (DoctorFindingId k = 0; k < i; k++)
-                        assert(strcmp(s, doctor_finding_id_to_string(k)) != 0);
+                        CHECK(strcmp(s, doctor_finding_id_to_string(k)) != 0);
         }
-        assert(!doctor_finding_id_to_string(_DOCTOR_FINDING_MAX));
+        CHECK(!doctor_finding_id_to_string(_DOCTOR_FINDING_MAX));
         printf("ok /doctor/ids\n");
 }
 
 static void test_kernel_log_filter(void) {
-        assert(doctor_kernel_log_relevant("software IO TLB: mapped [mem 0x00000000bbfdf000-0x00000000bffdf000] (64MB)"));
-        assert(doctor_kernel_log_relevant("DMAR: IOMMU enabled"));
-        assert(doctor_kernel_log_relevant("iommu: Default domain type: Translated"));
-        assert(doctor_kernel_log_relevant("AMD-Vi: Interrupt remapping enabled"));
-        assert(doctor_kernel_log_relevant("Memory Encryption Features active: AMD SME"));
-        assert(doctor_kernel_log_relevant("SEV: Status: SEV SEV-ES"));
-        assert(!doctor_kernel_log_relevant("nvme nvme0: pci function 0000:01:00.0"));
-        assert(!doctor_kernel_log_relevant("several things happened"));
-        assert(!doctor_kernel_log_relevant(""));
+        CHECK(doctor_kernel_log_relevant("software IO TLB: mapped [mem 0x00000000bbfdf000-0x00000000bffdf000] (64MB)"));
+        CHECK(doctor_kernel_log_relevant("DMAR: IOMMU enabled"));
+        CHECK(doctor_kernel_log_relevant("iommu: Default domain type: Translated"));
+        CHECK(doctor_kernel_log_relevant("AMD-Vi: Interrupt remapping enabled"));
+        CHECK(doctor_kernel_log_relevant("Memory Encryption Features active: AMD SME"));
+        CHECK(doctor_kernel_log_relevant("SEV: Status: SEV SEV-ES"));
+        CHECK(!doctor_kernel_log_relevant("nvme nvme0: pci function 0000:01:00.0"));
+        CHECK(!doctor_kernel_log_relevant("several things happened"));
+        CHECK(!doctor_kernel_log_relevant(""));
         printf("ok /doctor/kernel-log-filter\n");
 }
 
@@ -131,15 +129,15 @@ static void test_exit_status(void) {
         DoctorFinding f = { .id = DOCTOR_CPU_SLOW_RAMP };
         DoctorReport r = {};
 
-        assert(doctor_exit_status(&r) == 0);
+        CHECK(doctor_exit_status(&r) == 0);
         r.skipped = &ok;
         r.n_skipped = 1;
-        assert(doctor_exit_status(&r) == 0);    /* not looked at, but nothing that should have been */
+        CHECK(doctor_exit_status(&r) == 0);    /* not looked at, but nothing that should have been */
         r.skipped = &bad;
-        assert(doctor_exit_status(&r) == 2);
+        CHECK(doctor_exit_status(&r) == 2);
         r.findings = &f;
         r.n_findings = 1;
-        assert(doctor_exit_status(&r) == 1);    /* findings win: they are real even if the look was partial */
+        CHECK(doctor_exit_status(&r) == 1);    /* findings win: they are real even if the look was partial */
         printf("ok /doctor/exit-status\n");
 }
 
@@ -157,24 +155,24 @@ static void test_quirk(void) {
         d.have_pm_qos = false;
         s = snapshot(&cfg, &d);
         /* with the quirk our own plan also keeps APST off: nothing to report */
-        assert(doctor_examine(&s, &r) == 0);
-        assert(r.n_findings == 0);
+        CHECK(doctor_examine(&s, &r) == 0);
+        CHECK(r.n_findings == 0);
         doctor_report_done(&r);
 
         /* force = yes in the configuration: we would turn it on, the kernel did not */
         config_done(&cfg);
         cfg = parse("[apst]\nforce = yes\n");
         s = snapshot(&cfg, &d);
-        assert(doctor_examine(&s, &r) == 0);
-        assert(r.n_findings == 1);
+        CHECK(doctor_examine(&s, &r) == 0);
+        CHECK(r.n_findings == 1);
         f = find(&r, DOCTOR_APST_KERNEL_DISABLED);
-        assert(f);
-        assert(strstr(f->why, "the cause seen here is: the NO_APST quirk"));
-        assert(fix_has(f, "force = yes"));
-        assert(!fix_has(f, "Start nvme-apstd"));
-        assert(strstr(evidence_of(f, "kernel quirk list (drivers/nvme/host/core.c, pci.c)"), "NVME_QUIRK_NO_APST"));
-        assert(strcmp(evidence_of(f, "/sys/class/nvme/nvme0/power/pm_qos_latency_tolerance_us"),
-                      "(absent: the kernel did not enable APST)") == 0);
+        CHECK(f);
+        CHECK(strstr(f->why, "the cause seen here is: the NO_APST quirk"));
+        CHECK(fix_has(f, "force = yes"));
+        CHECK(!fix_has(f, "Start nvme-apstd"));
+        CHECK(strstr(evidence_of(f, "kernel quirk list (drivers/nvme/host/core.c, pci.c)"), "NVME_QUIRK_NO_APST"));
+        CHECK(strcmp(evidence_of(f, "/sys/class/nvme/nvme0/power/pm_qos_latency_tolerance_us"),
+                     "(absent: the kernel did not enable APST)") == 0);
         doctor_report_done(&r);
         config_done(&cfg);
         printf("ok /doctor/apst/quirk\n");
@@ -190,11 +188,11 @@ static void test_pm_qos_zero(void) {
 
         d.pm_qos_latency_tolerance_us = 0;
         s = snapshot(&cfg, &d);
-        assert(doctor_examine(&s, &r) == 0);
+        CHECK(doctor_examine(&s, &r) == 0);
         f = find(&r, DOCTOR_APST_KERNEL_DISABLED);
-        assert(f && r.n_findings == 1);    /* not also "daemon not running" for the same controller */
-        assert(strstr(f->why, "pm_qos_latency_tolerance_us=0"));
-        assert(fix_has(f, "echo 100000 > /sys/class/nvme/nvme0/power/pm_qos_latency_tolerance_us"));
+        CHECK(f && r.n_findings == 1);    /* not also "daemon not running" for the same controller */
+        CHECK(strstr(f->why, "pm_qos_latency_tolerance_us=0"));
+        CHECK(fix_has(f, "echo 100000 > /sys/class/nvme/nvme0/power/pm_qos_latency_tolerance_us"));
         doctor_report_done(&r);
         config_done(&cfg);
         printf("ok /doctor/apst/pm-qos-zero\n");
@@ -212,12 +210,12 @@ static void test_table_differs(void) {
         s = snapshot(&cfg, &d);
         s.daemon = DOCTOR_DAEMON_RUNNING;
         s.daemon_pid = 4242;
-        assert(doctor_examine(&s, &r) == 0);
+        CHECK(doctor_examine(&s, &r) == 0);
         f = find(&r, DOCTOR_APST_TABLE_DIFFERS);
-        assert(f && r.n_findings == 1);
-        assert(strstr(f->title, "pid 4242"));
-        assert(fix_has(f, "systemctl reload nvme-apstd"));
-        assert(fix_has(f, "journalctl -u nvme-apstd NVME_CTRL=nvme0"));
+        CHECK(f && r.n_findings == 1);
+        CHECK(strstr(f->title, "pid 4242"));
+        CHECK(fix_has(f, "systemctl reload nvme-apstd"));
+        CHECK(fix_has(f, "journalctl -u nvme-apstd NVME_CTRL=nvme0"));
         doctor_report_done(&r);
 
         /* policy = kernel in the configuration: the kernel's table is the one we would write */
@@ -225,14 +223,14 @@ static void test_table_differs(void) {
         cfg = parse("[apst]\npolicy = kernel\n");
         s = snapshot(&cfg, &d);
         s.daemon = DOCTOR_DAEMON_RUNNING;
-        assert(doctor_examine(&s, &r) == 0);
-        assert(r.n_findings == 0);
-        assert(doctor_exit_status(&r) == 0);
+        CHECK(doctor_examine(&s, &r) == 0);
+        CHECK(r.n_findings == 0);
+        CHECK(doctor_exit_status(&r) == 0);
         doctor_report_done(&r);
         /* ... and without a daemon that is no finding either: the kernel restores the same table */
         s.daemon = DOCTOR_DAEMON_NOT_RUNNING;
-        assert(doctor_examine(&s, &r) == 0);
-        assert(r.n_findings == 0);
+        CHECK(doctor_examine(&s, &r) == 0);
+        CHECK(r.n_findings == 0);
         doctor_report_done(&r);
         config_done(&cfg);
         printf("ok /doctor/apst/table-differs\n");
@@ -248,13 +246,13 @@ static void test_over_budget_device_section(void) {
         const DoctorFinding *f;
 
         s.daemon = DOCTOR_DAEMON_NOT_RUNNING;
-        assert(doctor_examine(&s, &r) == 0);
+        CHECK(doctor_examine(&s, &r) == 0);
         f = find(&r, DOCTOR_APST_STATE_OVER_BUDGET);
-        assert(f);
-        assert(strcmp(evidence_of(f, "t.conf [device seed] max_latency_us"), "11000") == 0);
-        assert(strstr(f->title, "ps4 (12000 µs)"));
-        assert(fix_has(f, "Set policy = budget"));
-        assert(fix_has(f, "echo 9999 >"));
+        CHECK(f);
+        CHECK(strcmp(evidence_of(f, "t.conf [device seed] max_latency_us"), "11000") == 0);
+        CHECK(strstr(f->title, "ps4 (12000 µs)"));
+        CHECK(fix_has(f, "Set policy = budget"));
+        CHECK(fix_has(f, "echo 9999 >"));
         doctor_report_done(&r);
         config_done(&cfg);
         printf("ok /doctor/apst/over-budget-device-section\n");
@@ -288,11 +286,11 @@ static void test_request_size_thresholds(void) {
                 d.max_hw_sectors_kb = v[i].hw;
                 d.max_sectors_kb = v[i].soft;
                 s = snapshot(&cfg, &d);
-                assert(doctor_examine(&s, &r) == 0);
+                CHECK(doctor_examine(&s, &r) == 0);
                 if (!!find(&r, DOCTOR_REQUEST_SIZE_DMA_LIMIT) != v[i].dma ||
                     !!find(&r, DOCTOR_REQUEST_SIZE_SOFT_LIMIT) != v[i].soft_finding) {
                         fprintf(stderr, "case %zu: mdts %u hw %u soft %u\n", i, v[i].mdts, v[i].hw, v[i].soft);
-                        assert(false);
+                        CHECK(false);
                 }
                 doctor_report_done(&r);
                 config_done(&cfg);
@@ -327,31 +325,31 @@ static void test_cpu(void) {
         s.n_policies = ELEMENTSOF(pol);
         (void) snprintf(s.pstate_status, sizeof s.pstate_status, "active");
 
-        assert(doctor_examine(&s, &r) == 0);
+        CHECK(doctor_examine(&s, &r) == 0);
         f = find(&r, DOCTOR_CPU_SLOW_RAMP);
-        assert(f && r.n_findings == 1);
-        assert(strcmp(f->subject, "cpu0") == 0);
+        CHECK(f && r.n_findings == 1);
+        CHECK(strcmp(f->subject, "cpu0") == 0);
         /* without known interrupt CPUs the snippet names the CPUs, not nvme-irq */
-        assert(fix_has(f, "cpus = 0\nenergy_performance_preference = performance"));
-        assert(strstr(f->title, "CPU 0 ramps its frequency slowly"));
+        CHECK(fix_has(f, "cpus = 0\nenergy_performance_preference = performance"));
+        CHECK(strstr(f->title, "CPU 0 ramps its frequency slowly"));
         doctor_report_done(&r);
 
         /* the interrupts go to CPU 1 and 2 only: nothing slow there */
         s.have_irq_cpus = true;
         cpuset_add(&s.irq_cpus, 1);
         cpuset_add(&s.irq_cpus, 2);
-        assert(doctor_examine(&s, &r) == 0);
-        assert(r.n_findings == 0);
+        CHECK(doctor_examine(&s, &r) == 0);
+        CHECK(r.n_findings == 0);
         doctor_report_done(&r);
 
         /* passive mode (intel_cpufreq) or hwp_dynamic_boost: not the slow-ramp combination */
         s.have_irq_cpus = false;
         (void) snprintf(s.pstate_status, sizeof s.pstate_status, "passive");
-        assert(doctor_examine(&s, &r) == 0 && r.n_findings == 0);
+        CHECK(doctor_examine(&s, &r) == 0 && r.n_findings == 0);
         doctor_report_done(&r);
         (void) snprintf(s.pstate_status, sizeof s.pstate_status, "active");
         s.hwp_dynamic_boost = 1;
-        assert(doctor_examine(&s, &r) == 0 && r.n_findings == 0);
+        CHECK(doctor_examine(&s, &r) == 0 && r.n_findings == 0);
         doctor_report_done(&r);
         s.hwp_dynamic_boost = 0;
 
@@ -360,17 +358,17 @@ static void test_cpu(void) {
         cfg = parse("[cpu]\npin = busy\nenergy_performance_preference = performance\n");
         s.config = &cfg;
         s.daemon = DOCTOR_DAEMON_RUNNING;
-        assert(doctor_examine(&s, &r) == 0 && r.n_findings == 0);
+        CHECK(doctor_examine(&s, &r) == 0 && r.n_findings == 0);
         /* no NVMe, one line per policy, the summary, intel_pstate's globals, why there is no finding */
-        assert(r.n_examined == 7);
-        assert(strcmp(r.examined[1].text, "policy of CPUs 0: driver intel_pstate, governor powersave, "
-                      "EPP balance_performance, 800000-3600000 kHz") == 0);
-        assert(strcmp(r.examined[5].text, "intel_pstate: status active, hwp_dynamic_boost 0, min_perf_pct absent") == 0);
-        assert(strstr(r.examined[6].text, "nvme-apstd runs with [cpu] pin = busy"));
+        CHECK(r.n_examined == 7);
+        CHECK(strcmp(r.examined[1].text, "policy of CPUs 0: driver intel_pstate, governor powersave, "
+                     "EPP balance_performance, 800000-3600000 kHz") == 0);
+        CHECK(strcmp(r.examined[5].text, "intel_pstate: status active, hwp_dynamic_boost 0, min_perf_pct absent") == 0);
+        CHECK(strstr(r.examined[6].text, "nvme-apstd runs with [cpu] pin = busy"));
         doctor_report_done(&r);
         /* ... but not when it is not running */
         s.daemon = DOCTOR_DAEMON_NOT_RUNNING;
-        assert(doctor_examine(&s, &r) == 0 && r.n_findings == 1);
+        CHECK(doctor_examine(&s, &r) == 0 && r.n_findings == 1);
         doctor_report_done(&r);
         config_done(&cfg);
         printf("ok /doctor/cpu\n");
@@ -435,16 +433,16 @@ static void test_json(void) {
         d.id.psd[0] = (IdPsd) { .max_power_uw = 9000000 };
         d.table_error = -ENOMSG;
         s = snapshot(&cfg, &d);
-        assert(doctor_examine(&s, &r) == 0);
-        assert(doctor_format_json(&r, &json) == 0);
+        CHECK(doctor_examine(&s, &r) == 0);
+        CHECK(doctor_format_json(&r, &json) == 0);
         if (strcmp(json, want) != 0) {
                 fprintf(stderr, "got:\n%s\n", json);
-                assert(false);
+                CHECK(false);
         }
-        assert(doctor_format_text(&r, &text) == 0);
-        assert(strncmp(text, "[apst-firmware-unsupported] nvme0: nvme0 (INTEL SSDPEKKW256G7", 61) == 0);
-        assert(strstr(text, "\n  seen:\n    Identify apsta = 0\n"));
-        assert(strstr(text, "\n1 finding.\n"));
+        CHECK(doctor_format_text(&r, &text) == 0);
+        CHECK(strncmp(text, "[apst-firmware-unsupported] nvme0: nvme0 (INTEL SSDPEKKW256G7", 61) == 0);
+        CHECK(strstr(text, "\n  seen:\n    Identify apsta = 0\n"));
+        CHECK(strstr(text, "\n1 finding.\n"));
         doctor_report_done(&r);
         doctor_report_done(&r);
         config_done(&cfg);
@@ -463,5 +461,5 @@ int main(void) {
         test_request_size_thresholds();
         test_cpu();
         test_json();
-        return 0;
+        return check_exit_status();
 }

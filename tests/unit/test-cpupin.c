@@ -7,8 +7,6 @@
  * against the record file on disk: it must already hold the policy's
  * original values (record before change, doc/testing.md#cpufreq-policies).
  */
-#undef NDEBUG
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +17,7 @@
 #include <unistd.h>
 
 #include "apstd-ids.h"
+#include "check.h"
 #include "cpufreq-policy.h"
 #include "cpupin.h"
 #include "log.h"
@@ -48,14 +47,14 @@ static CpuSet set_of(const char *list) {
         CpuSet s = {};
 
         if (list[0])
-                assert(cpuset_parse(list, &s) == 0);
+                CHECK(cpuset_parse(list, &s) == 0);
         return s;
 }
 
 static void fake_add(Fake *f, unsigned cpu, const char *cpus, const char *driver) {
         CpufreqPolicyState *s = &f->pol[f->n];
 
-        assert(f->n < MAX_POLICIES);
+        CHECK(f->n < MAX_POLICIES);
         *s = (CpufreqPolicyState) { .cpu = cpu, .cpus = set_of(cpus) };
         if (strcmp(driver, "intel_pstate") == 0) {
                 strcpy(s->governor, "powersave");
@@ -123,10 +122,10 @@ static void check_recorded(Fake *f, const CpufreqPolicyState *s) {
                 abort();
         }
         k = read(fd, text, sizeof text - 1);
-        assert(k > 0);
+        CHECK(k > 0);
         text[k] = '\0';
         close(fd);
-        assert(cpufreq_record_parse(text, &v, &n) == 0);
+        CHECK(cpufreq_record_parse(text, &v, &n) == 0);
         cpufreq_settings_from_state(orig, &want);
         for (size_t i = 0; i < n; i++)
                 if (cpufreq_settings_equal(&v[i], &want))
@@ -144,7 +143,7 @@ static int fake_write(void *userdata, unsigned cpu, CpufreqAttr attr, const char
         unsigned long v;
         char *end;
 
-        assert(s);
+        CHECK(s);
         check_recorded(f, s);
         for (size_t i = 0; i < f->n_refuse; i++)
                 if (cpuset_has(&s->cpus, f->refuse[i].cpu) && f->refuse[i].attr == attr)
@@ -163,13 +162,13 @@ static int fake_write(void *userdata, unsigned cpu, CpufreqAttr attr, const char
         case CPUFREQ_ATTR_MIN:
         case CPUFREQ_ATTR_MAX:
                 v = strtoul(value, &end, 10);
-                assert(*end == '\0' && v > 0);
+                CHECK(*end == '\0' && v > 0);
                 if (attr == CPUFREQ_ATTR_MIN)
                         s->min_khz = (uint32_t) v;
                 else
                         s->max_khz = (uint32_t) v;
                 /* The order of writes must never leave min above max. */
-                assert(s->min_khz <= s->max_khz);
+                CHECK(s->min_khz <= s->max_khz);
                 return 0;
         case CPUFREQ_ATTR_EPP:
                 if (!s->has_epp)
@@ -206,11 +205,11 @@ static int saved_stderr = -1, capture_fd = -1;
 
 static void capture_begin(void) {
         capture_fd = memfd_create("log", MFD_CLOEXEC);
-        assert(capture_fd >= 0);
+        REQUIRE(capture_fd >= 0);
         fflush(stderr);
         saved_stderr = dup(STDERR_FILENO);
-        assert(saved_stderr >= 0);
-        assert(dup2(capture_fd, STDERR_FILENO) == STDERR_FILENO);
+        REQUIRE(saved_stderr >= 0);
+        CHECK(dup2(capture_fd, STDERR_FILENO) == STDERR_FILENO);
 }
 
 /* Returns the captured text (static buffer) and echoes it to the real stderr. */
@@ -219,10 +218,10 @@ static const char *capture_end(void) {
         ssize_t k;
 
         fflush(stderr);
-        assert(dup2(saved_stderr, STDERR_FILENO) == STDERR_FILENO);
+        CHECK(dup2(saved_stderr, STDERR_FILENO) == STDERR_FILENO);
         close(saved_stderr);
         k = pread(capture_fd, buf, sizeof buf - 1, 0);
-        assert(k >= 0);
+        CHECK(k >= 0);
         buf[k] = '\0';
         close(capture_fd);
         fputs(buf, stderr);
@@ -284,44 +283,44 @@ static void test_always_all(void) {
 
         fake_init(&f);
         ops = ops_for(&f);
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
-        assert(!record_exists());
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(!record_exists());
 
         capture_begin();
-        assert(cpupin_apply(p, &perf, NULL, "start") == 0);
+        CHECK(cpupin_apply(p, &perf, NULL, "start") == 0);
         log = capture_end();
-        assert(cpupin_is_pinned(p));
-        assert(record_exists());
+        CHECK(cpupin_is_pinned(p));
+        CHECK(record_exists());
         for (size_t i = 0; i < f.n; i++) {
-                assert(strcmp(f.pol[i].governor, "performance") == 0);
-                assert(f.pol[i].min_khz == f.pol[i].hw_max_khz && f.pol[i].max_khz == f.pol[i].hw_max_khz);
+                CHECK(strcmp(f.pol[i].governor, "performance") == 0);
+                CHECK(f.pol[i].min_khz == f.pol[i].hw_max_khz && f.pol[i].max_khz == f.pol[i].hw_max_khz);
         }
-        assert(strcmp(f.pol[0].epp, "performance") == 0 && f.pol[2].epp[0] == '\0');
+        CHECK(strcmp(f.pol[0].epp, "performance") == 0 && f.pol[2].epp[0] == '\0');
         /* one entry per group of equal values: intel_pstate cpu0-2, acpi cpu3 */
-        assert(count(log, "MESSAGE_ID=" MSGID_CPU_PINNED) == 2);
-        assert(strstr(log, "CPUFREQ_CPUS=0-2, CPUFREQ_GOVERNOR=performance, CPUFREQ_MIN_KHZ=3600000, "
+        CHECK(count(log, "MESSAGE_ID=" MSGID_CPU_PINNED) == 2);
+        CHECK(strstr(log, "CPUFREQ_CPUS=0-2, CPUFREQ_GOVERNOR=performance, CPUFREQ_MIN_KHZ=3600000, "
                            "CPUFREQ_MAX_KHZ=3600000, CPUFREQ_EPP=performance, CPUFREQ_REASON=start"));
-        assert(strstr(log, "CPUFREQ_CPUS=3, CPUFREQ_GOVERNOR=performance, CPUFREQ_MIN_KHZ=2400000"));
+        CHECK(strstr(log, "CPUFREQ_CPUS=3, CPUFREQ_GOVERNOR=performance, CPUFREQ_MIN_KHZ=2400000"));
 
         /* applying the same again changes nothing and says nothing */
         unsigned writes = f.n_writes;
         capture_begin();
-        assert(cpupin_apply(p, &perf, NULL, "reload") == 0);
+        CHECK(cpupin_apply(p, &perf, NULL, "reload") == 0);
         log = capture_end();
-        assert(f.n_writes == writes && !strstr(log, MSGID_CPU_PINNED));
+        CHECK(f.n_writes == writes && !strstr(log, MSGID_CPU_PINNED));
 
         capture_begin();
-        assert(cpupin_release(p, "stop") == 0);
+        CHECK(cpupin_release(p, "stop") == 0);
         log = capture_end();
-        assert(fake_all_original(&f));
-        assert(!record_exists() && !cpupin_is_pinned(p));
-        assert(count(log, "MESSAGE_ID=" MSGID_CPU_RELEASED) == 2);
-        assert(strstr(log, "CPUFREQ_CPUS=0-2, CPUFREQ_GOVERNOR=powersave, CPUFREQ_MIN_KHZ=800000, "
+        CHECK(fake_all_original(&f));
+        CHECK(!record_exists() && !cpupin_is_pinned(p));
+        CHECK(count(log, "MESSAGE_ID=" MSGID_CPU_RELEASED) == 2);
+        CHECK(strstr(log, "CPUFREQ_CPUS=0-2, CPUFREQ_GOVERNOR=powersave, CPUFREQ_MIN_KHZ=800000, "
                            "CPUFREQ_MAX_KHZ=3600000, CPUFREQ_EPP=balance_performance, CPUFREQ_REASON=stop"));
 
         /* release when nothing is pinned: nothing */
         writes = f.n_writes;
-        assert(cpupin_release(p, "stop") == 0 && f.n_writes == writes);
+        CHECK(cpupin_release(p, "stop") == 0 && f.n_writes == writes);
 }
 
 static void test_list_and_irq(void) {
@@ -333,38 +332,38 @@ static void test_list_and_irq(void) {
 
         fake_init(&f);
         ops = ops_for(&f);
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
 
         /* cpus = 2 */
         cfg.select = CPU_SELECT_LIST;
         cfg.cpus = set_of("2");
-        assert(cpupin_apply(p, &cfg, NULL, "start") == 0);
-        assert(fake_is_original(&f, 0) && !fake_is_original(&f, 1) && fake_is_original(&f, 2));
+        CHECK(cpupin_apply(p, &cfg, NULL, "start") == 0);
+        CHECK(fake_is_original(&f, 0) && !fake_is_original(&f, 1) && fake_is_original(&f, 2));
 
         /* cpus = 1: a CPU of a shared policy pins the whole policy; cpu2 goes back */
         cfg.cpus = set_of("1");
-        assert(cpupin_apply(p, &cfg, NULL, "reload") == 0);
-        assert(!fake_is_original(&f, 0) && fake_is_original(&f, 1) && fake_is_original(&f, 2));
+        CHECK(cpupin_apply(p, &cfg, NULL, "reload") == 0);
+        CHECK(!fake_is_original(&f, 0) && fake_is_original(&f, 1) && fake_is_original(&f, 2));
 
         /* cpus = nvme-irq, interrupts not known yet: nothing pinned, cpu0-1 restored */
         cfg.select = CPU_SELECT_NVME_IRQ;
-        assert(cpupin_apply(p, &cfg, NULL, "reload") == 0);
-        assert(fake_all_original(&f) && !cpupin_is_pinned(p) && !record_exists());
+        CHECK(cpupin_apply(p, &cfg, NULL, "reload") == 0);
+        CHECK(fake_all_original(&f) && !cpupin_is_pinned(p) && !record_exists());
 
         /* a controller's vectors on cpu3 and cpu9 (no cpufreq): cpu3 */
         irq = set_of("3,9");
-        assert(cpupin_apply(p, &cfg, &irq, "controller nvme0 added") == 0);
-        assert(fake_is_original(&f, 0) && fake_is_original(&f, 1) && !fake_is_original(&f, 2));
+        CHECK(cpupin_apply(p, &cfg, &irq, "controller nvme0 added") == 0);
+        CHECK(fake_is_original(&f, 0) && fake_is_original(&f, 1) && !fake_is_original(&f, 2));
 
         /* controllers come and go: now cpu0 */
         irq = set_of("0");
-        assert(cpupin_apply(p, &cfg, &irq, "controller nvme1 added") == 0);
-        assert(!fake_is_original(&f, 0) && fake_is_original(&f, 1) && fake_is_original(&f, 2));
+        CHECK(cpupin_apply(p, &cfg, &irq, "controller nvme1 added") == 0);
+        CHECK(!fake_is_original(&f, 0) && fake_is_original(&f, 1) && fake_is_original(&f, 2));
 
         /* reload with pin = off: everything back */
         cfg.pin = CPU_PIN_OFF;
-        assert(cpupin_apply(p, &cfg, &irq, "reload") == 0);
-        assert(fake_all_original(&f) && !record_exists());
+        CHECK(cpupin_apply(p, &cfg, &irq, "reload") == 0);
+        CHECK(fake_all_original(&f) && !record_exists());
 }
 
 static void test_reload_drops_key(void) {
@@ -375,26 +374,26 @@ static void test_reload_drops_key(void) {
 
         fake_init(&f);
         ops = ops_for(&f);
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
 
         cfg.governor = NULL;
         cfg.min_freq = (FreqSpec) { FREQ_UNSET, 0 };
         cfg.max_freq = (FreqSpec) { FREQ_PERCENT, 50 };
         cfg.epp = (char *) "power";
-        assert(cpupin_apply(p, &cfg, NULL, "start") == 0);
-        assert(strcmp(f.pol[0].epp, "power") == 0 && f.pol[0].max_khz == 2200000);
-        assert(strcmp(f.pol[0].governor, "powersave") == 0);
+        CHECK(cpupin_apply(p, &cfg, NULL, "start") == 0);
+        CHECK(strcmp(f.pol[0].epp, "power") == 0 && f.pol[0].max_khz == 2200000);
+        CHECK(strcmp(f.pol[0].governor, "powersave") == 0);
 
         /* reload without epp and max_freq, with a governor: EPP and max return to what was found */
         cfg.epp = NULL;
         cfg.max_freq = (FreqSpec) { FREQ_UNSET, 0 };
         cfg.governor = (char *) "performance";
-        assert(cpupin_apply(p, &cfg, NULL, "reload") == 0);
-        assert(f.pol[0].max_khz == 3600000 && strcmp(f.pol[0].governor, "performance") == 0);
+        CHECK(cpupin_apply(p, &cfg, NULL, "reload") == 0);
+        CHECK(f.pol[0].max_khz == 3600000 && strcmp(f.pol[0].governor, "performance") == 0);
         /* (EPP reads "performance" here because the governor forces it, as intel_pstate does) */
 
-        assert(cpupin_release(p, "stop") == 0);
-        assert(fake_all_original(&f) && !record_exists());
+        CHECK(cpupin_release(p, "stop") == 0);
+        CHECK(fake_all_original(&f) && !record_exists());
 
         /* a fresh pin of the governor alone leaves EPP to the kernel (intel_pstate forces it
          * under `performance`; writing the found value back would be refused with EBUSY) */
@@ -402,12 +401,12 @@ static void test_reload_drops_key(void) {
         const char *log;
 
         capture_begin();
-        assert(cpupin_apply(p, &gov, NULL, "start") == 0);
+        CHECK(cpupin_apply(p, &gov, NULL, "start") == 0);
         log = capture_end();
-        assert(!strstr(log, MSGID_CPU_PIN_FAILED) && !strstr(log, "cannot put"));
-        assert(strcmp(f.pol[0].governor, "performance") == 0 && strcmp(f.pol[0].epp, "performance") == 0);
-        assert(cpupin_release(p, "stop") == 0);
-        assert(fake_all_original(&f) && !record_exists());
+        CHECK(!strstr(log, MSGID_CPU_PIN_FAILED) && !strstr(log, "cannot put"));
+        CHECK(strcmp(f.pol[0].governor, "performance") == 0 && strcmp(f.pol[0].epp, "performance") == 0);
+        CHECK(cpupin_release(p, "stop") == 0);
+        CHECK(fake_all_original(&f) && !record_exists());
 }
 
 static void test_refused(void) {
@@ -420,18 +419,18 @@ static void test_refused(void) {
         fake_init(&f);
         f.refuse[f.n_refuse++] = (typeof(f.refuse[0])) { 2, CPUFREQ_ATTR_MIN, -EINVAL };
         ops = ops_for(&f);
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
 
         capture_begin();
-        assert(cpupin_apply(p, &cfg, NULL, "start") == 0);
+        CHECK(cpupin_apply(p, &cfg, NULL, "start") == 0);
         log = capture_end();
         /* cpu2 as it was (its governor and EPP, written before the refused min, are put back) */
-        assert(fake_is_original(&f, 1));
-        assert(!fake_is_original(&f, 0) && !fake_is_original(&f, 2));
-        assert(strstr(log, "cpu2: the kernel refused scaling_min_freq=3600000: Invalid argument; leaving cpu2 as it was"));
-        assert(strstr(log, "MESSAGE_ID=" MSGID_CPU_PIN_FAILED ", CPUFREQ_CPUS=2, CPUFREQ_CPU=2, "
+        CHECK(fake_is_original(&f, 1));
+        CHECK(!fake_is_original(&f, 0) && !fake_is_original(&f, 2));
+        CHECK(strstr(log, "cpu2: the kernel refused scaling_min_freq=3600000: Invalid argument; leaving cpu2 as it was"));
+        CHECK(strstr(log, "MESSAGE_ID=" MSGID_CPU_PIN_FAILED ", CPUFREQ_CPUS=2, CPUFREQ_CPU=2, "
                            "CPUFREQ_ATTR=scaling_min_freq, CPUFREQ_VALUE=3600000"));
-        assert(strstr(log, "CPUFREQ_CPUS=0-1,3") || strstr(log, "CPUFREQ_CPUS=0-1, CPUFREQ_GOVERNOR=performance"));
+        CHECK(strstr(log, "CPUFREQ_CPUS=0-1,3") || strstr(log, "CPUFREQ_CPUS=0-1, CPUFREQ_GOVERNOR=performance"));
 
         /* the record no longer lists cpu2: a crash now would not touch it */
         {
@@ -439,16 +438,16 @@ static void test_refused(void) {
                 int fd = open(record_path, O_RDONLY | O_CLOEXEC);
                 ssize_t k;
 
-                assert(fd >= 0);
+                REQUIRE(fd >= 0);
                 k = read(fd, text, sizeof text - 1);
-                assert(k > 0);
+                CHECK(k > 0);
                 text[k] = '\0';
                 close(fd);
-                assert(!strstr(text, "cpu=2 ") && strstr(text, "cpu=0 ") && strstr(text, "cpu=3 "));
+                CHECK(!strstr(text, "cpu=2 ") && strstr(text, "cpu=0 ") && strstr(text, "cpu=3 "));
         }
 
-        assert(cpupin_release(p, "stop") == 0);
-        assert(fake_all_original(&f) && !record_exists());
+        CHECK(cpupin_release(p, "stop") == 0);
+        CHECK(fake_all_original(&f) && !record_exists());
 }
 
 /* intel_pstate's EBUSY for EPP under the performance governor. */
@@ -464,14 +463,14 @@ static void test_epp_busy_under_performance(void) {
         strcpy(f.pol[0].epp, "performance");
         f.original[0] = f.pol[0];
         ops = ops_for(&f);
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
 
         cfg.epp = (char *) "power";
         capture_begin();
-        assert(cpupin_apply(p, &cfg, NULL, "start") == 0);
+        CHECK(cpupin_apply(p, &cfg, NULL, "start") == 0);
         log = capture_end();
-        assert(strstr(log, "cpu0: the kernel refused energy_performance_preference=power: Device or resource busy"));
-        assert(fake_all_original(&f) && !cpupin_is_pinned(p) && !record_exists());
+        CHECK(strstr(log, "cpu0: the kernel refused energy_performance_preference=power: Device or resource busy"));
+        CHECK(fake_all_original(&f) && !cpupin_is_pinned(p) && !record_exists());
 }
 
 static void test_plan_refused(void) {
@@ -483,18 +482,18 @@ static void test_plan_refused(void) {
 
         fake_init(&f);
         ops = ops_for(&f);
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
 
         /* schedutil exists on the acpi-cpufreq policy only */
         cfg.governor = (char *) "schedutil";
         capture_begin();
-        assert(cpupin_apply(p, &cfg, NULL, "start") == 0);
+        CHECK(cpupin_apply(p, &cfg, NULL, "start") == 0);
         log = capture_end();
-        assert(fake_is_original(&f, 0) && fake_is_original(&f, 1) && !fake_is_original(&f, 2));
-        assert(strstr(log, "cpu0-1: not pinning: governor 'schedutil' is not in scaling_available_governors "
+        CHECK(fake_is_original(&f, 0) && fake_is_original(&f, 1) && !fake_is_original(&f, 2));
+        CHECK(strstr(log, "cpu0-1: not pinning: governor 'schedutil' is not in scaling_available_governors "
                            "(performance powersave)"));
-        assert(count(log, "MESSAGE_ID=" MSGID_CPU_PIN_FAILED) == 2);
-        assert(cpupin_release(p, "stop") == 0 && fake_all_original(&f));
+        CHECK(count(log, "MESSAGE_ID=" MSGID_CPU_PIN_FAILED) == 2);
+        CHECK(cpupin_release(p, "stop") == 0 && fake_all_original(&f));
 }
 
 static void test_no_cpufreq(void) {
@@ -504,19 +503,19 @@ static void test_no_cpufreq(void) {
         CpufreqOps ops = ops_for(&f);
         const char *log;
 
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
         capture_begin();
-        assert(cpupin_apply(p, &perf, NULL, "start") == 0);
-        assert(cpupin_apply(p, &perf, NULL, "reload") == 0);
-        assert(cpupin_release(p, "stop") == 0);
+        CHECK(cpupin_apply(p, &perf, NULL, "start") == 0);
+        CHECK(cpupin_apply(p, &perf, NULL, "reload") == 0);
+        CHECK(cpupin_release(p, "stop") == 0);
         log = capture_end();
-        assert(count(log, "CPU frequency pinning is unavailable: ") == 1);
-        assert(count(log, "MESSAGE_ID=" MSGID_CPU_UNAVAILABLE) == 1);
-        assert(count(log, "\n") == 1);
-        assert(f.n_writes == 0 && !record_exists() && !cpupin_is_pinned(p));
+        CHECK(count(log, "CPU frequency pinning is unavailable: ") == 1);
+        CHECK(count(log, "MESSAGE_ID=" MSGID_CPU_UNAVAILABLE) == 1);
+        CHECK(count(log, "\n") == 1);
+        CHECK(f.n_writes == 0 && !record_exists() && !cpupin_is_pinned(p));
 
-        assert(cpupin_describe(p, &perf, NULL, &text) == 0);
-        assert(strstr(text, "CPU frequency pinning is unavailable: no cpufreq in sysfs\n"));
+        CHECK(cpupin_describe(p, &perf, NULL, &text) == 0);
+        CHECK(strstr(text, "CPU frequency pinning is unavailable: no cpufreq in sysfs\n"));
 }
 
 /* A daemon killed while pinned: the next one restores from the record. */
@@ -531,47 +530,47 @@ static void test_recover(void) {
         ops = ops_for(&f);
 
         /* nothing to recover */
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
-        assert(cpupin_recover(p) == 0);
-        assert(f.n_writes == 0 && f.n_reads == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_recover(p) == 0);
+        CHECK(f.n_writes == 0 && f.n_reads == 0);
 
-        assert(cpupin_apply(p, &perf, NULL, "start") == 0);
-        assert(!fake_all_original(&f) && record_exists());
+        CHECK(cpupin_apply(p, &perf, NULL, "start") == 0);
+        CHECK(!fake_all_original(&f) && record_exists());
         p = cpupin_free(p);            /* "killed": no release */
 
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
         capture_begin();
-        assert(cpupin_recover(p) == 1);
+        CHECK(cpupin_recover(p) == 1);
         log = capture_end();
-        assert(fake_all_original(&f) && !record_exists() && !cpupin_is_pinned(p));
-        assert(strstr(log, "MESSAGE_ID=" MSGID_CPU_RELEASED));
-        assert(strstr(log, "CPUFREQ_REASON=restoring the state recorded before an unclean stop"));
+        CHECK(fake_all_original(&f) && !record_exists() && !cpupin_is_pinned(p));
+        CHECK(strstr(log, "MESSAGE_ID=" MSGID_CPU_RELEASED));
+        CHECK(strstr(log, "CPUFREQ_REASON=restoring the state recorded before an unclean stop"));
 
         /* killed while pinned, and the policy cannot be read back (an interrupted write left an
          * attribute empty in a fake tree): the record is still put back, written blind */
-        assert(cpupin_apply(p, &perf, NULL, "start") == 0);
-        assert(!fake_all_original(&f) && record_exists());
+        CHECK(cpupin_apply(p, &perf, NULL, "start") == 0);
+        CHECK(!fake_all_original(&f) && record_exists());
         p = cpupin_free(p);
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
         f.read_error = -EIO;
         capture_begin();
-        assert(cpupin_recover(p) == 1);
+        CHECK(cpupin_recover(p) == 1);
         log = capture_end();
         f.read_error = 0;
-        assert(strstr(log, "writing the recorded values without comparing"));
-        assert(fake_all_original(&f) && !record_exists());
+        CHECK(strstr(log, "writing the recorded values without comparing"));
+        CHECK(fake_all_original(&f) && !record_exists());
 
         /* a record that does not parse: removed, nothing written */
         fd = open(record_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        assert(fd >= 0);
-        assert(write(fd, "policy cpu=0 cpus=0-1 governor=perf", 35) == 35);
+        REQUIRE(fd >= 0);
+        CHECK(write(fd, "policy cpu=0 cpus=0-1 governor=perf", 35) == 35);
         close(fd);
         unsigned writes = f.n_writes;
         capture_begin();
-        assert(cpupin_recover(p) == 0);
+        CHECK(cpupin_recover(p) == 0);
         log = capture_end();
-        assert(strstr(log, "is not a valid CPU frequency record, removing it"));
-        assert(f.n_writes == writes && !record_exists());
+        CHECK(strstr(log, "is not a valid CPU frequency record, removing it"));
+        CHECK(f.n_writes == writes && !record_exists());
         cpupin_free(p);
 }
 
@@ -587,13 +586,13 @@ static void test_record_unwritable(void) {
         /* a file where the runtime directory should be */
         (void) snprintf(dir, sizeof dir, "%s/not-a-dir", tmpdir);
         fd = open(dir, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        assert(fd >= 0);
+        REQUIRE(fd >= 0);
         close(fd);
-        assert(cpupin_new(&ops, dir, &p) == 0);
+        CHECK(cpupin_new(&ops, dir, &p) == 0);
         capture_begin();
-        assert(cpupin_apply(p, &perf, NULL, "start") < 0);
+        CHECK(cpupin_apply(p, &perf, NULL, "start") < 0);
         (void) capture_end();
-        assert(f.n_writes == 0 && fake_all_original(&f) && !cpupin_is_pinned(p));
+        CHECK(f.n_writes == 0 && fake_all_original(&f) && !cpupin_is_pinned(p));
 
         /* busy mode: a failed pin is tried again on the next busy report */
         CpuConfig busy = perf;
@@ -601,16 +600,16 @@ static void test_record_unwritable(void) {
         unsigned reads;
 
         busy.pin = CPU_PIN_BUSY;
-        assert(cpupin_apply(p, &busy, NULL, "reload") == 0);
+        CHECK(cpupin_apply(p, &busy, NULL, "reload") == 0);
         capture_begin();
         reads = f.n_reads;
-        assert(cpupin_busy_hook(p, true, 1000, &deadline) < 0 && deadline == 42);
-        assert(f.n_reads > reads);
+        CHECK(cpupin_busy_hook(p, true, 1000, &deadline) < 0 && deadline == 42);
+        CHECK(f.n_reads > reads);
         reads = f.n_reads;
-        assert(cpupin_busy_hook(p, true, 2000, &deadline) < 0 && f.n_reads > reads);
+        CHECK(cpupin_busy_hook(p, true, 2000, &deadline) < 0 && f.n_reads > reads);
         (void) capture_end();
-        assert(f.n_writes == 0 && fake_all_original(&f) && !cpupin_is_pinned(p));
-        assert(unlink(dir) == 0);
+        CHECK(f.n_writes == 0 && fake_all_original(&f) && !cpupin_is_pinned(p));
+        CHECK(unlink(dir) == 0);
 }
 
 static void test_busy(void) {
@@ -623,48 +622,48 @@ static void test_busy(void) {
 
         fake_init(&f);
         ops = ops_for(&f);
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
 
         /* before any configuration, and in always mode, the hook does nothing */
-        assert(cpupin_busy_hook(p, true, 1, &deadline) == 0 && deadline == UINT64_MAX);
-        assert(fake_all_original(&f));
+        CHECK(cpupin_busy_hook(p, true, 1, &deadline) == 0 && deadline == UINT64_MAX);
+        CHECK(fake_all_original(&f));
 
         cfg.pin = CPU_PIN_BUSY;
         cfg.release_after_ms = 2000;
-        assert(cpupin_apply(p, &cfg, NULL, "start") == 0);
-        assert(fake_all_original(&f) && !record_exists());
+        CHECK(cpupin_apply(p, &cfg, NULL, "start") == 0);
+        CHECK(fake_all_original(&f) && !record_exists());
 
-        assert(cpupin_busy_hook(p, false, 1000000, &deadline) == 0 && deadline == UINT64_MAX);
-        assert(fake_all_original(&f));
+        CHECK(cpupin_busy_hook(p, false, 1000000, &deadline) == 0 && deadline == UINT64_MAX);
+        CHECK(fake_all_original(&f));
 
         capture_begin();
-        assert(cpupin_busy_hook(p, true, 10000000, &deadline) == 0);
+        CHECK(cpupin_busy_hook(p, true, 10000000, &deadline) == 0);
         log = capture_end();
-        assert(deadline == 12000000 && cpupin_is_pinned(p));
-        assert(strstr(log, "CPUFREQ_REASON=I/O on a watched drive"));
+        CHECK(deadline == 12000000 && cpupin_is_pinned(p));
+        CHECK(strstr(log, "CPUFREQ_REASON=I/O on a watched drive"));
         unsigned writes = f.n_writes;
-        assert(cpupin_busy_hook(p, true, 11000000, &deadline) == 0 && deadline == 13000000);
-        assert(f.n_writes == writes);   /* still pinned: no re-read, no writes */
+        CHECK(cpupin_busy_hook(p, true, 11000000, &deadline) == 0 && deadline == 13000000);
+        CHECK(f.n_writes == writes);   /* still pinned: no re-read, no writes */
 
-        assert(cpupin_busy_hook(p, false, 12000000, &deadline) == 0 && deadline == 13000000);
-        assert(cpupin_is_pinned(p));
+        CHECK(cpupin_busy_hook(p, false, 12000000, &deadline) == 0 && deadline == 13000000);
+        CHECK(cpupin_is_pinned(p));
         /* a reload while busy re-pins with the new configuration */
         cfg.epp = (char *) "balance_power";
         cfg.governor = NULL;
-        assert(cpupin_apply(p, &cfg, NULL, "reload") == 0);
-        assert(strcmp(f.pol[0].epp, "balance_power") == 0);
+        CHECK(cpupin_apply(p, &cfg, NULL, "reload") == 0);
+        CHECK(strcmp(f.pol[0].epp, "balance_power") == 0);
 
         capture_begin();
-        assert(cpupin_busy_hook(p, false, 13000000, &deadline) == 0 && deadline == UINT64_MAX);
+        CHECK(cpupin_busy_hook(p, false, 13000000, &deadline) == 0 && deadline == UINT64_MAX);
         log = capture_end();
-        assert(!cpupin_is_pinned(p) && fake_all_original(&f) && !record_exists());
-        assert(strstr(log, "CPUFREQ_REASON=no I/O for 2000 ms"));
+        CHECK(!cpupin_is_pinned(p) && fake_all_original(&f) && !record_exists());
+        CHECK(strstr(log, "CPUFREQ_REASON=no I/O for 2000 ms"));
 
         /* busy again, then stop while pinned */
-        assert(cpupin_busy_hook(p, true, 20000000, &deadline) == 0 && cpupin_is_pinned(p));
-        assert(cpupin_release(p, "stop") == 0 && fake_all_original(&f));
+        CHECK(cpupin_busy_hook(p, true, 20000000, &deadline) == 0 && cpupin_is_pinned(p));
+        CHECK(cpupin_release(p, "stop") == 0 && fake_all_original(&f));
         /* after release the idle timer is gone */
-        assert(cpupin_busy_hook(p, false, 30000000, &deadline) == 0 && deadline == UINT64_MAX);
+        CHECK(cpupin_busy_hook(p, false, 30000000, &deadline) == 0 && deadline == UINT64_MAX);
 }
 
 static void test_describe(void) {
@@ -676,42 +675,42 @@ static void test_describe(void) {
 
         fake_init(&f);
         ops = ops_for(&f);
-        assert(cpupin_new(&ops, tmpdir, &p) == 0);
+        CHECK(cpupin_new(&ops, tmpdir, &p) == 0);
 
         cfg.select = CPU_SELECT_LIST;
         cfg.cpus = set_of("0-2,7");
-        assert(cpupin_describe(p, &cfg, NULL, &text) == 0);
-        assert(strcmp(text,
-                      "CPU frequency: pin = always, pinned while the daemon runs\n"
-                      "cpu7: no cpufreq (offline or absent), ignored\n"
-                      "cpu0-1: governor performance, min 3600000 kHz (max), max 3600000 kHz (max), epp performance\n"
-                      "cpu2: governor performance, min 3600000 kHz (max), max 3600000 kHz (max), epp performance\n") == 0);
+        CHECK(cpupin_describe(p, &cfg, NULL, &text) == 0);
+        CHECK(strcmp(text,
+                     "CPU frequency: pin = always, pinned while the daemon runs\n"
+                     "cpu7: no cpufreq (offline or absent), ignored\n"
+                     "cpu0-1: governor performance, min 3600000 kHz (max), max 3600000 kHz (max), epp performance\n"
+                     "cpu2: governor performance, min 3600000 kHz (max), max 3600000 kHz (max), epp performance\n") == 0);
         free(text);
 
         cfg.pin = CPU_PIN_OFF;
-        assert(cpupin_describe(p, &cfg, NULL, &text) == 0);
-        assert(strcmp(text, "CPU frequency: pin = off, left as it is\n") == 0);
+        CHECK(cpupin_describe(p, &cfg, NULL, &text) == 0);
+        CHECK(strcmp(text, "CPU frequency: pin = off, left as it is\n") == 0);
         free(text);
 
         cfg = perf;
         cfg.pin = CPU_PIN_BUSY;
         cfg.select = CPU_SELECT_NVME_IRQ;
-        assert(cpupin_describe(p, &cfg, NULL, &text) == 0);
-        assert(strstr(text, "released after 2000 ms") && strstr(text, "no CPU selected (no NVMe interrupt known)"));
+        CHECK(cpupin_describe(p, &cfg, NULL, &text) == 0);
+        CHECK(strstr(text, "released after 2000 ms") && strstr(text, "no CPU selected (no NVMe interrupt known)"));
         free(text);
 
         cfg.governor = (char *) "schedutil";
         cfg.select = CPU_SELECT_ALL;
         cfg.epp = NULL;
-        assert(cpupin_describe(p, &cfg, NULL, &text) == 0);
-        assert(strstr(text, "cpu0-1: refused, left as it is: governor 'schedutil'"));
-        assert(strstr(text, "cpu3: governor schedutil, min 2400000 kHz (max), max 2400000 kHz (max), no epp\n"));
+        CHECK(cpupin_describe(p, &cfg, NULL, &text) == 0);
+        CHECK(strstr(text, "cpu0-1: refused, left as it is: governor 'schedutil'"));
+        CHECK(strstr(text, "cpu3: governor schedutil, min 2400000 kHz (max), max 2400000 kHz (max), no epp\n"));
         free(text);
-        assert(f.n_writes == 0 && fake_all_original(&f) && !record_exists());
+        CHECK(f.n_writes == 0 && fake_all_original(&f) && !record_exists());
 }
 
 int main(void) {
-        assert(mkdtemp(tmpdir));
+        REQUIRE(mkdtemp(tmpdir));
         (void) snprintf(record_path, sizeof record_path, "%s/" CPUPIN_RECORD_NAME, tmpdir);
         setenv("NVME_APSTD_LOG_TARGET", "console", 1);
         setenv("NVME_APSTD_LOG_FIELDS", "1", 1);
@@ -729,7 +728,6 @@ int main(void) {
         test_busy();
         test_describe();
 
-        assert(rmdir(tmpdir) == 0);
-        printf("test-cpupin: all passed\n");
-        return 0;
+        CHECK(rmdir(tmpdir) == 0);
+        return check_exit_status();
 }

@@ -4,9 +4,6 @@
  * round-trips, the parser is strict, the serial is only ever a hash, and a policy
  * that takes up a file knows what the one that wrote it knew.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -17,23 +14,11 @@
 #include <unistd.h>
 
 #include "adapt.h"
-#include "sim-adapt.h"
+#include "check.h"
 #include "learned-store.h"
 #include "learned.h"
+#include "sim-adapt.h"
 #include "sim.h"
-
-static unsigned n_checks, n_failed;
-static const char *current = "";
-
-#define CHECK(cond)                                                                    \
-        do {                                                                           \
-                n_checks++;                                                            \
-                if (!(cond)) {                                                         \
-                        n_failed++;                                                    \
-                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,     \
-                                __LINE__, current, #cond);                             \
-                }                                                                      \
-        } while (0)
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
 
@@ -147,18 +132,18 @@ static void test_restore(void) {
         uint64_t tt = 0;
 
         current = "restore";
-        assert(a && b);
+        CHECK(a && b);
         /* A minute of writes every 50 or 400 ms on a drive that wakes 3x slower than it says. */
         while (n < 8192 && tt < MS(60000)) {
                 io[n++] = (TraceIo) { .t_ns = tt, .bytes = 4096, .op = TRACE_OP_WRITE };
                 tt += n % 3 ? MS(50) : MS(400);
         }
         p.policy = APST_POLICY_ADAPTIVE;
-        assert(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
-        assert(sim_drive_scale_exlat(&d, 3.0) == 0);
-        assert(adapt_init(a, &id, NULL, &p, 0, &t) == 0);
+        CHECK(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
+        CHECK(sim_drive_scale_exlat(&d, 3.0) == 0);
+        CHECK(adapt_init(a, &id, NULL, &p, 0, &t) == 0);
         adapt_sim_policy_gaps(&pol, a);
-        assert(sim_run(&d, io, n, &sp, &pol, &r) == 0);
+        CHECK(sim_run(&d, io, n, &sp, &pol, &r) == 0);
         if (getenv("TEST_VERBOSE"))
                 for (size_t i = 0; i < r.n_reprograms; i++)
                         fprintf(stderr, "%.1f %s\n", r.reprograms[i].t_ns / 1e9, r.reprograms[i].reason);
@@ -178,7 +163,7 @@ static void test_restore(void) {
         CHECK(learned_parse(text, strlen(text), &back, NULL) == 0 && learned_equal(&l, &back));
 
         /* A new run takes it up: the same exit latencies, the same evidence, the histogram. */
-        assert(adapt_init(b, &id, NULL, &p, 0, &t) == 0);
+        CHECK(adapt_init(b, &id, NULL, &p, 0, &t) == 0);
         CHECK(adapt_learned_restore(b, &back) == 0);
         for (unsigned ps = 1; ps <= 4; ps++) {
                 CHECK(shadow_exlat_us(&b->sd, ps) == shadow_exlat_us(&a->sd, ps));
@@ -189,9 +174,9 @@ static void test_restore(void) {
 
         /* Another drive of the same model (another serial) takes nothing. */
         Adapt *c = calloc(1, sizeof(Adapt));
-        assert(c);
+        REQUIRE(c);
         strcpy(id.serial, "S4EWNX0R999999");
-        assert(adapt_init(c, &id, NULL, &p, 0, &t) == 0);
+        CHECK(adapt_init(c, &id, NULL, &p, 0, &t) == 0);
         CHECK(adapt_learned_restore(c, &back) == -ESTALE);
         CHECK(c->gaps_seen == 0);
         free(c);
@@ -224,10 +209,10 @@ static void test_restore_evidence(void) {
         uint64_t now = 0;
 
         current = "restore-evidence";
-        assert(a && b && c);
+        REQUIRE(a && b && c);
         p.policy = APST_POLICY_ADAPTIVE;
-        assert(adapt_init(a, &id, NULL, &p, 0, &t) == 0);
-        assert(adapt_start_exact(a, &t) == 0);
+        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &t) == 0);
+        REQUIRE(adapt_start_exact(a, &t) == 0);
         for (unsigned i = 0; i < 180; i++)
                 quiet_delta(a, &now);
         CHECK(!apst_table_equal(&a->current_table, &a->kernel_table));
@@ -235,11 +220,11 @@ static void test_restore_evidence(void) {
         adapt_learned_capture(a, &l);
         CHECK(learned_format(&l, &text) == 0);
         CHECK(text && learned_parse(text, strlen(text), &back, NULL) == 0);
-        assert(adapt_init(b, &id, NULL, &p, 0, &t) == 0);
+        REQUIRE(adapt_init(b, &id, NULL, &p, 0, &t) == 0);
         CHECK(adapt_learned_restore(b, &back) == 0);
-        assert(adapt_start_exact(b, &t) == 0);
-        assert(adapt_init(c, &id, NULL, &p, 0, &t) == 0);
-        assert(adapt_start_exact(c, &t) == 0);
+        REQUIRE(adapt_start_exact(b, &t) == 0);
+        REQUIRE(adapt_init(c, &id, NULL, &p, 0, &t) == 0);
+        REQUIRE(adapt_start_exact(c, &t) == 0);
         now = 0;
         quiet_delta(b, &now);
         now = 0;
@@ -260,18 +245,18 @@ static void test_store(void) {
         struct stat st;
 
         current = "store";
-        assert(mkdtemp(dir));
-        assert(parse(good, &l, NULL) == 0);
+        REQUIRE(mkdtemp(dir));
+        CHECK(parse(good, &l, NULL) == 0);
         CHECK(learned_load(dir, l.model, l.firmware, l.serial_hash, &back, &err) == -ENOENT);
         CHECK(learned_save(dir, &l) == 0);
         CHECK(learned_load(dir, l.model, l.firmware, l.serial_hash, &back, &err) == 0 && learned_equal(&l, &back));
-        assert(learned_path(dir, l.model, l.firmware, l.serial_hash, &path) == 0);
+        CHECK(learned_path(dir, l.model, l.firmware, l.serial_hash, &path) == 0);
         CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
         /* the file of another drive of the model is not this drive's */
         CHECK(learned_load(dir, l.model, l.firmware, l.serial_hash + 1, &back, &err) == -ENOENT);
         /* a file that says it is for another drive is refused, with its path */
         FILE *f = fopen(path, "w");
-        assert(f);
+        REQUIRE(f);
         fputs("version=1\nmodel=other\nfirmware=2B2QEXM7\nserial_hash=0123456789abcdef\ngaps_seen=1\n"
               "hist_elapsed_ms=1\n", f);
         fclose(f);

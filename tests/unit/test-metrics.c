@@ -6,9 +6,6 @@
  * With "print" as argument it prints a full example for promtool
  * (tests/test-metrics-promtool.sh).
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "fileio.h"
 #include "macro.h"
 #include "metrics-file.h"
@@ -140,18 +138,18 @@ static void assert_text(const char *got, const char *want) {
                 while (got[i] && got[i] == want[i])
                         i++;
                 fprintf(stderr, "differs at byte %zu:\n--- got\n%s\n--- want\n%s\n", i, got + i, want + i);
-                assert(false);
+                CHECK(false);
         }
 }
 
 static void test_format(void) {
         _cleanup_free_ char *a = NULL, *b = NULL;
 
-        assert(metrics_format(&example, &a) == 0);
+        CHECK(metrics_format(&example, &a) == 0);
         assert_text(a, example_text);
         /* deterministic: the writer relies on it */
-        assert(metrics_format(&example, &b) == 0);
-        assert(strcmp(a, b) == 0);
+        CHECK(metrics_format(&example, &b) == 0);
+        CHECK(strcmp(a, b) == 0);
         printf("ok /metrics/format\n");
 }
 
@@ -160,7 +158,7 @@ static void test_empty(void) {
         const MetricsState s = {};
         unsigned help = 0, type = 0, samples = 0;
 
-        assert(metrics_format(&s, &t) == 0);
+        CHECK(metrics_format(&s, &t) == 0);
         /* every family announced but the shadow kernel's three (no controller has its figures),
          * only the daemon-wide ones with samples */
         for (const char *l = t; *l; l = strchr(l, '\n') + 1) {
@@ -171,11 +169,11 @@ static void test_empty(void) {
                 else
                         samples++;
         }
-        assert(help == 14 && type == 14);
-        assert(samples == 3);
-        assert(strstr(t, "\nnvme_apstd_start_time_seconds 0.000\n"));
-        assert(!strstr(t, "nvme_apstd_estimated_energy_joules_total") && !strstr(t, "nvme_apstd_wake_delay_seconds_total") &&
-               !strstr(t, "nvme_apstd_guard_fallbacks_total"));
+        CHECK(help == 14 && type == 14);
+        CHECK(samples == 3);
+        CHECK(strstr(t, "\nnvme_apstd_start_time_seconds 0.000\n"));
+        CHECK(!strstr(t, "nvme_apstd_estimated_energy_joules_total") && !strstr(t, "nvme_apstd_wake_delay_seconds_total") &&
+              !strstr(t, "nvme_apstd_guard_fallbacks_total"));
         printf("ok /metrics/empty\n");
 }
 
@@ -184,8 +182,8 @@ static void test_bad(void) {
         const MetricsState s = { .controllers = &c, .n_controllers = 1 };
         char *t = NULL;
 
-        assert(metrics_format(&s, &t) == -EINVAL);
-        assert(!t);
+        CHECK(metrics_format(&s, &t) == -EINVAL);
+        CHECK(!t);
         printf("ok /metrics/no-name\n");
 }
 
@@ -194,9 +192,9 @@ static char *slurp(const char *path) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         ssize_t k;
 
-        assert(fd >= 0);
+        REQUIRE(fd >= 0);
         k = read(fd, buf, sizeof buf - 1);
-        assert(k >= 0);
+        CHECK(k >= 0);
         buf[k] = 0;
         close(fd);
         return buf;
@@ -210,7 +208,7 @@ static unsigned count_entries(const char *dir) {
 
         (void) snprintf(cmd, sizeof cmd, "ls -A '%s'", dir);
         p = popen(cmd, "re");
-        assert(p);
+        REQUIRE(p);
         while ((c = fgetc(p)) != EOF)
                 n += c == '\n';
         pclose(p);
@@ -225,33 +223,33 @@ static void test_writer(void) {
         struct stat st;
         bool new_error;
 
-        assert(mkdtemp(dir));
+        REQUIRE(mkdtemp(dir));
         (void) snprintf(path, sizeof path, "%s/nvme-apstd.prom", dir);
         s.controllers = &c;
         s.n_controllers = 1;
 
-        assert(metrics_writer_init(&w, path) == 0);
-        assert(metrics_writer_update(&w, &s, &new_error) == 1 && !new_error);
-        assert(strstr(slurp(path), "nvme_apstd_table_writes_total{controller=\"nvme0\"} 3\n"));
-        assert(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644);
+        CHECK(metrics_writer_init(&w, path) == 0);
+        CHECK(metrics_writer_update(&w, &s, &new_error) == 1 && !new_error);
+        CHECK(strstr(slurp(path), "nvme_apstd_table_writes_total{controller=\"nvme0\"} 3\n"));
+        CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644);
         /* no temporary file left behind */
-        assert(count_entries(dir) == 1);
+        CHECK(count_entries(dir) == 1);
 
         /* unchanged: nothing written, even if the file was removed meanwhile (we never look at it) */
-        assert(unlink(path) == 0);
-        assert(metrics_writer_update(&w, &s, NULL) == 0);
-        assert(access(path, F_OK) < 0 && errno == ENOENT);
+        CHECK(unlink(path) == 0);
+        CHECK(metrics_writer_update(&w, &s, NULL) == 0);
+        CHECK(access(path, F_OK) < 0 && errno == ENOENT);
 
         /* a kernel reset seen: written again with the new value */
         c.kernel_overwrites++;
         c.table_writes++;
-        assert(metrics_writer_update(&w, &s, NULL) == 1);
-        assert(strstr(slurp(path), "nvme_apstd_kernel_overwrites_total{controller=\"nvme0\"} 3\n"));
-        assert(strstr(slurp(path), "nvme_apstd_table_writes_total{controller=\"nvme0\"} 4\n"));
+        CHECK(metrics_writer_update(&w, &s, NULL) == 1);
+        CHECK(strstr(slurp(path), "nvme_apstd_kernel_overwrites_total{controller=\"nvme0\"} 3\n"));
+        CHECK(strstr(slurp(path), "nvme_apstd_table_writes_total{controller=\"nvme0\"} 4\n"));
         s.config_reloads++;
-        assert(metrics_writer_update(&w, &s, NULL) == 1);
-        assert(strstr(slurp(path), "\nnvme_apstd_config_reloads_total 3\n"));
-        assert(unlink(path) == 0);
+        CHECK(metrics_writer_update(&w, &s, NULL) == 1);
+        CHECK(strstr(slurp(path), "\nnvme_apstd_config_reloads_total 3\n"));
+        CHECK(unlink(path) == 0);
         metrics_writer_done(&w);
         metrics_writer_done(&w);
 
@@ -259,24 +257,24 @@ static void test_writer(void) {
         {
                 char missing[300];
                 (void) snprintf(missing, sizeof missing, "%s/gone/nvme-apstd.prom", dir);
-                assert(metrics_writer_init(&w, missing) == 0);
-                assert(metrics_writer_update(&w, &s, &new_error) == -ENOENT && new_error);
-                assert(metrics_writer_update(&w, &s, &new_error) == -ENOENT && !new_error);
+                CHECK(metrics_writer_init(&w, missing) == 0);
+                CHECK(metrics_writer_update(&w, &s, &new_error) == -ENOENT && new_error);
+                CHECK(metrics_writer_update(&w, &s, &new_error) == -ENOENT && !new_error);
                 metrics_strerror(missing, -ENOENT, msg, sizeof msg);
                 {
                         char want[512];
                         (void) snprintf(want, sizeof want, "cannot write %s: directory %s/gone does not exist "
                                         "(create it, or change [metrics] path)", missing, dir);
-                        assert(strcmp(msg, want) == 0);
+                        CHECK(strcmp(msg, want) == 0);
                 }
                 /* once the directory exists, the same text is written (a failed write is retried) */
                 {
                         char gone[300];
                         (void) snprintf(gone, sizeof gone, "%s/gone", dir);
-                        assert(mkdir(gone, 0755) == 0);
-                        assert(metrics_writer_update(&w, &s, &new_error) == 1 && !new_error);
-                        assert(access(missing, F_OK) == 0);
-                        assert(unlink(missing) == 0 && rmdir(gone) == 0);
+                        CHECK(mkdir(gone, 0755) == 0);
+                        CHECK(metrics_writer_update(&w, &s, &new_error) == 1 && !new_error);
+                        CHECK(access(missing, F_OK) == 0);
+                        CHECK(unlink(missing) == 0 && rmdir(gone) == 0);
                 }
                 metrics_writer_done(&w);
         }
@@ -287,38 +285,38 @@ static void test_writer(void) {
                 int r;
                 if (geteuid() != 0) {
                         (void) snprintf(ro, sizeof ro, "%s/ro", dir);
-                        assert(mkdir(ro, 0555) == 0);
+                        CHECK(mkdir(ro, 0555) == 0);
                         (void) snprintf(where, sizeof where, "%s/nvme-apstd.prom", ro);
                 } else
                         (void) snprintf(where, sizeof where, "/sys/nvme-apstd-test.prom");
-                assert(metrics_writer_init(&w, where) == 0);
+                CHECK(metrics_writer_init(&w, where) == 0);
                 r = metrics_writer_update(&w, &s, &new_error);
-                assert(r < 0 && new_error);
+                CHECK(r < 0 && new_error);
                 metrics_strerror(where, r, msg, sizeof msg);
                 fprintf(stderr, "unwritable directory: %d: %s\n", r, msg);
-                assert(r == -EACCES || r == -EROFS || r == -EPERM);
-                assert(strncmp(msg, "cannot write ", 13) == 0 && !strstr(msg, "does not exist"));
+                CHECK(r == -EACCES || r == -EROFS || r == -EPERM);
+                CHECK(strncmp(msg, "cannot write ", 13) == 0 && !strstr(msg, "does not exist"));
                 metrics_writer_done(&w);
                 if (geteuid() != 0)
-                        assert(rmdir(ro) == 0);
+                        CHECK(rmdir(ro) == 0);
         }
 
         /* the writer underneath (tested in full in test-util): replaces, keeps the mode */
         (void) snprintf(path, sizeof path, "%s/x", dir);
-        assert(write_file_atomic(path, "one", 3, 0600) == 0);
-        assert(write_file_atomic(path, "two", 3, 0600) == 0);
-        assert(strcmp(slurp(path), "two") == 0);
-        assert(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
-        assert(unlink(path) == 0);
-        assert(count_entries(dir) == 0);
-        assert(rmdir(dir) == 0);
+        CHECK(write_file_atomic(path, "one", 3, 0600) == 0);
+        CHECK(write_file_atomic(path, "two", 3, 0600) == 0);
+        CHECK(strcmp(slurp(path), "two") == 0);
+        CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
+        CHECK(unlink(path) == 0);
+        CHECK(count_entries(dir) == 0);
+        CHECK(rmdir(dir) == 0);
         printf("ok /metrics/writer\n");
 }
 
 int main(int argc, char *argv[]) {
         if (argc > 1 && strcmp(argv[1], "print") == 0) {
                 _cleanup_free_ char *t = NULL;
-                assert(metrics_format(&example, &t) == 0);
+                CHECK(metrics_format(&example, &t) == 0);
                 fputs(t, stdout);
                 return 0;
         }
@@ -326,5 +324,5 @@ int main(int argc, char *argv[]) {
         test_empty();
         test_bad();
         test_writer();
-        return 0;
+        return check_exit_status();
 }

@@ -7,9 +7,6 @@
  * ps4 from a 15000 µs budget table that its descriptors would let it keep,
  * while the kernel policy, bit-exact with the kernel, is not changed.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +16,7 @@
 
 #include "apst.h"
 #include "calib-store.h"
+#include "check.h"
 #include "config.h"
 #include "device.h"
 #include "fileio.h"
@@ -56,19 +54,19 @@ static void test_round_trip(void) {
         Calibration c = sample(), back;
         _cleanup_free_ char *text = NULL, *err = NULL;
 
-        assert(calib_format(&c, &text) == 0);
-        assert(calib_parse(text, strlen(text), &back, &err) == 0);
-        assert(calib_equal(&c, &back));
-        assert(calib_find(&back, 4)->wake_median_us == 30100);
-        assert(calib_find(&back, 2) == NULL);
+        CHECK(calib_format(&c, &text) == 0);
+        CHECK(calib_parse(text, strlen(text), &back, &err) == 0);
+        CHECK(calib_equal(&c, &back));
+        CHECK(calib_find(&back, 4)->wake_median_us == 30100);
+        CHECK(calib_find(&back, 2) == NULL);
 }
 
 static void expect_bad(const char *text, const char *want) {
         _cleanup_free_ char *err = NULL;
         Calibration c;
 
-        assert(calib_parse(text, strlen(text), &c, &err) == -EINVAL);
-        assert(err);
+        CHECK(calib_parse(text, strlen(text), &c, &err) == -EINVAL);
+        CHECK(err);
         if (!strstr(err, want)) {
                 fprintf(stderr, "error \"%s\" lacks \"%s\"\n", err, want);
                 abort();
@@ -81,8 +79,8 @@ static void expect_bad(const char *text, const char *want) {
 static void test_strict(void) {
         Calibration c;
 
-        assert(calib_parse(HEAD ST "\n", strlen(HEAD ST "\n"), &c, NULL) == 0);
-        assert(c.n_states == 1 && c.states[0].ps == 4 && c.states[0].samples == 5);
+        CHECK(calib_parse(HEAD ST "\n", strlen(HEAD ST "\n"), &c, NULL) == 0);
+        CHECK(c.n_states == 1 && c.states[0].ps == 4 && c.states[0].samples == 5);
         expect_bad("model=M\n", "line 1: the first key must be version=");
         expect_bad("version=2\n", "line 1: unsupported version");
         expect_bad(HEAD "colour=blue\n", "line 6: unknown key");
@@ -112,11 +110,11 @@ static void test_strict(void) {
 static void test_path(void) {
         _cleanup_free_ char *p = NULL, *q = NULL;
 
-        assert(calib_path("/var/lib/nvme-apstd", "INTEL SSDPEKKW256G7", "PSF109C", &p) == 0);
-        assert(STREQ(p, "/var/lib/nvme-apstd/calibration/INTEL%20SSDPEKKW256G7@PSF109C.calib"));
-        assert(calib_path("/s", "../../etc/x", "a/b", &q) == 0);
-        assert(STREQ(q, "/s/calibration/%2E%2E%2F%2E%2E%2Fetc%2Fx@a%2Fb.calib"));
-        assert(calib_path("/s", "", "F", &p) == -EINVAL || p);
+        CHECK(calib_path("/var/lib/nvme-apstd", "INTEL SSDPEKKW256G7", "PSF109C", &p) == 0);
+        CHECK(STREQ(p, "/var/lib/nvme-apstd/calibration/INTEL%20SSDPEKKW256G7@PSF109C.calib"));
+        CHECK(calib_path("/s", "../../etc/x", "a/b", &q) == 0);
+        CHECK(STREQ(q, "/s/calibration/%2E%2E%2F%2E%2E%2Fetc%2Fx@a%2Fb.calib"));
+        CHECK(calib_path("/s", "", "F", &p) == -EINVAL || p);
 }
 
 static void test_load_save(void) {
@@ -125,32 +123,32 @@ static void test_load_save(void) {
         Calibration c = sample(), back;
         struct stat st;
 
-        assert(mkdtemp(dir));
-        assert(calib_load(dir, c.model, c.firmware, &back, &err) == -ENOENT);
-        assert(!err);
+        REQUIRE(mkdtemp(dir));
+        CHECK(calib_load(dir, c.model, c.firmware, &back, &err) == -ENOENT);
+        CHECK(!err);
         (void) snprintf(sub, sizeof sub, "%s/state", dir);
-        assert(calib_save(sub, &c) == 0);
-        assert(calib_load(sub, c.model, c.firmware, &back, &err) == 0);
-        assert(calib_equal(&c, &back));
-        assert(calib_path(sub, c.model, c.firmware, &path) == 0);
-        assert(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644);
+        CHECK(calib_save(sub, &c) == 0);
+        CHECK(calib_load(sub, c.model, c.firmware, &back, &err) == 0);
+        CHECK(calib_equal(&c, &back));
+        CHECK(calib_path(sub, c.model, c.firmware, &path) == 0);
+        CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644);
         /* another firmware's file is not this drive's */
-        assert(calib_load(sub, c.model, "OTHER", &back, &err) == -ENOENT);
+        CHECK(calib_load(sub, c.model, "OTHER", &back, &err) == -ENOENT);
         /* a file under this drive's name that says another drive is refused, naming the file */
-        assert(write_file_atomic(path, HEAD, strlen(HEAD), 0644) == 0);
-        assert(calib_load(sub, c.model, c.firmware, &back, &err) == -EINVAL);
-        assert(err && strstr(err, path) && strstr(err, "not this drive"));
+        CHECK(write_file_atomic(path, HEAD, strlen(HEAD), 0644) == 0);
+        CHECK(calib_load(sub, c.model, c.firmware, &back, &err) == -EINVAL);
+        CHECK(err && strstr(err, path) && strstr(err, "not this drive"));
         free(err);
         err = NULL;
-        assert(write_file_atomic(path, "version=1\nbogus\n", 16, 0644) == 0);
-        assert(calib_load(sub, c.model, c.firmware, &back, &err) == -EINVAL);
-        assert(err && strstr(err, path) && strstr(err, "line 2: expected KEY=VALUE"));
-        assert(unlink(path) == 0);
+        CHECK(write_file_atomic(path, "version=1\nbogus\n", 16, 0644) == 0);
+        CHECK(calib_load(sub, c.model, c.firmware, &back, &err) == -EINVAL);
+        CHECK(err && strstr(err, path) && strstr(err, "line 2: expected KEY=VALUE"));
+        CHECK(unlink(path) == 0);
         (void) snprintf(sub, sizeof sub, "%s/state/calibration", dir);
-        assert(rmdir(sub) == 0);
+        CHECK(rmdir(sub) == 0);
         (void) snprintf(sub, sizeof sub, "%s/state", dir);
-        assert(rmdir(sub) == 0);
-        assert(rmdir(dir) == 0);
+        CHECK(rmdir(sub) == 0);
+        CHECK(rmdir(dir) == 0);
 }
 
 static void test_apply(void) {
@@ -160,12 +158,12 @@ static void test_apply(void) {
         id.psd[3] = (IdPsd) { .non_operational = true, .enlat_us = 10000, .exlat_us = 300 };
         id.psd[4] = (IdPsd) { .non_operational = true, .enlat_us = 2000, .exlat_us = 10000 };
         /* ps3 measured faster than advertised: the advertised value stays */
-        assert(calib_exlat_us(&c, 3, 300) == 300);
-        assert(calib_exlat_us(&c, 4, 10000) == 30100);
-        assert(calib_exlat_us(NULL, 4, 10000) == 10000);
-        assert(calib_exlat_us(&c, 1, 7) == 7);
-        assert(calib_apply(&c, &id, &out) == 1u << 4);
-        assert(out.psd[4].exlat_us == 30100 && out.psd[4].enlat_us == 2000 && out.psd[3].exlat_us == 300);
+        CHECK(calib_exlat_us(&c, 3, 300) == 300);
+        CHECK(calib_exlat_us(&c, 4, 10000) == 30100);
+        CHECK(calib_exlat_us(NULL, 4, 10000) == 10000);
+        CHECK(calib_exlat_us(&c, 1, 7) == 7);
+        CHECK(calib_apply(&c, &id, &out) == 1u << 4);
+        CHECK(out.psd[4].exlat_us == 30100 && out.psd[4].enlat_us == 2000 && out.psd[3].exlat_us == 300);
 }
 
 /* A passive measurement merged in: a larger wake cost wins, a smaller one does not, a new state
@@ -178,16 +176,16 @@ static void test_raise(void) {
         id.psd[3] = (IdPsd) { .non_operational = true, .enlat_us = 10000, .exlat_us = 300 };
         id.psd[4] = (IdPsd) { .non_operational = true, .enlat_us = 2000, .exlat_us = 10000 };
         size_t n = c.n_states;
-        assert(calib_raise(&c, &id, 4, 20000, 7) == 0);           /* below the stored 30100 */
-        assert(calib_exlat_us(&c, 4, 10000) == 30100);
-        assert(calib_raise(&c, &id, 4, 45000, 7) == 0);
-        assert(calib_exlat_us(&c, 4, 10000) == 45000 && calib_find(&c, 4)->samples == 7);
-        assert(c.n_states == n);
-        assert(calib_raise(&c, &id, 2, 2100, 5) == 0);
-        assert(c.n_states == n + 1);
-        assert(calib_find(&c, 2)->advertised_exlat_us == 700 && calib_find(&c, 2)->advertised_enlat_us == 500);
-        assert(calib_apply(&c, &id, &out) == ((1u << 4) | (1u << 2)));
-        assert(out.psd[2].exlat_us == 2100 && out.psd[4].exlat_us == 45000);
+        CHECK(calib_raise(&c, &id, 4, 20000, 7) == 0);           /* below the stored 30100 */
+        CHECK(calib_exlat_us(&c, 4, 10000) == 30100);
+        CHECK(calib_raise(&c, &id, 4, 45000, 7) == 0);
+        CHECK(calib_exlat_us(&c, 4, 10000) == 45000 && calib_find(&c, 4)->samples == 7);
+        CHECK(c.n_states == n);
+        CHECK(calib_raise(&c, &id, 2, 2100, 5) == 0);
+        CHECK(c.n_states == n + 1);
+        CHECK(calib_find(&c, 2)->advertised_exlat_us == 700 && calib_find(&c, 2)->advertised_enlat_us == 500);
+        CHECK(calib_apply(&c, &id, &out) == ((1u << 4) | (1u << 2)));
+        CHECK(out.psd[2].exlat_us == 2100 && out.psd[4].exlat_us == 45000);
 }
 
 /* The seed drive, its PCI id unknown (so NO_DEEPEST_PS does not hide ps4), budget 15000 µs. */
@@ -200,40 +198,40 @@ static void test_seed(void) {
         DevicePlan with, without;
         const char *conf_budget = "[apst]\nmax_latency_us = 15000\n";
 
-        assert(read_full_file(TEST_DATA_DIR "/idctrl/00-intel-ssdpekkw256g7.bin", 1 << 20, 0, &buf,
-                              &len) == 0);
-        assert(idctrl_parse_binary(buf, len, &id) == 0);
-        assert(STREQ(id.model, c.model));
+        CHECK(read_full_file(TEST_DATA_DIR "/idctrl/00-intel-ssdpekkw256g7.bin", 1 << 20, 0, &buf,
+                             &len) == 0);
+        CHECK(idctrl_parse_binary(buf, len, &id) == 0);
+        CHECK(STREQ(id.model, c.model));
         (void) snprintf(c.firmware, sizeof c.firmware, "%s", id.firmware); /* this image reports none */
 
-        assert(config_parse_string(conf_budget, "test.conf", &cfg, NULL) == 0);
-        assert(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, NULL, &without) == 0);
-        assert(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, &c, &with) == 0);
+        CHECK(config_parse_string(conf_budget, "test.conf", &cfg, NULL) == 0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, NULL, &without) == 0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, &c, &with) == 0);
         /* descriptors: 2000 + 10000 µs fits 15000, so ps4 is in the table */
-        assert(apst_table_uses_state(&without.plan.table, 4));
-        assert(!without.calib_raised);
+        CHECK(apst_table_uses_state(&without.plan.table, 4));
+        CHECK(!without.calib_raised);
         /* measured 30.1 ms: out */
-        assert(!apst_table_uses_state(&with.plan.table, 4));
-        assert(apst_table_uses_state(&with.plan.table, 3));
-        assert(with.calib_raised == 1u << 4 && with.calib_changed_table);
-        assert(apst_table_equal(&with.uncalibrated_table, &without.plan.table));
-        assert(with.plan_id.psd[4].exlat_us == 30100);
+        CHECK(!apst_table_uses_state(&with.plan.table, 4));
+        CHECK(apst_table_uses_state(&with.plan.table, 3));
+        CHECK(with.calib_raised == 1u << 4 && with.calib_changed_table);
+        CHECK(apst_table_equal(&with.uncalibrated_table, &without.plan.table));
+        CHECK(with.plan_id.psd[4].exlat_us == 30100);
         config_done(&cfg);
 
         /* use_calibration = no: the descriptors again */
-        assert(config_parse_string("[apst]\nmax_latency_us = 15000\nuse_calibration = no\n", "test.conf", &cfg,
-                                   NULL) == 0);
-        assert(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, &c, &with) == 0);
-        assert(apst_table_equal(&with.plan.table, &without.plan.table) && !with.calib_raised);
+        CHECK(config_parse_string("[apst]\nmax_latency_us = 15000\nuse_calibration = no\n", "test.conf", &cfg,
+                                  NULL) == 0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, &c, &with) == 0);
+        CHECK(apst_table_equal(&with.plan.table, &without.plan.table) && !with.calib_raised);
         config_done(&cfg);
 
         /* the kernel policy stays bit-exact with the kernel: descriptors only */
-        assert(config_parse_string("[apst]\npolicy = kernel\nmax_latency_us = 15000\n", "test.conf", &cfg, NULL) ==
-               0);
-        assert(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, NULL, &without) == 0);
-        assert(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, &c, &with) == 0);
-        assert(apst_table_equal(&with.plan.table, &without.plan.table) && !with.calib_raised);
-        assert(apst_table_uses_state(&with.plan.table, 4));
+        CHECK(config_parse_string("[apst]\npolicy = kernel\nmax_latency_us = 15000\n", "test.conf", &cfg, NULL) ==
+              0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, NULL, &without) == 0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, &c, &with) == 0);
+        CHECK(apst_table_equal(&with.plan.table, &without.plan.table) && !with.calib_raised);
+        CHECK(apst_table_uses_state(&with.plan.table, 4));
         config_done(&cfg);
 }
 
@@ -245,6 +243,5 @@ int main(void) {
         test_apply();
         test_raise();
         test_seed();
-        printf("test-calib: ok\n");
-        return 0;
+        return check_exit_status();
 }

@@ -4,14 +4,13 @@
  * (tests/data/sysfs). Run as: umockdev-run -d RECORD -- test-sysfs plain|multipath
  * Without umockdev's testbed (UMOCKDEV_DIR unset) it skips with 77.
  */
-#undef NDEBUG
-#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "sysfs.h"
 
 int main(int argc, char *argv[]) {
@@ -24,50 +23,50 @@ int main(int argc, char *argv[]) {
                 printf("SKIP: not running under umockdev-run with a recorded sysfs\n");
                 return 77;
         }
-        assert(argc == 2);
+        CHECK(argc == 2);
 
-        assert(sysfs_list_controllers("/sys", &list, &n) == 0);
-        assert(n == 1);
+        CHECK(sysfs_list_controllers("/sys", &list, &n) == 0);
+        CHECK(n == 1);
         /* the kernel pads model/serial/firmware with blanks: trimmed */
-        assert(strcmp(list[0].name, "nvme0") == 0);
-        assert(strcmp(list[0].model, "QEMU NVMe Ctrl") == 0);
-        assert(strcmp(list[0].firmware, "7.2.22") == 0);
-        assert(strcmp(list[0].serial, "e2e0001") == 0);
-        assert(strcmp(list[0].transport, "pcie") == 0);
-        assert(strcmp(list[0].state, "live") == 0);
+        CHECK(strcmp(list[0].name, "nvme0") == 0);
+        CHECK(strcmp(list[0].model, "QEMU NVMe Ctrl") == 0);
+        CHECK(strcmp(list[0].firmware, "7.2.22") == 0);
+        CHECK(strcmp(list[0].serial, "e2e0001") == 0);
+        CHECK(strcmp(list[0].transport, "pcie") == 0);
+        CHECK(strcmp(list[0].state, "live") == 0);
         /* PCI ids through the `device` link */
-        assert(list[0].pci_vendor == 0x1b36 && list[0].pci_device == 0x0010);
+        CHECK(list[0].pci_vendor == 0x1b36 && list[0].pci_device == 0x0010);
         printf("ok: %s: %s, firmware %s, %s, %s, PCI %04x:%04x\n", list[0].name, list[0].model, list[0].firmware,
                list[0].transport, list[0].state, list[0].pci_vendor, list[0].pci_device);
         free(list);
 
-        assert(sysfs_read_controller("/sys", "nvme0", &one) == 0);
-        assert(sysfs_read_controller("/sys", "nvme1", &one) == -ENOENT);
-        assert(sysfs_read_controller("/sys", "../nvme0", &one) == -EINVAL);
+        CHECK(sysfs_read_controller("/sys", "nvme0", &one) == 0);
+        CHECK(sysfs_read_controller("/sys", "nvme1", &one) == -ENOENT);
+        CHECK(sysfs_read_controller("/sys", "../nvme0", &one) == -EINVAL);
 
         /* QEMU's SeaBIOS has no board_name: absent is "" */
         sysfs_read_platform("/sys", &plat);
-        assert(strcmp(plat.sys_vendor, "QEMU") == 0);
-        assert(strcmp(plat.product_name, "Standard PC (Q35 + ICH9, 2009)") == 0);
-        assert(plat.board_name[0] == '\0');
+        CHECK(strcmp(plat.sys_vendor, "QEMU") == 0);
+        CHECK(strcmp(plat.product_name, "Standard PC (Q35 + ICH9, 2009)") == 0);
+        CHECK(plat.board_name[0] == '\0');
         printf("ok: DMI sys_vendor '%s', product '%s', no board_name\n", plat.sys_vendor, plat.product_name);
 
         /* 10 reads completed in both recordings: on nvme0n1 (plain) or on the hidden
          * per-path disk nvme0c0n1 (multipath), whose head nvme0n1 stays all zero */
-        assert(sysfs_ctrl_io_count("/sys", "nvme0", &io) == 0);
-        assert(io == 10);
+        CHECK(sysfs_ctrl_io_count("/sys", "nvme0", &io) == 0);
+        CHECK(io == 10);
         printf("ok: %s layout: 10 I/Os counted\n", argv[1]);
 
         /* what the I/O watcher reads: the same disk, with its ticks (7 ms plain, 6 ms on the
          * hidden path disk in the multipath recording) and io_ticks (4 and 8 ms) */
         WatchStat st;
         bool multipath = strcmp(argv[1], "multipath") == 0;
-        assert(sysfs_ctrl_block_stat("/sys", "nvme0", &st) == 0);
-        assert(st.ios == 10 && st.in_flight == 0);
-        assert(st.ticks_ms == (multipath ? 6u : 7u));
-        assert(st.io_ticks_ms == (multipath ? 8u : 4u));
-        assert(sysfs_ctrl_block_stat("/sys", "nvme1", &st) == -ENOENT);
+        CHECK(sysfs_ctrl_block_stat("/sys", "nvme0", &st) == 0);
+        CHECK(st.ios == 10 && st.in_flight == 0);
+        CHECK(st.ticks_ms == (multipath ? 6u : 7u));
+        CHECK(st.io_ticks_ms == (multipath ? 8u : 4u));
+        CHECK(sysfs_ctrl_block_stat("/sys", "nvme1", &st) == -ENOENT);
         printf("ok: %s layout: watcher reading %llu I/Os, %llu ms ticks\n", argv[1], (unsigned long long) st.ios,
                (unsigned long long) st.ticks_ms);
-        return 0;
+        return check_exit_status();
 }

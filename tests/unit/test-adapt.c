@@ -3,9 +3,6 @@
  * The watcher on synthetic /sys/block/X/stat sequences on a virtual clock, and the
  * adaptive policy through the simulator's seam on traces built here.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,22 +10,10 @@
 #include <string.h>
 
 #include "adapt.h"
+#include "check.h"
 #include "sim-adapt.h"
 #include "sim.h"
 #include "watch.h"
-
-static unsigned n_checks, n_failed;
-static const char *current = "";
-
-#define CHECK(cond)                                                                    \
-        do {                                                                           \
-                n_checks++;                                                            \
-                if (!(cond)) {                                                         \
-                        n_failed++;                                                    \
-                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,     \
-                                __LINE__, current, #cond);                             \
-                }                                                                      \
-        } while (0)
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
 
@@ -150,19 +135,19 @@ static void run_source(const TraceIo *io, size_t n, bool closed, double exlat_sc
 
         sp.closed_loop = closed;
         p.policy = APST_POLICY_ADAPTIVE;
-        assert(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
-        assert(sim_drive_scale_exlat(&d, exlat_scale) == 0);
-        assert(adapt_init(&o->a, &id, NULL, &p, 0, &start) == 0);
+        CHECK(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
+        CHECK(sim_drive_scale_exlat(&d, exlat_scale) == 0);
+        CHECK(adapt_init(&o->a, &id, NULL, &p, 0, &start) == 0);
         if (exact)
                 adapt_sim_policy_gaps(&pol, &o->a);
         else
                 adapt_sim_policy(&pol, &o->a);
-        assert(sim_run(&d, io, n, &sp, &pol, &o->adaptive) == 0);
+        CHECK(sim_run(&d, io, n, &sp, &pol, &o->adaptive) == 0);
 
         kp.policy = APST_POLICY_KERNEL;
-        assert(apst_build(&id, NULL, &kp, &kplan) == 0);
+        CHECK(apst_build(&id, NULL, &kp, &kplan) == 0);
         sim_policy_static(&pol, "kernel", &kplan.table);
-        assert(sim_run(&d, io, n, &sp, &pol, &o->kernel) == 0);
+        CHECK(sim_run(&d, io, n, &sp, &pol, &o->kernel) == 0);
 }
 
 static void run(const TraceIo *io, size_t n, bool closed, double exlat_scale, Outcome *o) {
@@ -381,7 +366,7 @@ static void test_exact_lying_state(void) {
         uint64_t t = 0;
 
         current = "exact/lying-state";
-        assert(a);
+        CHECK(a);
         /* Gaps alternate 30 and 300 ms: the kernel's table wakes from ps4 (8 ms) on every other one;
          * ps3 after a few ms (1.2 ms advertised) would wake on each, for less. */
         while (n < 8192 && t < MS(120000)) {
@@ -390,15 +375,15 @@ static void test_exact_lying_state(void) {
         }
         p.policy = APST_POLICY_ADAPTIVE;
         p.stall_budget_cpct = 1000;   /* 10%, set by the user: the kernel's wake delay binds */
-        assert(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
+        CHECK(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
         d.ps[3].exlat_us *= 20;
-        assert(adapt_init(a, &id, NULL, &p, 0, &start) == 0);
+        CHECK(adapt_init(a, &id, NULL, &p, 0, &start) == 0);
         adapt_sim_policy_gaps(&pol, a);
-        assert(sim_run(&d, io, n, &sp, &pol, &r) == 0);
+        CHECK(sim_run(&d, io, n, &sp, &pol, &r) == 0);
         p.policy = APST_POLICY_KERNEL;
-        assert(apst_build(&id, NULL, &p, &kplan) == 0);
+        CHECK(apst_build(&id, NULL, &p, &kplan) == 0);
         sim_policy_static(&pol, "kernel", &kplan.table);
-        assert(sim_run(&d, io, n, &sp, &pol, &k) == 0);
+        CHECK(sim_run(&d, io, n, &sp, &pol, &k) == 0);
 
         /* It tried ps3 first (once the gaps seen made it confident: a few seconds), measured it,
          * and left it within two seconds of trying it. */
@@ -526,7 +511,7 @@ static void test_exact_one_state(void) {
         size_t n;
 
         current = "exact/one-state";
-        assert(a);
+        CHECK(a);
         strcpy(id.model, "one-state drive");
         id.psd[0] = (IdPsd) { .max_power_uw = 3500000 };
         id.psd[1] = (IdPsd) { .max_power_uw = 2400000 };
@@ -535,15 +520,15 @@ static void test_exact_one_state(void) {
         id.psd[4] = (IdPsd) { .max_power_uw = 5000, .non_operational = true, .enlat_us = 5000, .exlat_us = 39000 };
         n = poisson_trace(io, 8192, 200, 600, 11);
         p.policy = APST_POLICY_ADAPTIVE;
-        assert(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
-        assert(adapt_init(a, &id, &plat, &p, 0, &start) == 0);
+        CHECK(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
+        CHECK(adapt_init(a, &id, &plat, &p, 0, &start) == 0);
         adapt_sim_policy_gaps(&pol, a);
-        assert(sim_run(&d, io, n, &sp, &pol, &r) == 0);
+        CHECK(sim_run(&d, io, n, &sp, &pol, &r) == 0);
         p.policy = APST_POLICY_KERNEL;
-        assert(apst_build(&id, &plat, &p, &kplan) == 0);
+        CHECK(apst_build(&id, &plat, &p, &kplan) == 0);
         CHECK(kplan.quirks & APST_QUIRK_NO_DEEPEST_PS);
         sim_policy_static(&pol, "kernel", &kplan.table);
-        assert(sim_run(&d, io, n, &sp, &pol, &k) == 0);
+        CHECK(sim_run(&d, io, n, &sp, &pol, &k) == 0);
         if (getenv("TEST_VERBOSE"))
                 fprintf(stderr, "one state: energy %.3f J, kernel %.3f J; stall %.3f s, kernel %.3f s\n", r.energy_j,
                         k.energy_j, r.stall_ns / 1e9, k.stall_ns / 1e9);
@@ -626,10 +611,10 @@ static void test_exact_confidence(void) {
         Adapt *a = calloc(1, sizeof(Adapt));
 
         current = "exact/confidence";
-        assert(a);
+        REQUIRE(a);
         p.policy = APST_POLICY_ADAPTIVE;
-        assert(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
-        assert(adapt_start_exact(a, &table) == 0);
+        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
+        REQUIRE(adapt_start_exact(a, &table) == 0);
         for (unsigned i = 0; i < 20; i++)
                 gaphist_add_gap(&delta, MS(3), MS(0.1));
         gaphist_add_gap(&delta, MS(2000), MS(8.1));
@@ -666,10 +651,10 @@ static void test_exact_quiet(void) {
         Adapt *a = calloc(1, sizeof(Adapt));
 
         current = "exact/quiet";
-        assert(a);
+        REQUIRE(a);
         p.policy = APST_POLICY_ADAPTIVE;
-        assert(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
-        assert(adapt_start_exact(a, &table) == 0);
+        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
+        REQUIRE(adapt_start_exact(a, &table) == 0);
         for (unsigned i = 0; i < 180; i++) {
                 GapHist delta = {};
                 gaphist_add_gap(&delta, MS(20000), MS(8.1));
@@ -707,10 +692,10 @@ static void test_exact_sparse_between(void) {
         Adapt *a = calloc(1, sizeof(Adapt));
 
         current = "exact/sparse-between";
-        assert(a);
+        REQUIRE(a);
         p.policy = APST_POLICY_ADAPTIVE;
-        assert(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
-        assert(adapt_start_exact(a, &table) == 0);
+        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
+        REQUIRE(adapt_start_exact(a, &table) == 0);
         for (unsigned i = 0; i < 180; i++) {
                 GapHist delta = {};
                 gaphist_add_gap(&delta, MS(20000), MS(8.1));

@@ -8,14 +8,12 @@
  * The expected values are worked out by hand from the definitions in
  * calib-plan.h, not by calling the code under test.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "calib-plan.h"
+#include "check.h"
 #include "macro.h"
 
 /* The seed drive's states (Intel 600p): ps0-2 operational, ps3 10000/300 µs, ps4 2000/10000 µs. */
@@ -34,18 +32,18 @@ static void test_targets(void) {
         IdCtrl id;
 
         seed(&id);
-        assert(calib_targets(&id, 0, false, ps) == 2 && ps[0] == 3 && ps[1] == 4);
+        CHECK(calib_targets(&id, 0, false, ps) == 2 && ps[0] == 3 && ps[1] == 4);
         /* NO_DEEPEST_PS (the 600p's own PCI id): ps4 is never entered, so not measured */
-        assert(calib_targets(&id, APST_QUIRK_NO_DEEPEST_PS, false, ps) == 1 && ps[0] == 3);
+        CHECK(calib_targets(&id, APST_QUIRK_NO_DEEPEST_PS, false, ps) == 1 && ps[0] == 3);
         /* force = yes overrides the quirk, as it does for the policies */
-        assert(calib_targets(&id, APST_QUIRK_NO_DEEPEST_PS, true, ps) == 2 && ps[1] == 4);
+        CHECK(calib_targets(&id, APST_QUIRK_NO_DEEPEST_PS, true, ps) == 2 && ps[1] == 4);
         /* a drive with only operational states has nothing to measure */
         id.psd[3].non_operational = id.psd[4].non_operational = false;
-        assert(calib_targets(&id, 0, false, ps) == 0);
+        CHECK(calib_targets(&id, 0, false, ps) == 0);
         /* NO_DEEPEST_PS only drops the deepest: a non-operational ps2 under npss 4 stays */
         seed(&id);
         id.psd[2].non_operational = true;
-        assert(calib_targets(&id, APST_QUIRK_NO_DEEPEST_PS, false, ps) == 2 && ps[0] == 2 && ps[1] == 3);
+        CHECK(calib_targets(&id, APST_QUIRK_NO_DEEPEST_PS, false, ps) == 2 && ps[0] == 2 && ps[1] == 3);
 }
 
 static void test_temp_table(void) {
@@ -54,20 +52,20 @@ static void test_temp_table(void) {
 
         seed(&id);
         calib_temp_table(&id, 4, 2, &t);
-        assert(t.apste);
+        CHECK(t.apste);
         for (unsigned i = 0; i <= 2; i++)
-                assert(t.entry[i] == ((uint64_t) 2 << 8 | (uint64_t) 4 << 3)); /* ITPT 31:8, ITPS 7:3 */
+                CHECK(t.entry[i] == ((uint64_t) 2 << 8 | (uint64_t) 4 << 3)); /* ITPT 31:8, ITPS 7:3 */
         for (unsigned i = 3; i < APST_ENTRIES; i++)
-                assert(t.entry[i] == 0);    /* ps3 never reached, ps4 stays */
-        assert(apst_table_check(&t, &id) == 0);
+                CHECK(t.entry[i] == 0);    /* ps3 never reached, ps4 stays */
+        CHECK(apst_table_check(&t, &id) == 0);
 
         calib_temp_table(&id, 3, 0, &t);    /* ITPT 0 would mean "never": clamped to 1 ms */
-        assert(t.entry[0] == ((uint64_t) 1 << 8 | (uint64_t) 3 << 3));
-        assert(t.entry[4] == 0);
-        assert(apst_table_check(&t, &id) == 0);
+        CHECK(t.entry[0] == ((uint64_t) 1 << 8 | (uint64_t) 3 << 3));
+        CHECK(t.entry[4] == 0);
+        CHECK(apst_table_check(&t, &id) == 0);
 
         calib_temp_table(&id, 3, 0x1000000, &t); /* beyond 24 bits: clamped */
-        assert(apst_entry_itpt(t.entry[1]) == APST_ITPT_MAX);
+        CHECK(apst_entry_itpt(t.entry[1]) == APST_ITPT_MAX);
 }
 
 static void test_schedule(void) {
@@ -75,17 +73,17 @@ static void test_schedule(void) {
         IdCtrl id;
 
         /* 2 ms + 2000 µs + 1000 µs + margin */
-        assert(calib_idle_wait_us(2, 2000) == 2000 + 2000 + 1000 + CALIB_MARGIN_US);
-        assert(calib_idle_wait_us(5, 0) == 5000 + CALIB_MARGIN_US);
+        CHECK(calib_idle_wait_us(2, 2000) == 2000 + 2000 + 1000 + CALIB_MARGIN_US);
+        CHECK(calib_idle_wait_us(5, 0) == 5000 + CALIB_MARGIN_US);
         seed(&id);
         /* ps3: 2000 + 10000 + 5000 + margin + 4 * 300 + 2000; ps4: 2000 + 2000 + 1000 + margin + 40000 + 2000 */
-        assert(calib_estimate_us(&id, ps, 2, 10, 2) ==
-               10 * (uint64_t) (2000 + 10000 + 5000 + CALIB_MARGIN_US + 1200 + 2000) +
+        CHECK(calib_estimate_us(&id, ps, 2, 10, 2) ==
+              10 * (uint64_t) (2000 + 10000 + 5000 + CALIB_MARGIN_US + 1200 + 2000) +
                        10 * (uint64_t) (2000 + 2000 + 1000 + CALIB_MARGIN_US + 40000 + 2000));
-        assert(calib_estimate_us(&id, ps, 0, 10, 2) == 0);
+        CHECK(calib_estimate_us(&id, ps, 0, 10, 2) == 0);
         /* the default bound fits the seed drive with the default samples many times over */
-        assert(calib_estimate_us(&id, ps, 2, CALIB_SAMPLES_DEFAULT, CALIB_ITPT_MS) <
-               (uint64_t) CALIB_MAX_TIME_DEFAULT_S * 1000000 / 10);
+        CHECK(calib_estimate_us(&id, ps, 2, CALIB_SAMPLES_DEFAULT, CALIB_ITPT_MS) <
+              (uint64_t) CALIB_MAX_TIME_DEFAULT_S * 1000000 / 10);
 }
 
 static void test_stats(void) {
@@ -93,31 +91,31 @@ static void test_stats(void) {
         uint32_t twenty[20], hundred[100], costs[4];
         const uint32_t asleep[] = { 30100, 29900, 50, 30000 };
 
-        assert(calib_median(odd, ELEMENTSOF(odd)) == 5);
-        assert(odd[0] == 1 && odd[4] == 9);           /* sorted in place */
-        assert(calib_median(even, ELEMENTSOF(even)) == 2); /* the lower middle */
-        assert(calib_median(one, 1) == 42);
-        assert(calib_median(NULL, 0) == 0);
+        CHECK(calib_median(odd, ELEMENTSOF(odd)) == 5);
+        CHECK(odd[0] == 1 && odd[4] == 9);           /* sorted in place */
+        CHECK(calib_median(even, ELEMENTSOF(even)) == 2); /* the lower middle */
+        CHECK(calib_median(one, 1) == 42);
+        CHECK(calib_median(NULL, 0) == 0);
 
         for (unsigned i = 0; i < 20; i++)
                 twenty[i] = 20 - i;                  /* 20, 19, ... 1 */
-        assert(calib_percentile(twenty, 20, 99) == 20); /* rank ceil(19.8) = 20: the largest */
-        assert(calib_percentile(twenty, 20, 50) == 10); /* rank 10 */
-        assert(calib_percentile(twenty, 20, 90) == 18); /* rank 18 */
-        assert(calib_percentile(twenty, 20, 1) == 1);
+        CHECK(calib_percentile(twenty, 20, 99) == 20); /* rank ceil(19.8) = 20: the largest */
+        CHECK(calib_percentile(twenty, 20, 50) == 10); /* rank 10 */
+        CHECK(calib_percentile(twenty, 20, 90) == 18); /* rank 18 */
+        CHECK(calib_percentile(twenty, 20, 1) == 1);
         for (unsigned i = 0; i < 100; i++)
                 hundred[i] = i + 1;
-        assert(calib_percentile(hundred, 100, 99) == 99); /* the worst one left out */
-        assert(calib_percentile(hundred, 100, 100) == 100);
-        assert(calib_percentile(one, 1, 99) == 42);
-        assert(calib_percentile(NULL, 0, 99) == 0);
+        CHECK(calib_percentile(hundred, 100, 99) == 99); /* the worst one left out */
+        CHECK(calib_percentile(hundred, 100, 100) == 100);
+        CHECK(calib_percentile(one, 1, 99) == 42);
+        CHECK(calib_percentile(NULL, 0, 99) == 0);
 
         calib_wake_costs(asleep, 4, 100, costs);
-        assert(costs[0] == 30000 && costs[1] == 29800 && costs[2] == 0 && costs[3] == 29900);
+        CHECK(costs[0] == 30000 && costs[1] == 29800 && costs[2] == 0 && costs[3] == 29900);
 
-        assert(fabs(calib_ratio(30000, 10000) - 3.0) < 1e-9);
-        assert(fabs(calib_ratio(0, 300)) < 1e-9);
-        assert(calib_ratio(5, 0) < 0);
+        CHECK(fabs(calib_ratio(30000, 10000) - 3.0) < 1e-9);
+        CHECK(fabs(calib_ratio(0, 300)) < 1e-9);
+        CHECK(calib_ratio(5, 0) < 0);
 }
 
 int main(void) {
@@ -125,6 +123,5 @@ int main(void) {
         test_temp_table();
         test_schedule();
         test_stats();
-        printf("test-calib-plan: 0 failures\n");
-        return 0;
+        return check_exit_status();
 }

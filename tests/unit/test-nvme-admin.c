@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#undef NDEBUG
-
 /*
  * The admin-command allow-list, ctrl_command_allowed(): the only gate between
  * the daemon and the kernel's NVMe passthrough (src/platform/nvme-admin.c submits nothing it
@@ -24,7 +22,6 @@
  * ctrl_open_namespace() sends it.
  */
 
-#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <errno.h>
@@ -33,6 +30,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "nvme-admin.h"
 
 static unsigned n_checked;
@@ -53,20 +51,20 @@ static void check(uint8_t opc, uint32_t cdw10) {
         if (got != want) {
                 fprintf(stderr, "opcode 0x%02x cdw10 0x%08x: %s, expected %s\n", opc, cdw10,
                         got ? "allowed" : "refused", want ? "allowed" : "refused");
-                assert(got == want);
+                CHECK(got == want);
         }
         n_checked++;
 }
 
 /* The three allowed commands, spelled with the header's constants too. */
 static void test_allowed(void) {
-        assert(ctrl_command_allowed(0x06, 0x00000001));                 /* Identify controller */
-        assert(ctrl_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER));
-        assert(ctrl_command_allowed(0x0a, 0x0000000c));                 /* Get Features APST, current */
+        CHECK(ctrl_command_allowed(0x06, 0x00000001));                 /* Identify controller */
+        CHECK(ctrl_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER));
+        CHECK(ctrl_command_allowed(0x0a, 0x0000000c));                 /* Get Features APST, current */
         for (uint32_t sel = 0; sel < 8; sel++)                           /* current, default, saved, caps */
-                assert(ctrl_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | sel << 8));
-        assert(ctrl_command_allowed(0x09, 0x0000000c));                 /* Set Features APST, not saved */
-        assert(ctrl_command_allowed(CTRL_OPC_SET_FEATURES, CTRL_FID_APST));
+                CHECK(ctrl_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | sel << 8));
+        CHECK(ctrl_command_allowed(0x09, 0x0000000c));                 /* Set Features APST, not saved */
+        CHECK(ctrl_command_allowed(CTRL_OPC_SET_FEATURES, CTRL_FID_APST));
 }
 
 /* Commands that would do real harm, refused by name. */
@@ -114,7 +112,7 @@ static void test_refused_named(void) {
                 if (ctrl_command_allowed(bad[i].opc, bad[i].cdw10)) {
                         fprintf(stderr, "allowed: %s (opcode 0x%02x cdw10 0x%08x)\n", bad[i].what,
                                 bad[i].opc, bad[i].cdw10);
-                        assert(false);
+                        CHECK(false);
                 }
         }
 }
@@ -146,12 +144,12 @@ static void test_every_extra_bit(void) {
                         check(ok[i].opc, v);
                         check(ok[i].opc, ok[i].cdw10 | UINT32_C(1) << bit);
                         if (bit >= 11)  /* beyond FID/SEL/CNS: always refused */
-                                assert(!ctrl_command_allowed(ok[i].opc, ok[i].cdw10 | UINT32_C(1) << bit));
+                                CHECK(!ctrl_command_allowed(ok[i].opc, ok[i].cdw10 | UINT32_C(1) << bit));
                 }
         /* the Save bit, alone, on every allowed form */
-        assert(!ctrl_command_allowed(CTRL_OPC_SET_FEATURES, CTRL_FID_APST | CTRL_SET_FEATURES_SAVE));
-        assert(!ctrl_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | CTRL_SET_FEATURES_SAVE));
-        assert(!ctrl_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER | CTRL_SET_FEATURES_SAVE));
+        CHECK(!ctrl_command_allowed(CTRL_OPC_SET_FEATURES, CTRL_FID_APST | CTRL_SET_FEATURES_SAVE));
+        CHECK(!ctrl_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | CTRL_SET_FEATURES_SAVE));
+        CHECK(!ctrl_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER | CTRL_SET_FEATURES_SAVE));
 }
 
 static void test_io_allowed(void) {
@@ -160,12 +158,12 @@ static void test_io_allowed(void) {
         for (unsigned opc = 0; opc <= 0xff; opc++)
                 for (size_t k = 0; k < sizeof nlbs / sizeof nlbs[0]; k++) {
                         /* no handle but calibrate's may send I/O, and it only a one-block Read */
-                        assert(!ctrl_io_command_allowed(false, (uint8_t) opc, nlbs[k]));
-                        assert(ctrl_io_command_allowed(true, (uint8_t) opc, nlbs[k]) == (opc == 0x02 && nlbs[k] == 0));
+                        CHECK(!ctrl_io_command_allowed(false, (uint8_t) opc, nlbs[k]));
+                        CHECK(ctrl_io_command_allowed(true, (uint8_t) opc, nlbs[k]) == (opc == 0x02 && nlbs[k] == 0));
                         n_checked += 2;
                 }
         /* the write opcode, by name */
-        assert(!ctrl_io_command_allowed(true, 0x01, 0));
+        CHECK(!ctrl_io_command_allowed(true, 0x01, 0));
 }
 
 static void test_read_needs_namespace_handle(void) {
@@ -174,32 +172,32 @@ static void test_read_needs_namespace_handle(void) {
         Ctrl *c = NULL;
         int fd;
 
-        assert(mkdtemp(dir));
+        REQUIRE(mkdtemp(dir));
         (void) snprintf(path, sizeof path, "%s/nvme0n1", dir);
         fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-        assert(fd >= 0);
-        assert(close(fd) == 0);
+        REQUIRE(fd >= 0);
+        CHECK(close(fd) == 0);
 
         /* the daemon's handle: refused before the kernel (an ioctl on a file would say ENOTTY) */
-        assert(ctrl_open(dir, "nvme0n1", &c) == 0);
-        assert(ctrl_read_block(c, 0, &status) == -EPERM);
+        CHECK(ctrl_open(dir, "nvme0n1", &c) == 0);
+        CHECK(ctrl_read_block(c, 0, &status) == -EPERM);
         c = ctrl_free(c);
 
         /* calibrate's: the Read reaches the ioctl */
-        assert(ctrl_open_namespace(dir, "nvme0n1", 1, 512, &c) == 0);
-        assert(ctrl_read_block(c, 0, &status) == -ENOTTY);
+        CHECK(ctrl_open_namespace(dir, "nvme0n1", 1, 512, &c) == 0);
+        CHECK(ctrl_read_block(c, 0, &status) == -ENOTTY);
         c = ctrl_free(c);
 
         /* block sizes that are no logical block size, and NSIDs that name no single namespace */
-        assert(ctrl_open_namespace(dir, "nvme0n1", 1, 511, &c) == -EINVAL);
-        assert(ctrl_open_namespace(dir, "nvme0n1", 1, 768, &c) == -EINVAL);
-        assert(ctrl_open_namespace(dir, "nvme0n1", 1, 131072, &c) == -EINVAL);
-        assert(ctrl_open_namespace(dir, "nvme0n1", 0, 512, &c) == -EINVAL);
-        assert(ctrl_open_namespace(dir, "nvme0n1", 0xffffffffu, 512, &c) == -EINVAL);
-        assert(!c);
+        CHECK(ctrl_open_namespace(dir, "nvme0n1", 1, 511, &c) == -EINVAL);
+        CHECK(ctrl_open_namespace(dir, "nvme0n1", 1, 768, &c) == -EINVAL);
+        CHECK(ctrl_open_namespace(dir, "nvme0n1", 1, 131072, &c) == -EINVAL);
+        CHECK(ctrl_open_namespace(dir, "nvme0n1", 0, 512, &c) == -EINVAL);
+        CHECK(ctrl_open_namespace(dir, "nvme0n1", 0xffffffffu, 512, &c) == -EINVAL);
+        CHECK(!c);
 
-        assert(unlink(path) == 0);
-        assert(rmdir(dir) == 0);
+        CHECK(unlink(path) == 0);
+        CHECK(rmdir(dir) == 0);
 }
 
 int main(void) {
@@ -209,6 +207,6 @@ int main(void) {
         test_refused_named();
         test_exhaustive_fields();
         test_every_extra_bit();
-        printf("test-ctrl: %u combinations checked, 0 failures\n", n_checked);
-        return 0;
+        printf("test-nvme-admin: %u combinations checked\n", n_checked);
+        return check_exit_status();
 }

@@ -3,28 +3,13 @@
  * The best static table with hindsight (src/core/hindsight.c): what it may use,
  * what it must never exceed, and that it finds the saving a trace plainly offers.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "apst.h"
+#include "check.h"
 #include "hindsight.h"
 #include "sim.h"
-
-static unsigned n_checks, n_failed;
-static const char *current = "";
-
-#define CHECK(cond)                                                                    \
-        do {                                                                           \
-                n_checks++;                                                            \
-                if (!(cond)) {                                                         \
-                        n_failed++;                                                    \
-                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,     \
-                                __LINE__, current, #cond);                             \
-                }                                                                      \
-        } while (0)
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
 
@@ -70,16 +55,16 @@ static void setup(Case *c, const TraceIo *io, size_t n, unsigned quirks_pci) {
         SimParams sp = SIM_PARAMS_DEFAULT;
 
         c->id = drive();
-        assert(sim_drive_from_idctrl(&c->id, APST_P0_DEFAULT_UW, &c->d) == 0);
+        CHECK(sim_drive_from_idctrl(&c->id, APST_P0_DEFAULT_UW, &c->d) == 0);
         c->p = APST_PARAMS_DEFAULT;
         c->p.policy = APST_POLICY_KERNEL;
         if (quirks_pci) {   /* the Intel 600p's PCI id, which the kernel gives NO_DEEPEST_PS */
                 plat.pci_vendor = 0x8086;
                 plat.pci_device = 0xf1a5;
         }
-        assert(apst_build(&c->id, &plat, &c->p, &c->kernel) == 0);
+        CHECK(apst_build(&c->id, &plat, &c->p, &c->kernel) == 0);
         sim_policy_static(&pol, "kernel", &c->kernel.table);
-        assert(sim_run(&c->d, io, n, &sp, &pol, &c->k) == 0);
+        CHECK(sim_run(&c->d, io, n, &sp, &pol, &c->k) == 0);
 }
 
 /* One read every 3 s: every gap reaches the deepest state under any table that goes there, so
@@ -93,8 +78,8 @@ static void test_sparse(void) {
         current = "sparse";
         periodic_trace(io, 200, 3000);
         setup(&c, io, 200, 0);
-        assert(targets(&c.kernel.table) & (1u << 4));
-        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 1.0, &h) == 0);
+        CHECK(targets(&c.kernel.table) & (1u << 4));
+        CHECK(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 1.0, &h) == 0);
         /* the kernel's, 13 one-step tables on each of ps3 and ps4, 13 x 13 two-step ones */
         CHECK(h.candidates == 1 + 13 + 13 + 169);
         CHECK(!h.kernel_won);
@@ -107,7 +92,7 @@ static void test_sparse(void) {
         /* Allowed no wake delay at all: only a table that waits longer than the gaps (5 s) qualifies,
          * and it spends more than the kernel's. */
         current = "sparse, no wake delay allowed";
-        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 0.0, &h) == 0);
+        CHECK(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 0.0, &h) == 0);
         CHECK(!h.kernel_won && h.res.stall_ns == 0 && h.res.energy_j > c.k.energy_j);
         hindsight_result_done(&h);
         sim_result_done(&c.k);
@@ -117,7 +102,7 @@ static void test_sparse(void) {
         current = "6 s gaps, no wake delay allowed";
         periodic_trace(io, 200, 6000);
         setup(&c, io, 200, 0);
-        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 0.0, &h) == 0);
+        CHECK(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 0.0, &h) == 0);
         CHECK(h.kernel_won && apst_table_equal(&h.table, &c.kernel.table));
         hindsight_result_done(&h);
         sim_result_done(&c.k);
@@ -133,9 +118,9 @@ static void test_quirk(void) {
         current = "quirk";
         periodic_trace(io, 200, 3000);
         setup(&c, io, 200, 1);
-        assert(c.kernel.quirks & APST_QUIRK_NO_DEEPEST_PS);
-        assert(!(targets(&c.kernel.table) & (1u << 4)));
-        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 1.0, &h) == 0);
+        CHECK(c.kernel.quirks & APST_QUIRK_NO_DEEPEST_PS);
+        CHECK(!(targets(&c.kernel.table) & (1u << 4)));
+        CHECK(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 200, &sp, &c.kernel.table, 1.0, &h) == 0);
         CHECK(h.candidates == 1 + 13);
         CHECK(!(targets(&h.table) & (1u << 4)));
         CHECK(h.res.stall_ns <= c.k.stall_ns);
@@ -157,9 +142,9 @@ static void test_limit(void) {
         current = "limit";
         periodic_trace(io, 400, 150);
         setup(&c, io, 400, 0);
-        assert(c.k.stall_ns > 0);
-        assert(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 400, &sp, &c.kernel.table, 0.1,
-                                &h) == 0);
+        CHECK(c.k.stall_ns > 0);
+        CHECK(hindsight_search(&c.id, c.kernel.quirks, &c.p, &c.d, io, 400, &sp, &c.kernel.table, 0.1,
+                               &h) == 0);
         CHECK(!h.kernel_won);
         CHECK(h.res.stall_ns <= c.k.stall_ns / 10);
         hindsight_result_done(&h);

@@ -5,11 +5,9 @@
  * foreign-version or another drive's record is refused and never half-used;
  * the unversioned APST record of earlier releases is still read; a crash
  * between writing and renaming (the temporary file left behind) neither
- * shadows the record nor blocks the next write.
+ * shadows the record nor blocks the next write. One name for a controller's
+ * record (record_ctrl_path()), refused rather than cut short.
  */
-#undef NDEBUG
-
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +17,7 @@
 #include <unistd.h>
 
 #include "apst-record.h"
+#include "check.h"
 #include "cpufreq-policy.h"
 #include "fileio.h"
 #include "macro.h"
@@ -36,9 +35,9 @@ static void put(const char *name, const char *text) {
 
         path_of(p, sizeof p, name);
         f = fopen(p, "we");
-        assert(f);
-        assert(fwrite(text, 1, strlen(text), f) == strlen(text));
-        assert(fclose(f) == 0);
+        REQUIRE(f);
+        CHECK(fwrite(text, 1, strlen(text), f) == strlen(text));
+        CHECK(fclose(f) == 0);
 }
 
 /* A drive with ps3 and ps4 non-operational, and the table the budget policy would give it. */
@@ -57,25 +56,25 @@ static void drive(IdCtrl *id, ApstTable *t) {
 static void test_header(void) {
         const char *body = NULL;
 
-        assert(record_parse_header(RECORD_HEADER("apst", 1) "x\n", "apst", 1, &body) == 0 && strcmp(body, "x\n") == 0);
-        assert(record_parse_header(RECORD_HEADER("apst", 1), "apst", 1, &body) == 0 && *body == 0);
+        CHECK(record_parse_header(RECORD_HEADER("apst", 1) "x\n", "apst", 1, &body) == 0 && strcmp(body, "x\n") == 0);
+        CHECK(record_parse_header(RECORD_HEADER("apst", 1), "apst", 1, &body) == 0 && *body == 0);
         /* another version of the same kind */
-        assert(record_parse_header(RECORD_HEADER("apst", 2) "x\n", "apst", 1, &body) == -EPROTONOSUPPORT);
-        assert(record_parse_header("# nvme-apstd apst record v10\n", "apst", 1, &body) == -EPROTONOSUPPORT);
+        CHECK(record_parse_header(RECORD_HEADER("apst", 2) "x\n", "apst", 1, &body) == -EPROTONOSUPPORT);
+        CHECK(record_parse_header("# nvme-apstd apst record v10\n", "apst", 1, &body) == -EPROTONOSUPPORT);
         /* another kind, a prefix of the kind, garbage, truncated header */
-        assert(record_parse_header(RECORD_HEADER("cpufreq", 1), "apst", 1, &body) == -EBADMSG);
-        assert(record_parse_header("# nvme-apstd aps record v1\n", "apst", 1, &body) == -EBADMSG);
-        assert(record_parse_header("# nvme-apstd apstx record v1\n", "apst", 1, &body) == -EBADMSG);
-        assert(record_parse_header("# nvme-apstd apst record v1", "apst", 1, &body) == -EBADMSG);
-        assert(record_parse_header("# nvme-apstd apst record v\n", "apst", 1, &body) == -EBADMSG);
-        assert(record_parse_header("# nvme-apstd apst record v0\n", "apst", 1, &body) == -EBADMSG);
-        assert(record_parse_header("# nvme-apstd apst record v-1\n", "apst", 1, &body) == -EBADMSG);
-        assert(record_parse_header("# nvme-apstd apst record v1 \n", "apst", 1, &body) == -EBADMSG);
-        assert(record_parse_header("\x7f" "ELF\x02\x01", "apst", 1, &body) == -EBADMSG);
-        assert(record_parse_header("", "apst", 1, &body) == -EBADMSG);
-        assert(record_parse_header(NULL, "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header(RECORD_HEADER("cpufreq", 1), "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header("# nvme-apstd aps record v1\n", "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header("# nvme-apstd apstx record v1\n", "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header("# nvme-apstd apst record v1", "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header("# nvme-apstd apst record v\n", "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header("# nvme-apstd apst record v0\n", "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header("# nvme-apstd apst record v-1\n", "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header("# nvme-apstd apst record v1 \n", "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header("\x7f" "ELF\x02\x01", "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header("", "apst", 1, &body) == -EBADMSG);
+        CHECK(record_parse_header(NULL, "apst", 1, &body) == -EBADMSG);
         /* the CPU record's header is the same scheme */
-        assert(strcmp(CPUFREQ_RECORD_HEADER, "# nvme-apstd cpufreq record v1\n") == 0);
+        CHECK(strcmp(CPUFREQ_RECORD_HEADER, "# nvme-apstd cpufreq record v1\n") == 0);
 }
 
 static void test_apst_round_trip(void) {
@@ -84,11 +83,11 @@ static void test_apst_round_trip(void) {
         ApstTable t, back = {};
 
         drive(&id, &t);
-        assert(apst_table_check(&t, &id) == 0);
-        assert(apst_record_format(&id, &t, &text) == 0);
-        assert(strncmp(text, "# nvme-apstd apst record v1\nmodel=Test Drive 1TB\nserial_hash=", 61) == 0);
-        assert(!strstr(text, id.serial));   /* the serial is never written */
-        assert(apst_record_parse(text, &id, &back) == 0 && apst_table_equal(&t, &back));
+        CHECK(apst_table_check(&t, &id) == 0);
+        CHECK(apst_record_format(&id, &t, &text) == 0);
+        CHECK(strncmp(text, "# nvme-apstd apst record v1\nmodel=Test Drive 1TB\nserial_hash=", 61) == 0);
+        CHECK(!strstr(text, id.serial));   /* the serial is never written */
+        CHECK(apst_record_parse(text, &id, &back) == 0 && apst_table_equal(&t, &back));
 }
 
 static void test_apst_refused(void) {
@@ -99,7 +98,7 @@ static void test_apst_refused(void) {
         size_t len;
 
         drive(&id, &t);
-        assert(apst_record_format(&id, &t, &text) == 0);
+        CHECK(apst_record_format(&id, &t, &text) == 0);
         len = strlen(text);
 
         /* truncated at every length: never accepted (the last line must end in a newline) */
@@ -119,14 +118,14 @@ static void test_apst_refused(void) {
         /* another drive: model or serial differ */
         other = id;
         other.serial[0] = 'X';
-        assert(apst_record_parse(text, &other, &back) == -ESTALE);
+        CHECK(apst_record_parse(text, &other, &back) == -ESTALE);
         other = id;
         other.model[0] = 'X';
-        assert(apst_record_parse(text, &other, &back) == -ESTALE);
+        CHECK(apst_record_parse(text, &other, &back) == -ESTALE);
         /* a table that this drive may not be given: ps2 is operational */
         other = id;
         other.psd[3].non_operational = false;
-        assert(apst_record_parse(text, &other, &back) == -EBADMSG);
+        CHECK(apst_record_parse(text, &other, &back) == -EBADMSG);
 
         /* foreign version, garbage, keys missing, repeated or unknown, bad values */
         static const char *const bad[] = {
@@ -160,7 +159,7 @@ static void test_apst_refused(void) {
         };
         for (size_t i = 0; i < ELEMENTSOF(edits); i++) {
                 char *p = strstr(text, edits[i].from);
-                assert(p);
+                CHECK(p);
                 (void) snprintf(buf, sizeof buf, "%.*s%s%s", (int) (p - text), text, edits[i].to,
                                 p + strlen(edits[i].from));
                 if (apst_record_parse(buf, &id, &back) != -EBADMSG) {
@@ -178,10 +177,10 @@ static void test_apst_legacy(void) {
         const char *body;
 
         drive(&id, &t);
-        assert(apst_record_format(&id, &t, &text) == 0);
+        CHECK(apst_record_format(&id, &t, &text) == 0);
         body = strchr(text, '\n') + 1;
-        assert(strncmp(body, "model=", 6) == 0);
-        assert(apst_record_parse(body, &id, &back) == 0 && apst_table_equal(&t, &back));
+        CHECK(strncmp(body, "model=", 6) == 0);
+        CHECK(apst_record_parse(body, &id, &back) == 0 && apst_table_equal(&t, &back));
 }
 
 static void test_files(void) {
@@ -196,41 +195,41 @@ static void test_files(void) {
         path_of(tmp, sizeof tmp, ".ctrl-nvme0.orig.tmp");
 
         /* no record */
-        assert(apst_record_load(path, &id, &back) == -ENOENT);
+        CHECK(apst_record_load(path, &id, &back) == -ENOENT);
 
         /* half-renamed: a crash left the temporary file (complete or not) and no record */
-        assert(apst_record_format(&id, &t, &text) == 0);
+        CHECK(apst_record_format(&id, &t, &text) == 0);
         put(".ctrl-nvme0.orig.tmp", text);
-        assert(apst_record_load(path, &id, &back) == -ENOENT);
+        CHECK(apst_record_load(path, &id, &back) == -ENOENT);
         /* ... the next save replaces it, and leaves no temporary behind */
-        assert(apst_record_save(path, &id, &t) == 0);
-        assert(access(tmp, F_OK) < 0 && errno == ENOENT);
-        assert(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
-        assert(apst_record_load(path, &id, &back) == 0 && apst_table_equal(&t, &back));
+        CHECK(apst_record_save(path, &id, &t) == 0);
+        CHECK(access(tmp, F_OK) < 0 && errno == ENOENT);
+        CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+        CHECK(apst_record_load(path, &id, &back) == 0 && apst_table_equal(&t, &back));
         /* a half-written temporary next to a good record: the record is what counts */
         put(".ctrl-nvme0.orig.tmp", "# nvme-apstd apst rec");
-        assert(apst_record_load(path, &id, &back) == 0 && apst_table_equal(&t, &back));
+        CHECK(apst_record_load(path, &id, &back) == 0 && apst_table_equal(&t, &back));
 
         /* truncated on disk, NUL bytes, too large */
         put("ctrl-nvme0.orig", "# nvme-apstd apst record v1\nmodel=Test Drive 1TB\nserial_ha");
-        assert(apst_record_load(path, &id, &back) == -EBADMSG);
+        CHECK(apst_record_load(path, &id, &back) == -EBADMSG);
         {
                 int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-                assert(fd >= 0 && write(fd, "model=\0x\n", 9) == 9 && close(fd) == 0);
+                CHECK(fd >= 0 && write(fd, "model=\0x\n", 9) == 9 && close(fd) == 0);
         }
-        assert(record_load(path, &got) == -EBADMSG);
+        CHECK(record_load(path, &got) == -EBADMSG);
         {
                 int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-                assert(fd >= 0 && ftruncate(fd, RECORD_MAX_SIZE + 1) == 0 && close(fd) == 0);
+                CHECK(fd >= 0 && ftruncate(fd, RECORD_MAX_SIZE + 1) == 0 && close(fd) == 0);
         }
-        assert(record_load(path, &got) == -EFBIG);
+        CHECK(record_load(path, &got) == -EFBIG);
         /* a symbolic link is not followed */
-        assert(unlink(path) == 0 && symlink("/etc/hostname", path) == 0);
-        assert(record_load(path, &got) == -ELOOP);
+        CHECK(unlink(path) == 0 && symlink("/etc/hostname", path) == 0);
+        CHECK(record_load(path, &got) == -ELOOP);
 
-        assert(record_remove(path) == 0);
-        assert(record_remove(path) == 0);   /* already gone: fine */
-        assert(unlink(tmp) == 0);
+        CHECK(record_remove(path) == 0);
+        CHECK(record_remove(path) == 0);   /* already gone: fine */
+        CHECK(unlink(tmp) == 0);
 }
 
 static void test_read_full(void) {
@@ -240,33 +239,47 @@ static void test_read_full(void) {
 
         path_of(path, sizeof path, "f");
         put("f", "hello\n");
-        assert(read_full_file(path, 6, 0, &buf, &len) == 0 && len == 6 && strcmp(buf, "hello\n") == 0);
+        CHECK(read_full_file(path, 6, 0, &buf, &len) == 0 && len == 6 && strcmp(buf, "hello\n") == 0);
         free(buf);
         buf = NULL;
-        assert(read_full_file(path, 5, 0, &buf, &len) == -EFBIG && !buf);
-        assert(read_full_file(dir, 100, 0, &buf, &len) == -EISDIR);
+        CHECK(read_full_file(path, 5, 0, &buf, &len) == -EFBIG && !buf);
+        CHECK(read_full_file(dir, 100, 0, &buf, &len) == -EISDIR);
         path_of(path, sizeof path, "missing");
-        assert(read_full_file(path, 100, 0, &buf, &len) == -ENOENT);
+        CHECK(read_full_file(path, 100, 0, &buf, &len) == -ENOENT);
         /* a pipe has no size: the bound holds while reading */
         {
                 int p[2];
-                assert(pipe(p) == 0);
-                assert(write(p[1], "abcdef", 6) == 6 && close(p[1]) == 0);
-                assert(read_full_fd(p[0], 5, &buf, &len) == -EFBIG);
-                assert(close(p[0]) == 0);
+                CHECK(pipe(p) == 0);
+                CHECK(write(p[1], "abcdef", 6) == 6 && close(p[1]) == 0);
+                CHECK(read_full_fd(p[0], 5, &buf, &len) == -EFBIG);
+                CHECK(close(p[0]) == 0);
         }
         path_of(path, sizeof path, "f");
-        assert(unlink(path) == 0);
+        CHECK(unlink(path) == 0);
+}
+
+static void test_ctrl_path(void) {
+        char buf[32] = "untouched";
+
+        CHECK(record_ctrl_path("/run/nvme-apstd", "nvme0", buf, sizeof buf) == 0);
+        CHECK(strcmp(buf, "/run/nvme-apstd/ctrl-nvme0.orig") == 0);
+        /* exactly the 31 characters plus the NUL fit; one byte less is refused, @buf kept */
+        CHECK(record_ctrl_path("/run/nvme-apstd", "nvme10", buf, sizeof buf) == -ENAMETOOLONG);
+        CHECK(strcmp(buf, "/run/nvme-apstd/ctrl-nvme0.orig") == 0);
+        CHECK(record_ctrl_path("/run/nvme-apstd", "nvme1", buf, 31) == -ENAMETOOLONG);
+        CHECK(record_ctrl_path("", "nvme3", buf, sizeof buf) == 0);
+        CHECK(strcmp(buf, "/ctrl-nvme3.orig") == 0);
 }
 
 int main(void) {
-        assert(mkdtemp(dir));
+        REQUIRE(mkdtemp(dir));
         test_header();
         test_apst_round_trip();
         test_apst_refused();
         test_apst_legacy();
         test_files();
         test_read_full();
-        assert(rmdir(dir) == 0);
-        return 0;
+        test_ctrl_path();
+        CHECK(rmdir(dir) == 0);
+        return check_exit_status();
 }

@@ -3,26 +3,12 @@
  * Trace parsing: both formats, the auto-detection, and the errors (each with
  * its line number).
  */
-#undef NDEBUG
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "trace.h"
-
-static unsigned n_checks, n_failed;
-static const char *current = "";
-
-#define CHECK(cond)                                                                    \
-        do {                                                                           \
-                n_checks++;                                                            \
-                if (!(cond)) {                                                         \
-                        n_failed++;                                                    \
-                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__,     \
-                                __LINE__, current, #cond);                             \
-                }                                                                      \
-        } while (0)
 
 static int parse(const char *text, const TraceOptions *o, Trace *t, TraceError *e) {
         return trace_parse(text, strlen(text), o, t, e);
