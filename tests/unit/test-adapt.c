@@ -577,6 +577,20 @@ static void test_exact_guard_dwell(void) {
         done(&o);
 }
 
+/* The policy for the test drive, defaults, on the exact source from 0. */
+static Adapt *exact_start(void) {
+        IdCtrl id = drive();
+        ApstParams p = APST_PARAMS_DEFAULT;
+        ApstTable table;
+        Adapt *a = calloc(1, sizeof(Adapt));
+
+        REQUIRE(a);
+        p.policy = APST_POLICY_ADAPTIVE;
+        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
+        REQUIRE(adapt_start_exact(a, &table) == 0);
+        return a;
+}
+
 /* Does the table in force wait longer than the kernel's on a gap of @gap_ns, and by how much? */
 static double waits_more_ns(const Adapt *a, uint64_t gap_ns) {
         ShadowChain in_force;
@@ -602,19 +616,13 @@ static bool waits_longer(const Adapt *a, uint64_t gap_ns) {
  * point estimate alone would take at once. Ten minutes of it, through adapt_observe_gaps()
  * every 2.5 s. */
 static void test_exact_confidence(void) {
-        IdCtrl id = drive();
-        ApstParams p = APST_PARAMS_DEFAULT;
         ApstTable table;
         AdaptDecision why;
         GapHist delta = {};
         uint64_t now = 0;
-        Adapt *a = calloc(1, sizeof(Adapt));
 
         current = "exact/confidence";
-        REQUIRE(a);
-        p.policy = APST_POLICY_ADAPTIVE;
-        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
-        REQUIRE(adapt_start_exact(a, &table) == 0);
+        Adapt *a = exact_start();
         for (unsigned i = 0; i < 20; i++)
                 gaphist_add_gap(&delta, MS(3), MS(0.1));
         gaphist_add_gap(&delta, MS(2000), MS(8.1));
@@ -643,18 +651,12 @@ static void test_exact_confidence(void) {
  * than the kernel's on the gaps seen. With evidence that forgot half in 20 s (what it was)
  * it never held more than a gap or two and stayed on the kernel's table. */
 static void test_exact_quiet(void) {
-        IdCtrl id = drive();
-        ApstParams p = APST_PARAMS_DEFAULT;
         ApstTable table;
         AdaptDecision why;
         uint64_t now = 0, left_ns = 0;
-        Adapt *a = calloc(1, sizeof(Adapt));
 
         current = "exact/quiet";
-        REQUIRE(a);
-        p.policy = APST_POLICY_ADAPTIVE;
-        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
-        REQUIRE(adapt_start_exact(a, &table) == 0);
+        Adapt *a = exact_start();
         for (unsigned i = 0; i < 180; i++) {
                 GapHist delta = {};
                 gaphist_add_gap(&delta, MS(20000), MS(8.1));
@@ -683,19 +685,13 @@ static void test_exact_quiet(void) {
  * before 50 ms would wake on every such gap where the kernel's table does not; the evidence
  * shows it, and however long the workload lasts (an hour here) no such table is taken. */
 static void test_exact_sparse_between(void) {
-        IdCtrl id = drive();
-        ApstParams p = APST_PARAMS_DEFAULT;
         ApstTable table;
         AdaptDecision why;
         uint64_t now = 0;
         bool ever_longer = false;
-        Adapt *a = calloc(1, sizeof(Adapt));
 
         current = "exact/sparse-between";
-        REQUIRE(a);
-        p.policy = APST_POLICY_ADAPTIVE;
-        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
-        REQUIRE(adapt_start_exact(a, &table) == 0);
+        Adapt *a = exact_start();
         for (unsigned i = 0; i < 180; i++) {
                 GapHist delta = {};
                 gaphist_add_gap(&delta, MS(20000), MS(8.1));
