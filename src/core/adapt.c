@@ -829,7 +829,9 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         /* The stall budget holds over the time the evidence covers with what was already paid:
          * wake delay the tables in force spent beyond it is taken off what the next may spend. */
         double budget_w = MAX((double) a->hist_elapsed_ns, (double) ADAPT_BUDGET_MIN_SPAN_NS) * a->budget_cpct / 10000.0;
-        budget_w = MAX(budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);
+        /* A new table must fit in ADAPT_BUDGET_FILL of it: the gaps to come are not exactly
+         * the gaps seen, and a table right at the limit would overrun as often as not. */
+        budget_w = MAX(ADAPT_BUDGET_FILL * budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);
         bool hold = a->gaps_seen < ADAPT_TRUST_HOLD_GAPS;
         double limit = allowed_wake_ns(a, k_w, budget_w, hold);
 
