@@ -138,7 +138,8 @@ nobpf() {
                 meson setup "$nobpf_build" -Dwerror=true -Dbpf=disabled >/dev/null || return 1
         fi
         meson compile -C "$nobpf_build" >/dev/null || return 1
-        grep -q '^#define HAVE_BPF 0$' "$nobpf_build/config-build.h" || { echo "nobpf: HAVE_BPF is not 0"; return 1; }
+        grep -q '^#define HAVE_BPF 0$' "$nobpf_build/include/generated/config-build.h" ||
+                { echo "nobpf: HAVE_BPF is not 0"; return 1; }
         out=$("$nobpf_build/src/nvme-apstd" observe --seconds 1 2>&1)
         [ $? -eq 1 ] && [[ $out == *"-Dbpf=disabled"* ]] || { echo "nobpf: observe did not say why: $out"; return 1; }
         echo "nobpf: compiles; observe says: $out"

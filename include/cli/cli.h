@@ -4,9 +4,7 @@
 /* Helpers shared by the subcommands (src/cmd-*.c, src/cli/main.c). */
 
 #include <getopt.h>
-#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "config.h"
 #include "controller.h"
@@ -38,7 +36,7 @@ int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device);
 extern const char *arg_sysfs_root;
 extern const char *arg_dev_dir;
 extern const char *arg_proc_root;
-/* Where measured wake costs are kept (calib.h); NULL: calib_default_state_dir(). */
+/* Where measured wake costs are kept (calib.h); NULL: state_directory() (state-file.h). */
 extern const char *arg_state_dir;
 /* arg_state_dir, or the default ($STATE_DIRECTORY, else /var/lib/nvme-apstd) in @buf. */
 const char *cli_state_dir(char *buf, size_t n);

@@ -138,7 +138,7 @@ typedef struct AdaptDecision {
 typedef struct Adapt {
         IdCtrl id;
         bool enabled;              /* APST supported, not quirked off, max_latency_us > 0 */
-        uint32_t budget_cpct;
+        uint32_t budget_pct_x100;  /* ApstParams.stall_budget_pct_x100: 100 = 1% */
         unsigned chain[IDCTRL_MAX_PS];   /* states a table may use (apst_chain) */
         unsigned n_chain;
         double p0_uw;

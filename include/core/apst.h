@@ -58,7 +58,7 @@ typedef struct ApstParams {
         /* budget and adaptive: the share of elapsed time I/O may spend waiting for
          * wake-ups, in hundredths of a percent (100 = 1%); 0 = no wake-up may cost
          * anything. budget keeps it on every idle gap, adaptive on the observed I/O. */
-        uint32_t stall_budget_cpct;
+        uint32_t stall_budget_pct_x100;
         /* budget and adaptive: plan with a calibration's measured exit latency where it is
          * larger than the descriptor's (calib.h); default true */
         bool use_calibration;
@@ -68,8 +68,8 @@ typedef struct ApstParams {
  * 130 ms to wake-ups, not the 430 ms (3.3%) it lost on its drive; on the benchmark this
  * keeps the total wake delay at 0.45x the kernel's with the adaptive policy and 0.20x
  * with the budget policy (doc/policy.md). */
-#define APST_STALL_BUDGET_DEFAULT_CPCT 100u
-#define APST_STALL_BUDGET_MAX_CPCT 10000u
+#define APST_STALL_BUDGET_DEFAULT_PCT_X100 100u
+#define APST_STALL_BUDGET_MAX_PCT_X100 10000u
 
 #define APST_PARAMS_DEFAULT                                                             \
         ((ApstParams) {                                                                 \
@@ -80,7 +80,7 @@ typedef struct ApstParams {
                 .primary_latency_tol_us = 15000,                                        \
                 .secondary_latency_tol_us = 100000,                                     \
                 .force = false,                                                         \
-                .stall_budget_cpct = APST_STALL_BUDGET_DEFAULT_CPCT,                    \
+                .stall_budget_pct_x100 = APST_STALL_BUDGET_DEFAULT_PCT_X100,            \
                 .use_calibration = true,                                                \
         })
 
@@ -162,11 +162,11 @@ void apst_table_from_chain(const IdCtrl *id, const unsigned *states, const uint3
 /**
  * apst_stall_bounded() - ITPTs for @chain such that every wake-up from states[k]
  * (at most enlat + exlat) follows an idle time of at least (enlat + exlat) / budget,
- * so on any workload wake-ups cost at most @budget_cpct of elapsed time (if the
+ * so on any workload wake-ups cost at most @budget_pct_x100 / 100 % of elapsed time (if the
  * drive keeps its word); never below each step's break-even time. 0 steps when
- * @budget_cpct is 0. Return: the number of steps kept (a prefix of @chain).
+ * @budget_pct_x100 is 0. Return: the number of steps kept (a prefix of @chain).
  */
-unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_cpct,
+unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_pct_x100,
                             uint32_t ret_itpt_ms[IDCTRL_MAX_PS]);
 
 /* Field helpers. */

@@ -26,6 +26,7 @@ typedef enum DeviceVerdict {
         _DEVICE_VERDICT_INVALID = -EINVAL,
 } DeviceVerdict;
 
+/* "managed", "unsupported", "disabled", "not-pcie"; NULL outside the enum. */
 const char *device_verdict_to_string(DeviceVerdict v);
 
 typedef struct DevicePlan {

@@ -162,10 +162,6 @@ void doctor_report_done(DoctorReport *r);
 /* 0 nothing found, 1 findings, 2 nothing found but something could not be looked at. */
 int doctor_exit_status(const DoctorReport *r);
 
-/* Human text / JSON (schema in nvme-apstd(8), DOCTOR). @ret malloc'd. Return: 0 or -ENOMEM. */
-int doctor_format_text(const DoctorReport *r, char **ret);
-int doctor_format_json(const DoctorReport *r, char **ret);
-
 /* Whether a kernel log message (without its "<pri>,seq,ts,-;" prefix) tells about the DMA
  * mapping layer: swiotlb, an IOMMU, memory encryption. */
 bool doctor_kernel_log_relevant(const char *line);

@@ -19,7 +19,6 @@
  * sees single requests.
  */
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -14,7 +14,6 @@
  */
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "apst.h"
 #include "idctrl.h"

@@ -34,8 +34,8 @@ typedef struct Learned {
         uint64_t gaps_seen;             /* evidence: gaps of 1 ms or more since first watched */
         uint64_t hist_milli[GAP_BUCKETS];  /* the decision histogram, decayed counts x 1000 */
         uint64_t hist_elapsed_ms;       /* the time it covers, decayed the same */
-        PcalSum awake;                  /* passive calibration's sums */
-        PcalSum state[IDCTRL_MAX_PS];
+        PassiveCalibSum awake;          /* passive calibration's sums */
+        PassiveCalibSum state[IDCTRL_MAX_PS];
 } Learned;
 
 /* FNV-1a (64 bit) of the serial, as the table record keeps it. */

@@ -18,7 +18,7 @@
  *
  * Buckets that straddle a boundary (a quarter octave wide, gaphist.h), or
  * fall in an entry span (the request then also waits out the rest of the
- * entry), or within PCAL_MARGIN_SHIFT of a boundary (the drive's idle clock
+ * entry), or within PASSIVE_CALIB_MARGIN_SHIFT of a boundary (the drive's idle clock
  * starts a little before the block layer sees the completion), are left
  * out: they are not evidence for one state. doc/watch.md has the whole of it.
  *
@@ -37,68 +37,68 @@
 /* First requests needed before a mean is trusted: the awake mean and each state's. A mean of 5
  * wake-ups of one state is within the 25 % the accuracy test asks for when the drive is steady;
  * fewer leave a single slow request (a cache miss, a queue flush) too much weight. */
-#define PCAL_MIN_SAMPLES 5u
-/* The buckets next to a boundary B are left out up to B / 2^PCAL_MARGIN_SHIFT (6.25 %) away. */
-#define PCAL_MARGIN_SHIFT 4u
+#define PASSIVE_CALIB_MIN_SAMPLES 5u
+/* The buckets next to a boundary B are left out up to B / 2^PASSIVE_CALIB_MARGIN_SHIFT (6.25 %) away. */
+#define PASSIVE_CALIB_MARGIN_SHIFT 4u
 /* A measured exit latency disagrees with the descriptor when it differs by more than a quarter of
- * the advertised figure and by more than PCAL_DISAGREE_MIN_US: the accuracy passive measurement
+ * the advertised figure and by more than PASSIVE_CALIB_DISAGREE_MIN_US: the accuracy passive measurement
  * can vouch for (doc/watch.md). */
-#define PCAL_DISAGREE_MIN_US 200u
+#define PASSIVE_CALIB_DISAGREE_MIN_US 200u
 
 /* Where the table in force takes an idle drive, in idle time since the last completion. */
-typedef struct PcalReach {
+typedef struct PassiveCalibReach {
         unsigned n;                             /* steps of the chain from PS0 (0: the drive stays awake) */
         uint8_t state[IDCTRL_MAX_PS];           /* the state of step k */
         uint64_t due_ns[IDCTRL_MAX_PS];         /* step k begins: its entry starts */
         uint64_t settled_ns[IDCTRL_MAX_PS];     /* step k's entry is over: from here to due_ns[k+1] a
                                                  * request pays exactly state[k]'s exit latency */
-} PcalReach;
+} PassiveCalibReach;
 
 /**
- * pcal_reach_from_table() - the chain an idle drive walks under @t from PS0: each
+ * passive_calib_reach_from_table() - the chain an idle drive walks under @t from PS0: each
  * state's entry ITPT and ITPS, until a state that goes nowhere, a state already
  * visited, or APSTE = 0. The entry latencies are @id's descriptors (0 = not reported).
  */
-void pcal_reach_from_table(const ApstTable *t, const IdCtrl *id, PcalReach *ret);
+void passive_calib_reach_from_table(const ApstTable *t, const IdCtrl *id, PassiveCalibReach *ret);
 
 /* Running sums of first-request service times. */
-typedef struct PcalSum {
+typedef struct PassiveCalibSum {
         uint64_t count;
         uint64_t sum_ns;
         uint64_t max_ns;
-} PcalSum;
+} PassiveCalibSum;
 
 typedef struct PassiveCalib {
-        PcalSum awake;                  /* after gaps too short to leave PS0 */
-        PcalSum state[IDCTRL_MAX_PS];   /* after gaps wholly inside the state's settled span */
+        PassiveCalibSum awake;          /* after gaps too short to leave PS0 */
+        PassiveCalibSum state[IDCTRL_MAX_PS];  /* after gaps wholly inside the state's settled span */
         uint64_t gaps_fed;              /* gaps in every delta fed, used or not */
 } PassiveCalib;
 
 /* Add the gaps of one histogram delta, counted while @reach's table was in force. */
-void pcal_feed(PassiveCalib *pc, const GapHist *delta, const PcalReach *reach);
+void passive_calib_feed(PassiveCalib *pc, const GapHist *delta, const PassiveCalibReach *reach);
 
-typedef struct PcalEstimate {
+typedef struct PassiveCalibEstimate {
         uint64_t samples;               /* first requests after gaps that settled in the state */
         uint64_t awake_samples;
         uint64_t awake_mean_ns;         /* service time of a first request to an awake drive */
         uint64_t wake_mean_ns;          /* ... to a drive settled in the state */
         uint64_t wake_max_ns;
         uint64_t exlat_ns;              /* wake_mean_ns - awake_mean_ns, at least 0 */
-} PcalEstimate;
+} PassiveCalibEstimate;
 
 /**
- * pcal_estimate() - the measured exit latency of @ps
+ * passive_calib_estimate() - the measured exit latency of @ps
  * Return: 0 with @ret filled in; -ENODATA while the state or the awake service time has fewer
- * than PCAL_MIN_SAMPLES first requests; -EINVAL for @ps out of range.
+ * than PASSIVE_CALIB_MIN_SAMPLES first requests; -EINVAL for @ps out of range.
  */
-int pcal_estimate(const PassiveCalib *pc, unsigned ps, PcalEstimate *ret);
+int passive_calib_estimate(const PassiveCalib *pc, unsigned ps, PassiveCalibEstimate *ret);
 
-/* Does a measured exit latency disagree with the descriptor's (see PCAL_DISAGREE_MIN_US)? */
-bool pcal_disagrees(uint64_t measured_ns, uint32_t advertised_us);
+/* Does a measured exit latency disagree with the descriptor's (see PASSIVE_CALIB_DISAGREE_MIN_US)? */
+bool passive_calib_disagrees(uint64_t measured_ns, uint32_t advertised_us);
 
 /**
- * pcal_apply() - *ret = *id with each state's exit latency raised to its measured one where that
+ * passive_calib_apply() - *ret = *id with each state's exit latency raised to its measured one where that
  * is larger (the policies' max(advertised, measured), as calib_apply() does for a stored
  * calibration). Return: the mask of the states raised (bit N = psN).
  */
-uint32_t pcal_apply(const PassiveCalib *pc, const IdCtrl *id, IdCtrl *ret);
+uint32_t passive_calib_apply(const PassiveCalib *pc, const IdCtrl *id, IdCtrl *ret);

@@ -14,7 +14,6 @@
  * file of another kind or version, or garbage is refused, never half-used.
  */
 
-#include <stddef.h>
 
 #define RECORD_HEADER(kind, version) "# nvme-apstd " kind " record v" #version "\n"
 

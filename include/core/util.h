@@ -7,7 +7,6 @@
  * every number that comes from a file or the command line goes through here.
  */
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,12 +40,3 @@ int safe_atod(const char *s, double *ret);
  * Return: 1 for true, 0 for false, -EINVAL for anything else.
  */
 int parse_boolean(const char *s);
-
-/**
- * runtime_directory() - the daemon's runtime directory: the first entry of
- * $RUNTIME_DIRECTORY (systemd passes one absolute path per RuntimeDirectory=
- * entry, colon-separated), else @fallback.
- * @ret: malloc'd
- * Return: 0 or -ENOMEM.
- */
-int runtime_directory(const char *fallback, char **ret);

@@ -22,7 +22,6 @@
  */
 
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #define WATCH_FAST_NS UINT64_C(50000000)          /* 50 ms while I/O happens */

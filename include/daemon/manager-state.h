@@ -28,9 +28,7 @@
 #include "cpupin.h"
 #include "cpuset.h"
 #include "ctrljob.h"
-#include "macro.h"
 #include "situation.h"
-#include "sysfs.h"
 
 typedef struct Manager Manager;
 typedef struct ManagerCtrl ManagerCtrl;
@@ -181,3 +179,9 @@ size_t manager_replan_all(Manager *m, const char *reason);
  * that outlives its owner shows up as a count beyond that bound. */
 void manager_track_source(sd_event_source *s, const char *description);
 unsigned manager_event_sources(void);
+
+/* A uevent monitor for @subsystem on m->event, calling @handler with @m, its event source named
+ * @description (left out of the count above, as libsystemd's own sources are). Return: 0, or
+ * sd-device's negative errno (the caller says what it could not listen for). */
+int manager_device_monitor(Manager *m, const char *subsystem, sd_device_monitor_handler_t handler,
+                           const char *description, sd_device_monitor **ret);

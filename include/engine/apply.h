@@ -15,7 +15,6 @@
 
 #include "apst.h"
 #include "nvme-admin.h"
-#include "device.h"
 
 typedef enum ApplyStep {
         APPLY_STEP_NONE,
@@ -28,6 +27,7 @@ typedef enum ApplyStep {
         _APPLY_STEP_INVALID = -EINVAL,
 } ApplyStep;
 
+/* "Set Features (write the table)", ...; NULL outside the enum. */
 const char *apply_step_to_string(ApplyStep s);
 
 /* What the journal entries say about the controller. */
@@ -75,7 +75,7 @@ typedef struct ApplyResult {
  * Logs MSGID_TABLE_WRITTEN / _VERIFIED / _FAILED / _RESTORED entries.
  * Return: 0 or the negative errno of the failed step (also in @ret).
  */
-int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t worst_wake_us,
+int apply_table(AdminHandle *c, const ApplyTarget *t, const ApstTable *want, uint32_t worst_wake_us,
                 bool skip_if_equal, ApplyResult *ret);
 
 /**
@@ -83,11 +83,11 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
  * and verify it. Logs MSGID_TABLE_RESTORED or _FAILED; a failure says whether
  * the Set Features itself failed (nothing changed) or only its verification.
  */
-int apply_restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig);
+int apply_restore(AdminHandle *c, const ApplyTarget *t, const ApstTable *orig);
 
 /* "NVMe status 0x4002 (Invalid Field in Command)" or strerror; @buf >= 128 bytes. */
 const char *apply_error_to_string(int error, uint16_t nvme_status, char *buf, size_t n);
 
 /* Set Features, Get Features and compare, nothing logged (calibrate's temporary tables).
  * Return: 0, -EBADMSG (the read-back differs), or negative errno (-EREMOTEIO: *ret_status). */
-int apply_set_verified(Ctrl *c, const ApstTable *t, uint16_t *ret_status);
+int apply_set_verified(AdminHandle *c, const ApstTable *t, uint16_t *ret_status);

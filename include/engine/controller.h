@@ -28,7 +28,6 @@
 #include "config.h"
 #include "device.h"
 #include "idctrl.h"
-#include "sysfs.h"
 
 typedef enum ControllerMode {
         CONTROLLER_MODE_PLAN,      /* `plan`: gate, Identify, plan; nothing written, verdicts not logged */

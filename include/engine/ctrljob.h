@@ -21,8 +21,6 @@
  * deadline (ctrljob_run()).
  */
 
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "controller.h"
@@ -58,7 +56,7 @@ typedef struct CtrlJob {
         int r;
 
         /* Shared with the running thread. */
-        CtrlInFlight in_flight;       /* the command it waits for, and the cancel flag */
+        AdminInFlight in_flight;      /* the command it waits for, and the cancel flag */
         uint64_t started_usec;        /* CLOCK_MONOTONIC when it was started */
         void *userdata;               /* the caller's; the job never touches it */
 
@@ -115,6 +113,3 @@ CtrlJob *ctrljob_queue_pop(CtrlJobQueue *q);
  * @j must not be used after -ETIMEDOUT.
  */
 int ctrljob_run(CtrlJob *j, uint64_t deadline_usec);
-
-/* CLOCK_MONOTONIC in µs. */
-uint64_t ctrljob_now_usec(void);

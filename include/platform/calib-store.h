@@ -6,7 +6,6 @@
  * doc/calibrate.md): read, and replaced atomically. The format is calib.h's.
  */
 
-#include <stddef.h>
 
 #include "calib.h"
 
@@ -17,7 +16,3 @@ int calib_load(const char *state_dir, const char *model, const char *firmware, C
 
 /* Write atomically (mode 0644), creating STATE_DIR/calibration. */
 int calib_save(const char *state_dir, const Calibration *c);
-
-/* Where the results are kept when nothing else is said: $STATE_DIRECTORY (the first, if systemd
- * passes several), else /var/lib/nvme-apstd. */
-const char *calib_default_state_dir(char *buf, size_t n);

@@ -6,7 +6,6 @@
  * module uses (configuration, Identify dumps, traces, crash records).
  */
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>

@@ -19,7 +19,6 @@
  * added); LOG_DEBUG = anything useful. Never log serial numbers.
  */
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <syslog.h>
 

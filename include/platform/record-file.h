@@ -14,9 +14,7 @@
  * file of another kind or version, or garbage is refused, never half-used.
  */
 
-#include <stddef.h>
 
-#include "record-format.h"
 
 /* Replace @path with @text atomically (mode 0600). Return: 0 or -errno. */
 int record_store(const char *path, const char *text);

@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "config-file.h"
-#include "calib-store.h"
 #include "cli.h"
 #include "config-build.h"
 #include "log.h"
 #include "power.h"
+#include "state-file.h"
 #include "sysfs.h"
 
 const char *arg_sysfs_root = "/sys";
@@ -23,7 +23,7 @@ const char *cli_state_dir(char *buf, size_t n) {
                 (void) snprintf(buf, n, "%s", arg_state_dir);
                 return buf;
         }
-        return calib_default_state_dir(buf, n);
+        return state_directory(buf, n);
 }
 
 ControllerContext cli_controller_context(ControllerMode mode, const Config *cfg, const SysPlatform *plat,

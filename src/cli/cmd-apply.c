@@ -18,6 +18,7 @@
 #include "controller.h"
 #include "ctrljob.h"
 #include "log.h"
+#include "sysfs.h"
 
 static void help(void) {
         printf("Usage: nvme-apstd apply [OPTIONS] [nvmeX...]\n\n"

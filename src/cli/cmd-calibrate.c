@@ -16,7 +16,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include "calibrate.h"
 #include "calib-store.h"
 #include "cli.h"
+#include "clock.h"
 #include "config-build.h"
 #include "cpupin.h"
 #include "ctrljob.h"
@@ -38,6 +38,7 @@
 #include "log.h"
 #include "record-file.h"
 #include "runlock.h"
+#include "state-file.h"
 #include "sysfs.h"
 #include "util.h"
 #include "verbs.h"
@@ -174,7 +175,7 @@ static void say_unresponsive(const Run *run, const SysCtrl *sys, unsigned secs, 
 /* The words for a failed command: its NVMe status, a read-back that differs, or the errno. */
 static const char *error_words(int r, uint16_t status, char *buf, size_t n) {
         if (r == -EREMOTEIO)
-                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", status, ctrl_status_to_string(status));
+                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", status, admin_status_to_string(status));
         else if (r == -EBADMSG)
                 (void) snprintf(buf, n, "the table read back differs from the one written");
         else
@@ -528,7 +529,7 @@ int verb_calibrate(int argc, char *argv[]) {
         (void) sigaction(SIGINT, &sa, NULL);
         (void) sigaction(SIGTERM, &sa, NULL);
         (void) sigaction(SIGHUP, &sa, NULL);
-        run.deadline_usec = ctrljob_now_usec() + (uint64_t) o.max_time_s * 1000000u;
+        run.deadline_usec = now_usec() + (uint64_t) o.max_time_s * 1000000u;
 
         sysfs_read_platform(arg_sysfs_root, &plat);
         r = cli_select_controllers(argv + optind, (size_t) (argc - optind), &sel);

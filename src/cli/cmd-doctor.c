@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "cpufreq-sysfs.h"
 #include "apply.h"
 #include "apstd-ids.h"
@@ -25,6 +27,7 @@
 #include "ctrljob.h"
 #include "nvme-admin.h"
 #include "doctor.h"
+#include "doctor-out.h"
 #include "fileio.h"
 #include "log.h"
 #include "sysfs.h"
@@ -36,6 +39,137 @@
 #define CMDLINE_MAX 4096u              /* COMMAND_LINE_SIZE on x86 is 2048 */
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
+
+/* ---- output: the report in words or as JSON (schema in nvme-apstd(8), DOCTOR) ---- */
+
+/* The JSON schema's version: raised when a member changes meaning or goes away. */
+#define DOCTOR_JSON_VERSION 1
+
+static void print_indented(FILE *f, const char *indent, const char *text) {
+        for (const char *l = text; l;) {
+                const char *nl = strchr(l, '\n');
+                fprintf(f, "%s%.*s\n", indent, nl ? (int) (nl - l) : (int) strlen(l), l);
+                l = nl ? nl + 1 : NULL;
+        }
+}
+
+int doctor_format_text(const DoctorReport *r, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < r->n_findings; i++) {
+                const DoctorFinding *x = &r->findings[i];
+
+                fprintf(f, "%s[%s] %s: %s\n", i ? "\n" : "", doctor_finding_id_to_string(x->id), x->subject,
+                        x->title);
+                fputs("  seen:\n", f);
+                for (size_t k = 0; k < x->n_evidence; k++)
+                        fprintf(f, "    %s = %s\n", x->evidence[k].source, x->evidence[k].value);
+                fputs("  why:\n", f);
+                print_indented(f, "    ", x->why);
+                fputs("  what to do:\n", f);
+                for (size_t k = 0; k < x->n_fix; k++) {
+                        const char *nl = strchr(x->fix[k], '\n');
+
+                        /* a multi-line fix is a sentence and then a snippet: indent the snippet */
+                        fprintf(f, "    - %.*s\n", nl ? (int) (nl - x->fix[k]) : (int) strlen(x->fix[k]), x->fix[k]);
+                        if (nl)
+                                print_indented(f, "        ", nl + 1);
+                }
+        }
+        if (r->n_findings > 0)
+                fputc('\n', f);
+        fputs("Looked at:\n", f);
+        for (size_t i = 0; i < r->n_examined; i++)
+                fprintf(f, "  %s: %s\n", r->examined[i].subject, r->examined[i].text);
+        if (r->n_skipped > 0) {
+                fputs("Not looked at:\n", f);
+                for (size_t i = 0; i < r->n_skipped; i++)
+                        fprintf(f, "  %s: %s%s\n", r->skipped[i].subject, r->skipped[i].text,
+                                r->skipped[i].error ? " (error)" : "");
+        }
+        switch (doctor_exit_status(r)) {
+        case 0:
+                fputs("No problems found.\n", f);
+                break;
+        case 1:
+                fprintf(f, "%zu finding%s.\n", r->n_findings, r->n_findings == 1 ? "" : "s");
+                break;
+        default:
+                fputs("No problems found, but not everything could be looked at.\n", f);
+                break;
+        }
+        if (fclose(f) != 0 || !buf)
+                return -ENOMEM;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static json_object *notes_json(const DoctorNote *v, size_t n, bool with_error) {
+        json_object *a = json_object_new_array();
+
+        for (size_t i = 0; a && i < n; i++) {
+                json_object *o = json_object_new_object();
+                if (!o)
+                        continue;
+                json_object_object_add(o, "subject", json_object_new_string(v[i].subject));
+                json_object_object_add(o, "text", json_object_new_string(v[i].text));
+                if (with_error)
+                        json_object_object_add(o, "error", json_object_new_boolean(v[i].error));
+                json_object_array_add(a, o);
+        }
+        return a;
+}
+
+int doctor_format_json(const DoctorReport *r, char **ret) {
+        json_object *root = json_object_new_object(), *findings = json_object_new_array();
+        const char *text;
+        char *copy;
+
+        if (!root || !findings) {
+                json_object_put(root);
+                json_object_put(findings);
+                return -ENOMEM;
+        }
+        json_object_object_add(root, "version", json_object_new_int(DOCTOR_JSON_VERSION));
+        json_object_object_add(root, "exit_status", json_object_new_int(doctor_exit_status(r)));
+        for (size_t i = 0; i < r->n_findings; i++) {
+                const DoctorFinding *x = &r->findings[i];
+                json_object *o = json_object_new_object(), *ev = json_object_new_array(),
+                            *fx = json_object_new_array();
+
+                for (size_t k = 0; ev && k < x->n_evidence; k++) {
+                        json_object *e = json_object_new_object();
+                        json_object_object_add(e, "source", json_object_new_string(x->evidence[k].source));
+                        json_object_object_add(e, "value", json_object_new_string(x->evidence[k].value));
+                        json_object_array_add(ev, e);
+                }
+                for (size_t k = 0; fx && k < x->n_fix; k++)
+                        json_object_array_add(fx, json_object_new_string(x->fix[k]));
+                json_object_object_add(o, "id", json_object_new_string(doctor_finding_id_to_string(x->id)));
+                json_object_object_add(o, "subject", json_object_new_string(x->subject));
+                json_object_object_add(o, "title", json_object_new_string(x->title));
+                json_object_object_add(o, "evidence", ev);
+                json_object_object_add(o, "why", json_object_new_string(x->why));
+                json_object_object_add(o, "fix", fx);
+                json_object_array_add(findings, o);
+        }
+        json_object_object_add(root, "findings", findings);
+        json_object_object_add(root, "examined", notes_json(r->examined, r->n_examined, false));
+        json_object_object_add(root, "skipped", notes_json(r->skipped, r->n_skipped, true));
+
+        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                            JSON_C_TO_STRING_NOSLASHESCAPE);
+        copy = text ? strdup(text) : NULL;
+        json_object_put(root);
+        if (!copy)
+                return -ENOMEM;
+        *ret = copy;
+        return 0;
+}
 
 static int read_u32(const char *path, uint32_t *ret) {
         char buf[32];
@@ -81,7 +215,7 @@ static void read_nvme_core(const char *root, DoctorSnapshot *s) {
 }
 
 static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
-        _cleanup_(ctrl_freep) Ctrl *ctrl = NULL;
+        _cleanup_(admin_freep) AdminHandle *ctrl = NULL;
         uint8_t raw[IDCTRL_SIZE];
         char path[PATH_MAX];
         uint16_t status = 0;
@@ -96,9 +230,9 @@ static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
         if (strcmp(sys->transport, "pcie") != 0)
                 return;
 
-        r = ctrl_open(arg_dev_dir, sys->name, &ctrl);
+        r = admin_open(arg_dev_dir, sys->name, &ctrl);
         if (r >= 0)
-                r = ctrl_identify(ctrl, &d->id, raw, &status);
+                r = admin_identify(ctrl, &d->id, raw, &status);
         if (r < 0) {
                 d->id_error = r;
                 (void) apply_error_to_string(r, status, d->id_error_text, sizeof d->id_error_text);
@@ -111,7 +245,7 @@ static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
         if (!d->id.apst_supported)
                 return;     /* no Get Features 0x0C for a drive without the feature, as the kernel */
         status = 0;
-        r = ctrl_get_apst(ctrl, &d->table, &status);
+        r = admin_get_apst(ctrl, &d->table, &status);
         d->table_error = r < 0 ? r : 0;
         if (r < 0)
                 (void) apply_error_to_string(r, status, d->table_error_text, sizeof d->table_error_text);

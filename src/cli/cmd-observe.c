@@ -43,7 +43,7 @@ static void help(void) {
                "time of the first request after each gap, and the request count. Changes nothing.\n"
                "Needs root (CAP_BPF and CAP_PERFMON) and a kernel with BTF; without them it says\n"
                "why and exits 1.\n\n"
-               "  -s --seconds N   watch for N seconds (default %u); Ctrl-C stops early\n"
+               "  -s --seconds N   watch for N seconds (default %u); AdminHandle-C stops early\n"
                "  -j --json        print one JSON object (schema in nvme-apstd(8))\n"
                "  -h --help        show this help\n"
                "     --version     show the version\n",

@@ -5,16 +5,13 @@
  * the daemon would program, in words or as JSON. Sends nothing but Identify.
  */
 
-#include <fcntl.h>
 #include <limits.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cpufreq-sysfs.h"
-#include "apply.h"
 #include "cli.h"
 #include "plan.h"
 #include "verbs.h"
@@ -25,6 +22,7 @@
 #include "fileio.h"
 #include "json-out.h"
 #include "log.h"
+#include "sysfs.h"
 
 #define ID_FILE_MAX (1024u * 1024u) /* an nvme-cli JSON dump is ~10 KiB; refuse anything absurd */
 

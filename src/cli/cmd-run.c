@@ -18,6 +18,7 @@
 #include "cpupin.h"
 #include "log.h"
 #include "runlock.h"
+#include "state-file.h"
 #include "manager.h"
 #include "util.h"
 

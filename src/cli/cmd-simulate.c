@@ -11,7 +11,6 @@
  */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -19,13 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "adapt.h"
 #include "sim-adapt.h"
 #include "apst.h"
-#include "config-build.h"
 #include "config-file.h"
 #include "device.h"
 #include "fileio.h"
@@ -35,6 +32,7 @@
 #include "log.h"
 #include "macro.h"
 #include "sim.h"
+#include "string-table.h"
 #include "trace.h"
 #include "util.h"
 #include "verbs.h"
@@ -91,15 +89,16 @@ static int simulate_policy_to_apst(SimulatePolicy k, ApstPolicyKind *ret) {
         return -EINVAL;
 }
 
-static const char *simulate_policy_to_string(SimulatePolicy k) {
-        ApstPolicyKind p;
+/* The daemon's three spelt as apst_policy_table spells them (config.c's `policy =`). */
+static const char *const simulate_policy_table[_SIMULATE_POLICY_MAX] = {
+        [SIMULATE_POLICY_BUDGET] = "budget",
+        [SIMULATE_POLICY_KERNEL] = "kernel",
+        [SIMULATE_POLICY_ADAPTIVE] = "adaptive",
+        [SIMULATE_POLICY_NONE] = "none",
+        [SIMULATE_POLICY_HINDSIGHT] = "hindsight",
+};
 
-        if (k == SIMULATE_POLICY_HINDSIGHT)
-                return "hindsight";
-        if (k == SIMULATE_POLICY_NONE)
-                return "none";
-        return simulate_policy_to_apst(k, &p) < 0 ? NULL : apst_policy_to_string(p);
-}
+DEFINE_PRIVATE_STRING_TABLE_LOOKUP(simulate_policy, SimulatePolicy);
 
 typedef struct Options {
         const char *id_ctrl, *trace, *config, *policy, *device;
@@ -179,7 +178,7 @@ static int parse_service_us(const char *arg, uint64_t *ret_ns) {
 
 /* --policy: one the daemon knows, or none (the kernel's table). */
 static int parse_policy(const char *arg, const char **ret) {
-        if (strcmp(arg, "none") != 0 && strcmp(arg, "hindsight") != 0 && apst_policy_from_string(arg) < 0) {
+        if (simulate_policy_from_string(arg) < 0) {
                 log_error("--policy: expected budget, kernel, adaptive, none or hindsight, got \"%s\"", arg);
                 return -EINVAL;
         }
@@ -401,18 +400,11 @@ static int resolve_policy(const Options *o, const IdCtrl *id, ApstParams *ret_pa
         params = dp.verdict == DEVICE_DISABLED ? APST_PARAMS_DEFAULT : dp.params;
         kind = dp.verdict == DEVICE_DISABLED ? SIMULATE_POLICY_KERNEL : simulate_policy_from_apst(params.policy);
         if (o->policy) {
-                if (strcmp(o->policy, "none") == 0)
-                        kind = SIMULATE_POLICY_NONE;
-                else if (strcmp(o->policy, "hindsight") == 0)
-                        kind = SIMULATE_POLICY_HINDSIGHT;
-                else {
-                        ApstPolicyKind k = apst_policy_from_string(o->policy);
-                        if (k < 0) {
-                                log_error("--policy: expected budget, kernel, adaptive, none or hindsight, got \"%s\"",
-                                          o->policy);
-                                return -EINVAL;
-                        }
-                        kind = simulate_policy_from_apst(k);
+                kind = simulate_policy_from_string(o->policy);
+                if (kind < 0) {
+                        log_error("--policy: expected budget, kernel, adaptive, none or hindsight, got \"%s\"",
+                                  o->policy);
+                        return -EINVAL;
                 }
         }
         (void) simulate_policy_to_apst(kind, &params.policy);    /* none and hindsight keep the plan's */

@@ -22,7 +22,6 @@
 
 #include "bus-api.h"
 #include "cli.h"
-#include "config-build.h"
 #include "json-out.h"
 #include "plan.h"
 #include "log.h"

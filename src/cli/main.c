@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
 #include "config-build.h"
 #include "log.h"
 #include "verbs.h"

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "log.h"

@@ -22,6 +22,7 @@
 
 #include "adapt.h"
 #include "macro.h"
+#include "string-table.h"
 
 #define NS_PER_MS 1000000.0
 #define NS_PER_US 1000.0
@@ -162,7 +163,7 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
         if (!a || !id || !p || !ret_table)
                 return -EINVAL;
         ap = *p;
-        *a = (Adapt) { .id = *id, .budget_cpct = p->stall_budget_cpct, .exlat_factor = 1.0 };
+        *a = (Adapt) { .id = *id, .budget_pct_x100 = p->stall_budget_pct_x100, .exlat_factor = 1.0 };
         a->p0_uw = id->psd[0].idle_power_uw ? id->psd[0].idle_power_uw : APST_P0_DEFAULT_UW;
 
         ap.policy = APST_POLICY_ADAPTIVE;
@@ -192,7 +193,7 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
 
         /* The exact source's model and the shadow kernel. */
         a->params = *p;
-        a->budget_explicit = p->stall_budget_cpct != APST_STALL_BUDGET_DEFAULT_CPCT;
+        a->budget_explicit = p->stall_budget_pct_x100 != APST_STALL_BUDGET_DEFAULT_PCT_X100;
         a->kernel_table = plan.outcome == APST_OUTCOME_PROGRAM ? plan.table : (ApstTable) {};
         a->sd = (ShadowDrive) { .npss = id->npss, .p0_uw = a->p0_uw };
         for (unsigned i = 1; i <= id->npss && i < SHADOW_STATES; i++) {
@@ -336,14 +337,14 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
         chain_score(a, &a->kernel, a->exlat_factor, &k_e, &k_s);
         chain_score(a, &a->current, a->exlat_factor, &cur_e, &cur_s);
         s = (Search) { .a = a, .xf = a->exlat_factor };
-        double budget_ns = elapsed * a->budget_cpct / 10000.0;
+        double budget_ns = elapsed * a->budget_pct_x100 / 10000.0;
         s.limit_ns = MIN(budget_ns, k_s);
         /* Also a drive that stalls more than its advertised latencies explain: the observed
          * wake cost counts against the table in force. */
         /* Slack of a tenth of the budget, so gaps that hover around a threshold do not
          * make the limit flip the table back and forth. */
         overrun = cur_s > s.limit_ns * 1.1 + budget_ns / 20 ||
-                  watch_stall_fraction(&a->watch) > 1.5 * a->budget_cpct / 10000.0 + 1e-6;
+                  watch_stall_fraction(&a->watch) > 1.5 * a->budget_pct_x100 / 10000.0 + 1e-6;
         /* A band: a new table must fit in 80% of the budget (and the kernel's cost), the one
          * in force is kept up to 110% of its limit plus 5% of the budget, so the noise
          * of the estimates does not flip tables. */
@@ -383,7 +384,7 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
                         "I/O every ~%s (%.1f/s)%s: the kernel's table would stall %.2f%% of the time, the table "
                         "in force %.2f%%, budget %.2f%%; %s: expected stall %.2f%%, idle energy %.0f%% of the kernel's",
                         gap, d.io_rate, lie, 100 * d.kernel_stall, elapsed > 0 ? 100 * cur_s / elapsed : 0,
-                     a->budget_cpct / 100.0, chain, 100 * d.expected_stall, 100 * d.energy_vs_kernel) < 0)
+                     a->budget_pct_x100 / 100.0, chain, 100 * d.expected_stall, 100 * d.energy_vs_kernel) < 0)
                 d.reason[0] = 0;
 
         a->current = s.best;
@@ -399,21 +400,12 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
 
 /* ---- The exact source ---- */
 
-static const char *const source_names[_ADAPT_SOURCE_MAX] = {
+static const char *const adapt_source_table[_ADAPT_SOURCE_MAX] = {
         [ADAPT_SOURCE_STAT] = "stat",
         [ADAPT_SOURCE_BPF] = "bpf",
 };
 
-const char *adapt_source_to_string(AdaptSource s) {
-        return s >= 0 && s < _ADAPT_SOURCE_MAX ? source_names[s] : NULL;
-}
-
-AdaptSource adapt_source_from_string(const char *s) {
-        for (unsigned i = 0; s && i < _ADAPT_SOURCE_MAX; i++)
-                if (strcmp(s, source_names[i]) == 0)
-                        return (AdaptSource) i;
-        return _ADAPT_SOURCE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(adapt_source, AdaptSource);
 
 typedef struct GapSearch {
         const Adapt *a;
@@ -615,14 +607,14 @@ static void update_exlat(Adapt *a) {
         bool measured[SHADOW_STATES] = {};
         double factor = 1.0;
 
-        if (pc->awake.count >= PCAL_MIN_SAMPLES)
+        if (pc->awake.count >= PASSIVE_CALIB_MIN_SAMPLES)
                 a->awake_svc_ns = (double) pc->awake.sum_ns / (double) pc->awake.count;
         _Static_assert(SHADOW_STATES == IDCTRL_MAX_PS, "one index for both");
         for (unsigned s = 1; s <= a->sd.npss && s < SHADOW_STATES; s++) {
-                PcalEstimate e;
+                PassiveCalibEstimate e;
                 uint64_t ns;
 
-                if (pcal_estimate(pc, s, &e) == 0)
+                if (passive_calib_estimate(pc, s, &e) == 0)
                         ns = e.exlat_ns;
                 else if (pc->state[s].count >= ADAPT_EXLAT_EARLY_SAMPLES) {
                         uint64_t mean = pc->state[s].sum_ns / pc->state[s].count;
@@ -659,11 +651,12 @@ static double allowed_wake_ns(const Adapt *a, double k_w, double budget_w, bool 
         return k_w;
 }
 
-/* Take in the gaps of @delta (@now_ns never before the last call): the decayed decision histogram, the evidence, passive calibration, and what
+/* Take in the gaps of @delta (@now_ns never before the last call): the evidence, the recent
+ * histogram, the count of gaps seen, passive calibration, and what
  * the table in force (@ret_applied) and the kernel's cost on them. */
 static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, ShadowChain *ret_applied) {
         ShadowChain applied;
-        PcalReach reach;
+        PassiveCalibReach reach;
         double f;
 
         /* The evidence: the last ADAPT_EVIDENCE_GAPS gaps, plus this delta; the recent histogram
@@ -682,9 +675,9 @@ static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, Shadow
          * with the exit latencies the first requests showed. */
         /* The first delta after a new table holds gaps that began under the old one: no
          * evidence for either table's states. */
-        pcal_reach_from_table(&a->current_table, &a->id, &reach);
+        passive_calib_reach_from_table(&a->current_table, &a->id, &reach);
         if (!a->table_changed)
-                pcal_feed(&a->pcal, delta, &reach);
+                passive_calib_feed(&a->pcal, delta, &reach);
         a->table_changed = false;
         update_exlat(a);
         shadow_chain_from_table(&a->sd, a->current_table.apste, a->current_table.entry, &applied);
@@ -721,7 +714,8 @@ static int gaps_guard(Adapt *a, uint64_t now_ns, ApstTable *ret_table, AdaptDeci
                                      why) < 0)
                                 d.reason[0] = 0;
                         *ret_done = true;
-                        if (chain_equal(a, &a->current, &a->kernel) && apst_table_equal(&a->current_table, &a->kernel_table))
+                        if (chain_equal(a, &a->current, &a->kernel) &&
+                            apst_table_equal(&a->current_table, &a->kernel_table))
                                 return 0;
                         return return_new_table(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
                 }
@@ -775,7 +769,8 @@ static void gaps_describe(const Adapt *a, const GapSearch *s, double k_e, double
         /* A choice that waits longer than the kernel's table at some gap lengths says what it
          * risks there, at worst. */
         if (s->best_bound > 0 &&
-            snprintf(risk, sizeof risk, "; at worst %.1f ms more wake delay than the kernel's table (tolerated %.1f ms)",
+            snprintf(risk, sizeof risk,
+                     "; at worst %.1f ms more wake delay than the kernel's table (tolerated %.1f ms)",
                      s->best_bound / 1e6, s->tolerance_ns / 1e6) < 0)
                 risk[0] = 0;
         /* So does a change of workload. */
@@ -828,7 +823,8 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         shadow_hist_cost(&a->sd_cand, applied_chain, &a->hist, &cur_e, &cur_w);
         /* The stall budget holds over the time the evidence covers with what was already paid:
          * wake delay the tables in force spent beyond it is taken off what the next may spend. */
-        double budget_w = MAX((double) a->hist_elapsed_ns, (double) ADAPT_BUDGET_MIN_SPAN_NS) * a->budget_cpct / 10000.0;
+        double budget_w = MAX((double) a->hist_elapsed_ns, (double) ADAPT_BUDGET_MIN_SPAN_NS) * a->budget_pct_x100 /
+                          10000.0;
         /* A new table must fit in ADAPT_BUDGET_FILL of it: the gaps to come are not exactly
          * the gaps seen, and a table right at the limit would overrun as often as not. */
         budget_w = MAX(ADAPT_BUDGET_FILL * budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);

@@ -30,6 +30,7 @@
 
 #include "apst.h"
 #include "macro.h"
+#include "string-table.h"
 
 #define APST_ENTRY_RESERVED_MASK (UINT64_C(0xFFFFFFFF00000000) | UINT64_C(0x7))
 
@@ -43,20 +44,7 @@ static const char *const apst_policy_table[_APST_POLICY_MAX] = {
         [APST_POLICY_ADAPTIVE] = "adaptive",
 };
 
-const char *apst_policy_to_string(ApstPolicyKind p) {
-        if (p < 0 || p >= _APST_POLICY_MAX)
-                return NULL;
-        return apst_policy_table[p];
-}
-
-ApstPolicyKind apst_policy_from_string(const char *s) {
-        if (!s)
-                return _APST_POLICY_INVALID;
-        for (int i = 0; i < _APST_POLICY_MAX; i++)
-                if (streq_ptr(s, apst_policy_table[i]))
-                        return (ApstPolicyKind) i;
-        return _APST_POLICY_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(apst_policy, ApstPolicyKind);
 
 /*
  * Quirks
@@ -292,10 +280,10 @@ static void chain_break_even(const IdCtrl *id, const unsigned *chain, unsigned n
 
 /* The idle time, from the last completion, before a wake-up from chain state @psd may
  * cost its whole enlat + exlat: tau / budget, in ms rounded up. */
-static uint64_t stall_start_ms(const IdPsd *psd, uint32_t budget_cpct) {
+static uint64_t stall_start_ms(const IdPsd *psd, uint32_t budget_pct_x100) {
         uint64_t tau_us = (uint64_t) psd->enlat_us + psd->exlat_us;
 
-        return (tau_us * 10000 + (uint64_t) budget_cpct * 1000 - 1) / ((uint64_t) budget_cpct * 1000);
+        return (tau_us * 10000 + (uint64_t) budget_pct_x100 * 1000 - 1) / ((uint64_t) budget_pct_x100 * 1000);
 }
 
 /*
@@ -314,27 +302,27 @@ static uint64_t kernel_tier_ms(const ApstParams *p, uint64_t tau_us) {
 
 /* When chain state @psd may be entered at the earliest, from the last completion: tau /
  * budget, and with @tiers no earlier than the kernel's tier for it. */
-static uint64_t earliest_start_ms(const IdPsd *psd, uint32_t budget_cpct, const ApstParams *tiers) {
-        uint64_t start_ms = stall_start_ms(psd, budget_cpct);
+static uint64_t earliest_start_ms(const IdPsd *psd, uint32_t budget_pct_x100, const ApstParams *tiers) {
+        uint64_t start_ms = stall_start_ms(psd, budget_pct_x100);
 
         if (tiers)
                 start_ms = MAX(start_ms, kernel_tier_ms(tiers, (uint64_t) psd->enlat_us + psd->exlat_us));
         return start_ms;
 }
 
-static unsigned stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_cpct,
+static unsigned stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_pct_x100,
                               const ApstParams *tiers, uint32_t ret_itpt_ms[IDCTRL_MAX_PS]) {
         uint32_t be[IDCTRL_MAX_PS];
         uint64_t reach_ms = 0;      /* when the previous step's entry is over, from the last completion */
 
-        if (budget_cpct == 0)
+        if (budget_pct_x100 == 0)
                 return 0;
         chain_break_even(id, chain, n, be);
         for (unsigned k = 0; k < n; k++) {
                 const IdPsd *psd = &id->psd[chain[k]];
                 /* A wake-up during or after this entry costs at most tau; the idle time before
                  * the entry starts must be at least tau / budget. */
-                uint64_t start_ms = earliest_start_ms(psd, budget_cpct, tiers);
+                uint64_t start_ms = earliest_start_ms(psd, budget_pct_x100, tiers);
                 uint64_t itpt = start_ms > reach_ms ? start_ms - reach_ms : 1;
 
                 itpt = MAX(itpt, (uint64_t) be[k]);
@@ -346,9 +334,9 @@ static unsigned stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned 
         return n;
 }
 
-unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_cpct,
+unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n, uint32_t budget_pct_x100,
                             uint32_t ret_itpt_ms[IDCTRL_MAX_PS]) {
-        return stall_bounded(id, chain, n, budget_cpct, NULL, ret_itpt_ms);
+        return stall_bounded(id, chain, n, budget_pct_x100, NULL, ret_itpt_ms);
 }
 
 static void build_budget(const IdCtrl *id, unsigned quirks, const ApstParams *p, ApstTable *t) {
@@ -362,7 +350,7 @@ static void build_budget(const IdCtrl *id, unsigned quirks, const ApstParams *p,
          * completion, so an idle gap of any length loses at most the stall budget's share
          * of itself to the wake-up that ends it. Every state above a chain state goes to
          * the next chain state below it. The deepest chain state stays. */
-        n = stall_bounded(id, chain, n, p->stall_budget_cpct, p, itpt);
+        n = stall_bounded(id, chain, n, p->stall_budget_pct_x100, p, itpt);
         if (n == 0)
                 return;
         apst_table_from_chain(id, chain, itpt, n, t);
@@ -381,7 +369,7 @@ static void build_budget(const IdCtrl *id, unsigned quirks, const ApstParams *p,
                 if (!on_chain) {
                         const IdPsd *to = &id->psd[chain[k]];
                         uint64_t ms = MAX((uint64_t) us_to_itpt(break_even_us(p0_uw, p0_uw, to)),
-                                          earliest_start_ms(to, p->stall_budget_cpct, p));
+                                          earliest_start_ms(to, p->stall_budget_pct_x100, p));
                         t->entry[s] = apst_entry_make(chain[k], clamp_itpt(ms));
                 }
         }
@@ -392,7 +380,7 @@ static void build_adaptive_start(const IdCtrl *id, unsigned quirks, const ApstPa
         uint32_t itpt[IDCTRL_MAX_PS];
         unsigned n = apst_chain(id, quirks, p, chain);
 
-        n = apst_stall_bounded(id, chain, n, p->stall_budget_cpct, itpt);
+        n = apst_stall_bounded(id, chain, n, p->stall_budget_pct_x100, itpt);
         apst_table_from_chain(id, chain, itpt, n, t);
 }
 
@@ -674,5 +662,5 @@ bool apst_params_equal(const ApstParams *a, const ApstParams *b) {
                a->primary_timeout_ms == b->primary_timeout_ms && a->secondary_timeout_ms == b->secondary_timeout_ms &&
                a->primary_latency_tol_us == b->primary_latency_tol_us &&
                a->secondary_latency_tol_us == b->secondary_latency_tol_us && a->force == b->force &&
-               a->stall_budget_cpct == b->stall_budget_cpct && a->use_calibration == b->use_calibration;
+               a->stall_budget_pct_x100 == b->stall_budget_pct_x100 && a->use_calibration == b->use_calibration;
 }

@@ -2,7 +2,6 @@
 /* The pure part of `calibrate`; see calib-plan.h. */
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "calib-plan.h"
 #include "macro.h"

@@ -27,20 +27,19 @@
  */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ini.h>
 
 #include "config.h"
 #include "macro.h"
+#include "string-table.h"
 #include "util.h"
 
 /* Bounds of the numbers, documented in nvme-apstd.conf(5). */
@@ -178,26 +177,14 @@ static int parse_bool(const ConfigKey *k, const char *v, void *dest, char *reaso
 }
 
 static int parse_policy(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
-        /*
-         * Our own small table rather than apst_policy_from_string(), so the
-         * parser does not pull the APST builder in; keep it in step with apst.c.
-         */
-        static const struct {
-                const char *name;
-                ApstPolicyKind kind;
-        } table[] = {
-                { "budget", APST_POLICY_BUDGET },
-                { "kernel", APST_POLICY_KERNEL },
-                { "adaptive", APST_POLICY_ADAPTIVE },
-        };
+        ApstPolicyKind p = apst_policy_from_string(v);
 
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (strcmp(v, table[i].name) == 0) {
-                        *(ApstPolicyKind *) dest = table[i].kind;
-                        return 0;
-                }
-        snprintf(reason, n, "unknown policy (budget, kernel or adaptive)");
-        return -EINVAL;
+        if (p < 0) {
+                snprintf(reason, n, "unknown policy (budget, kernel or adaptive)");
+                return -EINVAL;
+        }
+        *(ApstPolicyKind *) dest = p;
+        return 0;
 }
 
 static int set_string(void *dest, const char *v, char *reason, size_t n) {
@@ -301,16 +288,7 @@ static const char *const cpu_pin_mode_table[_CPU_PIN_MAX] = {
         [CPU_PIN_BUSY] = "busy",
 };
 
-const char *cpu_pin_mode_to_string(CpuPinMode m) {
-        return m >= 0 && m < _CPU_PIN_MAX ? cpu_pin_mode_table[m] : NULL;
-}
-
-CpuPinMode cpu_pin_mode_from_string(const char *s) {
-        for (size_t i = 0; s && i < ELEMENTSOF(cpu_pin_mode_table); i++)
-                if (strcmp(s, cpu_pin_mode_table[i]) == 0)
-                        return (CpuPinMode) i;
-        return _CPU_PIN_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(cpu_pin_mode, CpuPinMode);
 
 static int parse_pin(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
         CpuPinMode m = cpu_pin_mode_from_string(v);
@@ -323,22 +301,13 @@ static int parse_pin(const ConfigKey *k, const char *v, void *dest, char *reason
         return 0;
 }
 
-static const char *const watch_source_table[_WATCH_SOURCE_MAX] = {
+static const char *const watch_source_mode_table[_WATCH_SOURCE_MAX] = {
         [WATCH_SOURCE_AUTO] = "auto",
         [WATCH_SOURCE_BPF] = "bpf",
         [WATCH_SOURCE_STAT] = "stat",
 };
 
-const char *watch_source_mode_to_string(WatchSourceMode m) {
-        return m >= 0 && m < _WATCH_SOURCE_MAX ? watch_source_table[m] : NULL;
-}
-
-WatchSourceMode watch_source_mode_from_string(const char *s) {
-        for (size_t i = 0; s && i < ELEMENTSOF(watch_source_table); i++)
-                if (strcmp(s, watch_source_table[i]) == 0)
-                        return (WatchSourceMode) i;
-        return _WATCH_SOURCE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(watch_source_mode, WatchSourceMode);
 
 static int parse_watch_source(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
         WatchSourceMode m = watch_source_mode_from_string(v);
@@ -468,7 +437,7 @@ static const ConfigKey config_keys[] = {
         APST_KEY("secondary_latency_tol_us", parse_u32, secondary_latency_tol_us, 0, LATENCY_US_MAX,
                  APST_KEY_SECONDARY_TOL),
         APST_KEY("force", parse_bool, force, 0, 0, APST_KEY_FORCE),
-        APST_KEY("stall_budget_pct", parse_percent, stall_budget_cpct, 0, APST_STALL_BUDGET_MAX_CPCT,
+        APST_KEY("stall_budget_pct", parse_percent, stall_budget_pct_x100, 0, APST_STALL_BUDGET_MAX_PCT_X100,
                  APST_KEY_STALL_BUDGET),
         APST_KEY("use_calibration", parse_bool, use_calibration, 0, 0, APST_KEY_USE_CALIBRATION),
 

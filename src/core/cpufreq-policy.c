@@ -14,20 +14,17 @@
 #include "cpufreq-policy.h"
 #include "macro.h"
 #include "record-format.h"
+#include "string-table.h"
 #include "util.h"
 
-static const char *const attr_table[_CPUFREQ_ATTR_MAX] = {
+static const char *const cpufreq_attr_table[_CPUFREQ_ATTR_MAX] = {
         [CPUFREQ_ATTR_GOVERNOR] = "scaling_governor",
         [CPUFREQ_ATTR_MIN] = "scaling_min_freq",
         [CPUFREQ_ATTR_MAX] = "scaling_max_freq",
         [CPUFREQ_ATTR_EPP] = "energy_performance_preference",
 };
 
-const char *cpufreq_attr_to_string(CpufreqAttr a) {
-        if (a < 0 || a >= _CPUFREQ_ATTR_MAX)
-                return NULL;
-        return attr_table[a];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(cpufreq_attr, CpufreqAttr);
 
 int cpufreq_irq_affinity_add(CpuSet *acc, const char *effective, const char *fallback) {
         CpuSet s;

@@ -5,23 +5,16 @@
 #include <string.h>
 
 #include "device.h"
+#include "string-table.h"
 
-const char *device_verdict_to_string(DeviceVerdict v) {
-        switch (v) {
-        case DEVICE_MANAGE:
-                return "managed";
-        case DEVICE_UNSUPPORTED:
-                return "unsupported";
-        case DEVICE_DISABLED:
-                return "disabled";
-        case DEVICE_NOT_PCIE:
-                return "not-pcie";
-        case _DEVICE_VERDICT_MAX:
-        case _DEVICE_VERDICT_INVALID:
-                break;
-        }
-        return "invalid";
-}
+static const char *const device_verdict_table[_DEVICE_VERDICT_MAX] = {
+        [DEVICE_MANAGE] = "managed",
+        [DEVICE_UNSUPPORTED] = "unsupported",
+        [DEVICE_DISABLED] = "disabled",
+        [DEVICE_NOT_PCIE] = "not-pcie",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(device_verdict, DeviceVerdict);
 
 const char *device_verdict_reason(DeviceVerdict v) {
         switch (v) {

@@ -11,40 +11,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-#include <json-c/json.h>
 
 #include "device.h"
 #include "doctor.h"
 #include "macro.h"
+#include "string-table.h"
 
-#define DOCTOR_JSON_VERSION 1
+static const char *const doctor_finding_id_table[_DOCTOR_FINDING_MAX] = {
+        [DOCTOR_APST_FIRMWARE_UNSUPPORTED] = "apst-firmware-unsupported",
+        [DOCTOR_APST_KERNEL_DISABLED] = "apst-kernel-disabled",
+        [DOCTOR_APST_STATE_OVER_BUDGET] = "apst-state-over-budget",
+        [DOCTOR_APST_DAEMON_NOT_RUNNING] = "apst-daemon-not-running",
+        [DOCTOR_APST_TABLE_DIFFERS] = "apst-table-differs",
+        [DOCTOR_REQUEST_SIZE_DMA_LIMIT] = "request-size-dma-limit",
+        [DOCTOR_REQUEST_SIZE_SOFT_LIMIT] = "request-size-soft-limit",
+        [DOCTOR_CPU_SLOW_RAMP] = "cpu-slow-ramp",
+};
 
-const char *doctor_finding_id_to_string(DoctorFindingId id) {
-        switch (id) {
-        case DOCTOR_APST_FIRMWARE_UNSUPPORTED:
-                return "apst-firmware-unsupported";
-        case DOCTOR_APST_KERNEL_DISABLED:
-                return "apst-kernel-disabled";
-        case DOCTOR_APST_STATE_OVER_BUDGET:
-                return "apst-state-over-budget";
-        case DOCTOR_APST_DAEMON_NOT_RUNNING:
-                return "apst-daemon-not-running";
-        case DOCTOR_APST_TABLE_DIFFERS:
-                return "apst-table-differs";
-        case DOCTOR_REQUEST_SIZE_DMA_LIMIT:
-                return "request-size-dma-limit";
-        case DOCTOR_REQUEST_SIZE_SOFT_LIMIT:
-                return "request-size-soft-limit";
-        case DOCTOR_CPU_SLOW_RAMP:
-                return "cpu-slow-ramp";
-        case _DOCTOR_FINDING_MAX:
-        case _DOCTOR_FINDING_INVALID:
-                break;
-        }
-        return NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(doctor_finding_id, DoctorFindingId);
 
 /* ---- building the report; the first allocation failure sticks in ctx->error ---- */
 
@@ -808,133 +792,5 @@ int doctor_exit_status(const DoctorReport *r) {
         for (size_t i = 0; i < r->n_skipped; i++)
                 if (r->skipped[i].error)
                         return 2;
-        return 0;
-}
-
-/* ---- output ---- */
-
-static void print_indented(FILE *f, const char *indent, const char *text) {
-        for (const char *l = text; l;) {
-                const char *nl = strchr(l, '\n');
-                fprintf(f, "%s%.*s\n", indent, nl ? (int) (nl - l) : (int) strlen(l), l);
-                l = nl ? nl + 1 : NULL;
-        }
-}
-
-int doctor_format_text(const DoctorReport *r, char **ret) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-
-        if (!f)
-                return -ENOMEM;
-        for (size_t i = 0; i < r->n_findings; i++) {
-                const DoctorFinding *x = &r->findings[i];
-
-                fprintf(f, "%s[%s] %s: %s\n", i ? "\n" : "", doctor_finding_id_to_string(x->id), x->subject,
-                        x->title);
-                fputs("  seen:\n", f);
-                for (size_t k = 0; k < x->n_evidence; k++)
-                        fprintf(f, "    %s = %s\n", x->evidence[k].source, x->evidence[k].value);
-                fputs("  why:\n", f);
-                print_indented(f, "    ", x->why);
-                fputs("  what to do:\n", f);
-                for (size_t k = 0; k < x->n_fix; k++) {
-                        const char *nl = strchr(x->fix[k], '\n');
-
-                        /* a multi-line fix is a sentence and then a snippet: indent the snippet */
-                        fprintf(f, "    - %.*s\n", nl ? (int) (nl - x->fix[k]) : (int) strlen(x->fix[k]), x->fix[k]);
-                        if (nl)
-                                print_indented(f, "        ", nl + 1);
-                }
-        }
-        if (r->n_findings > 0)
-                fputc('\n', f);
-        fputs("Looked at:\n", f);
-        for (size_t i = 0; i < r->n_examined; i++)
-                fprintf(f, "  %s: %s\n", r->examined[i].subject, r->examined[i].text);
-        if (r->n_skipped > 0) {
-                fputs("Not looked at:\n", f);
-                for (size_t i = 0; i < r->n_skipped; i++)
-                        fprintf(f, "  %s: %s%s\n", r->skipped[i].subject, r->skipped[i].text,
-                                r->skipped[i].error ? " (error)" : "");
-        }
-        switch (doctor_exit_status(r)) {
-        case 0:
-                fputs("No problems found.\n", f);
-                break;
-        case 1:
-                fprintf(f, "%zu finding%s.\n", r->n_findings, r->n_findings == 1 ? "" : "s");
-                break;
-        default:
-                fputs("No problems found, but not everything could be looked at.\n", f);
-                break;
-        }
-        if (fclose(f) != 0 || !buf)
-                return -ENOMEM;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
-static json_object *notes_json(const DoctorNote *v, size_t n, bool with_error) {
-        json_object *a = json_object_new_array();
-
-        for (size_t i = 0; a && i < n; i++) {
-                json_object *o = json_object_new_object();
-                if (!o)
-                        continue;
-                json_object_object_add(o, "subject", json_object_new_string(v[i].subject));
-                json_object_object_add(o, "text", json_object_new_string(v[i].text));
-                if (with_error)
-                        json_object_object_add(o, "error", json_object_new_boolean(v[i].error));
-                json_object_array_add(a, o);
-        }
-        return a;
-}
-
-int doctor_format_json(const DoctorReport *r, char **ret) {
-        json_object *root = json_object_new_object(), *findings = json_object_new_array();
-        const char *text;
-        char *copy;
-
-        if (!root || !findings) {
-                json_object_put(root);
-                json_object_put(findings);
-                return -ENOMEM;
-        }
-        json_object_object_add(root, "version", json_object_new_int(DOCTOR_JSON_VERSION));
-        json_object_object_add(root, "exit_status", json_object_new_int(doctor_exit_status(r)));
-        for (size_t i = 0; i < r->n_findings; i++) {
-                const DoctorFinding *x = &r->findings[i];
-                json_object *o = json_object_new_object(), *ev = json_object_new_array(),
-                            *fx = json_object_new_array();
-
-                for (size_t k = 0; ev && k < x->n_evidence; k++) {
-                        json_object *e = json_object_new_object();
-                        json_object_object_add(e, "source", json_object_new_string(x->evidence[k].source));
-                        json_object_object_add(e, "value", json_object_new_string(x->evidence[k].value));
-                        json_object_array_add(ev, e);
-                }
-                for (size_t k = 0; fx && k < x->n_fix; k++)
-                        json_object_array_add(fx, json_object_new_string(x->fix[k]));
-                json_object_object_add(o, "id", json_object_new_string(doctor_finding_id_to_string(x->id)));
-                json_object_object_add(o, "subject", json_object_new_string(x->subject));
-                json_object_object_add(o, "title", json_object_new_string(x->title));
-                json_object_object_add(o, "evidence", ev);
-                json_object_object_add(o, "why", json_object_new_string(x->why));
-                json_object_object_add(o, "fix", fx);
-                json_object_array_add(findings, o);
-        }
-        json_object_object_add(root, "findings", findings);
-        json_object_object_add(root, "examined", notes_json(r->examined, r->n_examined, false));
-        json_object_object_add(root, "skipped", notes_json(r->skipped, r->n_skipped, true));
-
-        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                            JSON_C_TO_STRING_NOSLASHESCAPE);
-        copy = text ? strdup(text) : NULL;
-        json_object_put(root);
-        if (!copy)
-                return -ENOMEM;
-        *ret = copy;
         return 0;
 }

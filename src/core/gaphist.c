@@ -4,7 +4,6 @@
  */
 
 #include <errno.h>
-#include <string.h>
 
 #include "gaphist.h"
 

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "hindsight.h"
-#include "macro.h"
 
 /* From "enter at once" to five seconds: the scale the kernel's (100 ms, 2 s) and
  * the adaptive policy's tables live on. */

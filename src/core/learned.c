@@ -21,7 +21,7 @@ uint64_t learned_serial_hash(const char *serial) {
         return h;
 }
 
-static void format_sum(FILE *f, const char *what, int ps, const PcalSum *s) {
+static void format_sum(FILE *f, const char *what, int ps, const PassiveCalibSum *s) {
         fprintf(f, "%s=", what);
         if (ps >= 0)
                 fprintf(f, "%d ", ps);
@@ -71,7 +71,7 @@ static const char *parse_fields(const char *s, size_t n, uint64_t *lead, uint64_
         return "invalid";
 }
 
-static const char *parse_sum(const char *s, size_t n, uint64_t *lead, PcalSum *ret) {
+static const char *parse_sum(const char *s, size_t n, uint64_t *lead, PassiveCalibSum *ret) {
         static const char *const keys[] = { "count", "sum_ns", "max_ns" };
         uint64_t v[3];
         const char *why = parse_fields(s, n, lead, IDCTRL_MAX_PS - 1, keys, 3, UINT64_MAX, v);
@@ -82,7 +82,7 @@ static const char *parse_sum(const char *s, size_t n, uint64_t *lead, PcalSum *r
          * or below the mean cannot come from passive calibration. */
         if (v[0] == 0 || v[0] > LEARNED_COUNT_MAX || v[2] > v[1] || v[2] < v[1] / v[0])
                 return "count, sum_ns and max_ns do not fit together";
-        *ret = (PcalSum) { .count = v[0], .sum_ns = v[1], .max_ns = v[2] };
+        *ret = (PassiveCalibSum) { .count = v[0], .sum_ns = v[1], .max_ns = v[2] };
         return NULL;
 }
 
@@ -138,7 +138,7 @@ static const char *parse_key(void *userdata, const KvLine *kvl, unsigned *ret_bi
                 why = parse_sum(val, vl, NULL, &l->awake);
         } else if (KEY("state")) {
                 uint64_t ps = 0;
-                PcalSum sum;
+                PassiveCalibSum sum;
                 why = parse_sum(val, vl, &ps, &sum);
                 if (!why && (ps == 0 || (lp->states & (UINT32_C(1) << ps))))
                         why = ps == 0 ? "state 0 is not a sleep state" : "state given twice";
@@ -176,7 +176,7 @@ int learned_parse(const char *text, size_t len, Learned *ret, char **ret_error) 
         return 0;
 }
 
-static bool sum_equal(const PcalSum *a, const PcalSum *b) {
+static bool sum_equal(const PassiveCalibSum *a, const PassiveCalibSum *b) {
         return a->count == b->count && a->sum_ns == b->sum_ns && a->max_ns == b->max_ns;
 }
 

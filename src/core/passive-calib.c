@@ -5,15 +5,14 @@
  */
 
 #include <errno.h>
-#include <string.h>
 
 #include "passive-calib.h"
 
 #define NS_PER_US UINT64_C(1000)
 #define NS_PER_MS UINT64_C(1000000)
 
-void pcal_reach_from_table(const ApstTable *t, const IdCtrl *id, PcalReach *ret) {
-        PcalReach r = {};
+void passive_calib_reach_from_table(const ApstTable *t, const IdCtrl *id, PassiveCalibReach *ret) {
+        PassiveCalibReach r = {};
         bool seen[APST_ENTRIES] = {};
         unsigned cur = 0;
         uint64_t at = 0;
@@ -40,10 +39,10 @@ void pcal_reach_from_table(const ApstTable *t, const IdCtrl *id, PcalReach *ret)
 }
 
 static uint64_t margin(uint64_t boundary_ns) {
-        return boundary_ns >> PCAL_MARGIN_SHIFT;
+        return boundary_ns >> PASSIVE_CALIB_MARGIN_SHIFT;
 }
 
-static void sum_add(PcalSum *s, const GapHist *h, unsigned b) {
+static void sum_add(PassiveCalibSum *s, const GapHist *h, unsigned b) {
         s->count += h->wake_count[b];
         s->sum_ns += h->wake_sum_ns[b];
         if (h->wake_max_ns[b] > s->max_ns)
@@ -55,7 +54,7 @@ static bool before(uint64_t hi, uint64_t boundary) {
         return hi != UINT64_MAX && hi <= boundary - margin(boundary);
 }
 
-void pcal_feed(PassiveCalib *pc, const GapHist *delta, const PcalReach *reach) {
+void passive_calib_feed(PassiveCalib *pc, const GapHist *delta, const PassiveCalibReach *reach) {
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 uint64_t lo = gaphist_bucket_lower_ns(b), hi = gaphist_bucket_upper_ns(b);
 
@@ -79,20 +78,20 @@ void pcal_feed(PassiveCalib *pc, const GapHist *delta, const PcalReach *reach) {
         }
 }
 
-static uint64_t mean(const PcalSum *s) {
+static uint64_t mean(const PassiveCalibSum *s) {
         return s->count > 0 ? (s->sum_ns + s->count / 2) / s->count : 0;
 }
 
-int pcal_estimate(const PassiveCalib *pc, unsigned ps, PcalEstimate *ret) {
-        const PcalSum *s;
-        PcalEstimate e;
+int passive_calib_estimate(const PassiveCalib *pc, unsigned ps, PassiveCalibEstimate *ret) {
+        const PassiveCalibSum *s;
+        PassiveCalibEstimate e;
 
         if (ps >= IDCTRL_MAX_PS)
                 return -EINVAL;
         s = &pc->state[ps];
-        if (s->count < PCAL_MIN_SAMPLES || pc->awake.count < PCAL_MIN_SAMPLES)
+        if (s->count < PASSIVE_CALIB_MIN_SAMPLES || pc->awake.count < PASSIVE_CALIB_MIN_SAMPLES)
                 return -ENODATA;
-        e = (PcalEstimate) {
+        e = (PassiveCalibEstimate) {
                 .samples = s->count,
                 .awake_samples = pc->awake.count,
                 .awake_mean_ns = mean(&pc->awake),
@@ -104,22 +103,22 @@ int pcal_estimate(const PassiveCalib *pc, unsigned ps, PcalEstimate *ret) {
         return 0;
 }
 
-bool pcal_disagrees(uint64_t measured_ns, uint32_t advertised_us) {
+bool passive_calib_disagrees(uint64_t measured_ns, uint32_t advertised_us) {
         uint64_t adv = (uint64_t) advertised_us * NS_PER_US;
         uint64_t diff = measured_ns > adv ? measured_ns - adv : adv - measured_ns;
 
-        return diff * 4 > adv && diff > (uint64_t) PCAL_DISAGREE_MIN_US * NS_PER_US;
+        return diff * 4 > adv && diff > (uint64_t) PASSIVE_CALIB_DISAGREE_MIN_US * NS_PER_US;
 }
 
-uint32_t pcal_apply(const PassiveCalib *pc, const IdCtrl *id, IdCtrl *ret) {
+uint32_t passive_calib_apply(const PassiveCalib *pc, const IdCtrl *id, IdCtrl *ret) {
         IdCtrl out = *id;
         uint32_t mask = 0;
 
         for (unsigned ps = 0; ps <= id->npss && ps < IDCTRL_MAX_PS; ps++) {
-                PcalEstimate e;
+                PassiveCalibEstimate e;
                 uint64_t us;
 
-                if (pcal_estimate(pc, ps, &e) < 0)
+                if (passive_calib_estimate(pc, ps, &e) < 0)
                         continue;
                 us = (e.exlat_ns + NS_PER_US - 1) / NS_PER_US;
                 if (us > UINT32_MAX)

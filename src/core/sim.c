@@ -17,6 +17,7 @@
 
 #include "macro.h"
 #include "sim.h"
+#include "string-table.h"
 
 #define NS_PER_US UINT64_C(1000)
 #define NS_PER_MS UINT64_C(1000000)
@@ -48,15 +49,14 @@ typedef struct Sim {
         int tl_error;
 } Sim;
 
-const char *sim_activity_to_string(SimActivity a) {
-        static const char *const names[_SIM_ACTIVITY_MAX] = {
-                [SIM_ACTIVITY_SERVE] = "serve",
-                [SIM_ACTIVITY_REST] = "rest",
-                [SIM_ACTIVITY_ENTER] = "enter",
-                [SIM_ACTIVITY_EXIT] = "exit",
-        };
-        return a < _SIM_ACTIVITY_MAX ? names[a] : NULL;
-}
+static const char *const sim_activity_table[_SIM_ACTIVITY_MAX] = {
+        [SIM_ACTIVITY_SERVE] = "serve",
+        [SIM_ACTIVITY_REST] = "rest",
+        [SIM_ACTIVITY_ENTER] = "enter",
+        [SIM_ACTIVITY_EXIT] = "exit",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(sim_activity, SimActivity);
 
 /* Record that the drive does @a in @ps from @t on. A change at the time of the last one
  * replaces it (what the drive does from then on); an unchanged one is not repeated. */

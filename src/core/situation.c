@@ -5,19 +5,14 @@
 #include <string.h>
 
 #include "situation.h"
+#include "string-table.h"
 
-const char *power_source_to_string(PowerSource s) {
-        switch (s) {
-        case POWER_SOURCE_AC:
-                return "ac";
-        case POWER_SOURCE_BATTERY:
-                return "battery";
-        case _POWER_SOURCE_MAX:
-        case _POWER_SOURCE_INVALID:
-                break;
-        }
-        return NULL;
-}
+static const char *const power_source_table[_POWER_SOURCE_MAX] = {
+        [POWER_SOURCE_AC] = "ac",
+        [POWER_SOURCE_BATTERY] = "battery",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(power_source, PowerSource);
 
 bool situation_equal(const Situation *a, const Situation *b) {
         return a->power_source == b->power_source && strcmp(a->profile, b->profile) == 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "string-table.h"
 #include "trace.h"
 
 /* A line cut into blank-separated tokens. 16 is more than any blkparse
@@ -33,31 +34,21 @@ typedef struct Parser {
         size_t n, allocated;
 } Parser;
 
-static const char *const op_names[_TRACE_OP_MAX] = {
+static const char *const trace_op_table[_TRACE_OP_MAX] = {
         [TRACE_OP_READ] = "read",
         [TRACE_OP_WRITE] = "write",
         [TRACE_OP_FLUSH] = "flush",
         [TRACE_OP_DISCARD] = "discard",
 };
 
-const char *trace_op_to_string(TraceOp op) {
-        if (op < 0 || op >= _TRACE_OP_MAX)
-                return NULL;
-        return op_names[op];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(trace_op, TraceOp);
 
-const char *trace_format_to_string(TraceFormat f) {
-        switch (f) {
-        case TRACE_FORMAT_PLAIN:
-                return "plain";
-        case TRACE_FORMAT_BLKPARSE:
-                return "blkparse";
-        case _TRACE_FORMAT_MAX:
-        case _TRACE_FORMAT_INVALID:
-                break;
-        }
-        return NULL;
-}
+static const char *const trace_format_table[_TRACE_FORMAT_MAX] = {
+        [TRACE_FORMAT_PLAIN] = "plain",
+        [TRACE_FORMAT_BLKPARSE] = "blkparse",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(trace_format, TraceFormat);
 
 static bool is_blank(char c) {
         return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';

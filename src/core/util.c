@@ -69,17 +69,3 @@ int parse_boolean(const char *s) {
                         return 0;
         return -EINVAL;
 }
-
-int runtime_directory(const char *fallback, char **ret) {
-        const char *e = getenv("RUNTIME_DIRECTORY");
-        char *d;
-
-        if (e && e[0] == '/')
-                d = strndup(e, strcspn(e, ":"));
-        else
-                d = strdup(fallback);
-        if (!d)
-                return -ENOMEM;
-        *ret = d;
-        return 0;
-}

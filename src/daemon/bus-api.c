@@ -233,10 +233,6 @@ struct BusApi {
         size_t n_snap;
 };
 
-static const char *power_source_name(PowerSource p) {
-        return p == POWER_SOURCE_BATTERY ? "battery" : "ac";
-}
-
 static int ctrl_path(const char *name, char *buf, size_t n) {
         _cleanup_free_ char *p = NULL;
         int r;
@@ -312,7 +308,7 @@ static int manager_get(sd_bus *bus, const char *path, const char *interface, con
         if (strcmp(property, "ConfigFile") == 0)
                 return sd_bus_message_append(reply, "s", m->config_path);
         if (strcmp(property, "PowerSource") == 0)
-                return sd_bus_message_append(reply, "s", power_source_name(m->situation.power_source));
+                return sd_bus_message_append(reply, "s", power_source_to_string(m->situation.power_source));
         if (strcmp(property, "ActiveProfile") == 0)
                 return sd_bus_message_append(reply, "s", m->situation.profile);
         if (strcmp(property, "EventSources") == 0)

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cpufreq-policy.h"
-#include "log.h"
 #include "manager-cpu.h"
 #include "manager-watch.h"
 

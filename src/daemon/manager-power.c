@@ -158,17 +158,9 @@ int manager_connect_power(Manager *m) {
         }
         m->situation.power_source = m->situation_next.power_source = s;
 
-        r = sd_device_monitor_new(&m->power_monitor);
-        if (r >= 0)
-                r = sd_device_monitor_filter_add_match_subsystem_devtype(m->power_monitor, "power_supply", NULL);
-        if (r >= 0)
-                r = sd_device_monitor_attach_event(m->power_monitor, m->event);
-        if (r >= 0)
-                r = sd_device_monitor_start(m->power_monitor, on_power_uevent, m);
+        r = manager_device_monitor(m, "power_supply", on_power_uevent, "power-uevents", &m->power_monitor);
         if (r < 0)
                 return log_error_errno(r, "Cannot listen for power_supply uevents: %m");
-        (void) sd_event_source_set_description(sd_device_monitor_get_event_source(m->power_monitor),
-                                               "power-uevents");
         return 0;
 }
 

@@ -27,13 +27,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 
-#include "apstd-ids.h"
 #include "log.h"
 #include "manager-qos.h"
+#include "sysfs.h"
 
 #define QOS_ATTR "power/pm_qos_latency_tolerance_us"
 

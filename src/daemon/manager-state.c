@@ -31,6 +31,25 @@ unsigned manager_event_sources(void) {
         return n_event_sources;
 }
 
+int manager_device_monitor(Manager *m, const char *subsystem, sd_device_monitor_handler_t handler,
+                           const char *description, sd_device_monitor **ret) {
+        _cleanup_(sd_device_monitor_unrefp) sd_device_monitor *mon = NULL;
+        int r;
+
+        r = sd_device_monitor_new(&mon);
+        if (r >= 0)
+                r = sd_device_monitor_filter_add_match_subsystem_devtype(mon, subsystem, NULL);
+        if (r >= 0)
+                r = sd_device_monitor_attach_event(mon, m->event);
+        if (r >= 0)
+                r = sd_device_monitor_start(mon, handler, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(sd_device_monitor_get_event_source(mon), description);
+        *ret = TAKE_PTR(mon);
+        return 0;
+}
+
 
 /* ---- requests to the manager ---- */
 

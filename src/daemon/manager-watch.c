@@ -43,9 +43,9 @@
 #include "bpfwatch.h"
 #include "gaphist.h"
 #include "log.h"
-#include "manager-metrics.h"
 #include "manager-watch.h"
 #include "passive-calib.h"
+#include "sysfs.h"
 #include "watch.h"
 
 #define NS_PER_USEC UINT64_C(1000)
@@ -129,7 +129,8 @@ void manager_watch_savings(const ManagerCtrl *c, ManagerSavings *ret) {
         ret->fallbacks = w->adapt->shadow.fallbacks;
 }
 
-static uint64_t now_usec(const Manager *m) {
+/* The event loop's time of this iteration (sd_event_now()), not a fresh reading (clock.h's now_usec()). */
+static uint64_t loop_now_usec(const Manager *m) {
         uint64_t t = 0;
 
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
@@ -238,7 +239,7 @@ static void log_decision(const ManagerCtrl *c, const AdaptDecision *d) {
         fmt_pct(obs, sizeof obs, d->observed_stall);
         fmt_pct(exp, sizeof exp, d->expected_stall);
         fmt_pct(kern, sizeof kern, d->kernel_stall);
-        (void) snprintf(budget, sizeof budget, "%.2f", ct->plan.params.stall_budget_cpct / 100.0);
+        (void) snprintf(budget, sizeof budget, "%.2f", ct->plan.params.stall_budget_pct_x100 / 100.0);
         (void) snprintf(energy, sizeof energy, "%.3f", d->energy_vs_kernel);
         (void) snprintf(rate, sizeof rate, "%.2f", d->io_rate);
         (void) snprintf(gap, sizeof gap, "%" PRIu64, d->median_gap_ns / 1000000u);
@@ -349,7 +350,7 @@ static void tick_act(ManagerWatch *w, bool program, const AdaptDecision *why, co
 
 /* Say once per state when a passive estimate disagrees with the descriptor, and hand estimates that
  * exceed what the plan uses to the engine. Return whether the controller should be planned again. */
-static bool pcal_review(ManagerWatch *w, const PcalReach *reach) {
+static bool pcal_review(ManagerWatch *w, const PassiveCalibReach *reach) {
         Controller *ct = &w->ctrl->controller;
         bool replan = false;
 
@@ -357,13 +358,13 @@ static bool pcal_review(ManagerWatch *w, const PcalReach *reach) {
                 unsigned ps = reach->state[k];
                 uint32_t adv = ct->id.psd[ps].exlat_us, old = ct->passive_exlat_us[ps];
                 char meas[24], advs[24], n[24], awake[24], pss[8];
-                PcalEstimate e;
+                PassiveCalibEstimate e;
                 uint64_t us;
 
-                if (pcal_estimate(&w->pcal, ps, &e) < 0)
+                if (passive_calib_estimate(&w->pcal, ps, &e) < 0)
                         continue;
                 us = (e.exlat_ns + 999) / 1000;
-                if (!(w->pcal_logged & (1u << ps)) && pcal_disagrees(e.exlat_ns, adv)) {
+                if (!(w->pcal_logged & (1u << ps)) && passive_calib_disagrees(e.exlat_ns, adv)) {
                         w->pcal_logged |= 1u << ps;
                         (void) snprintf(pss, sizeof pss, "ps%u", ps);
                         (void) snprintf(meas, sizeof meas, "%" PRIu64, us);
@@ -421,15 +422,33 @@ static void metrics_account(ManagerWatch *w, bool gaps, uint64_t now) {
                 w->metrics_due = true;
         if (!w->metrics_due || (gaps && now < w->metrics_usec + WATCH_METRICS_NS / NS_PER_USEC))
                 return;
-        manager_metrics_update(w->ctrl->manager);
+        manager_publish(w->ctrl->manager, NULL);     /* the metrics file among what goes out */
         w->metrics_due = false;
         w->metrics_usec = now;
+}
+
+/* What the table in force charged for @delta's gaps: where it took the drive to sleep, the
+ * passive calibration fed with the wake-ups, the wake time beyond an awake request's. Return:
+ * whether the passive calibration asks for a new plan. */
+static bool bpf_account_wakes(ManagerWatch *w, const GapHist *delta) {
+        const ManagerCtrl *c = w->ctrl;
+        PassiveCalibReach reach;
+
+        passive_calib_reach_from_table(&c->controller.written, &c->controller.plan.plan_id, &reach);
+        passive_calib_feed(&w->pcal, delta, &reach);
+        if (w->pcal.awake.count > 0) {
+                uint64_t awake = w->pcal.awake.sum_ns / w->pcal.awake.count;
+                for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                        if (delta->wake_sum_ns[b] > delta->wake_count[b] * awake)
+                                w->total_excess_ns += delta->wake_sum_ns[b] - delta->wake_count[b] * awake;
+        }
+        return pcal_review(w, &reach);
 }
 
 static int on_bpf_timer(ManagerWatch *w) {
         ManagerCtrl *c = w->ctrl;
         Manager *m = c->manager;
-        uint64_t now = now_usec(m), wait, deadline = UINT64_MAX;
+        uint64_t now = loop_now_usec(m), wait, deadline = UINT64_MAX;
         bool busy, program = false, verify, replan = false;
         GapHist h, delta;
         BpfSlotState st;
@@ -458,20 +477,8 @@ static int on_bpf_timer(ManagerWatch *w) {
         w->last_issued = st.issued;
         w->total_requests += delta.requests;
 
-        /* What the table in force charged: the gaps it took the drive to sleep and where to. */
-        if (gaps > 0 && c->controller.have_written) {
-                PcalReach reach;
-
-                pcal_reach_from_table(&c->controller.written, &c->controller.plan.plan_id, &reach);
-                pcal_feed(&w->pcal, &delta, &reach);
-                if (w->pcal.awake.count > 0) {
-                        uint64_t awake = w->pcal.awake.sum_ns / w->pcal.awake.count;
-                        for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                                if (delta.wake_sum_ns[b] > delta.wake_count[b] * awake)
-                                        w->total_excess_ns += delta.wake_sum_ns[b] - delta.wake_count[b] * awake;
-                }
-                replan = pcal_review(w, &reach);
-        }
+        if (gaps > 0 && c->controller.have_written)
+                replan = bpf_account_wakes(w, &delta);
         if (w->adapt && w->adapt->source != ADAPT_SOURCE_BPF) {
                 /* The exact source from now on: a drive with nothing learned yet goes to the kernel's
                  * table (adapt_start_exact()), which its first deltas then move from. */
@@ -512,7 +519,7 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         ManagerWatch *w = userdata;
         ManagerCtrl *c = w->ctrl;
         Manager *m = c->manager;
-        uint64_t now = now_usec(m), due, deadline = UINT64_MAX;
+        uint64_t now = loop_now_usec(m), due, deadline = UINT64_MAX;
         AdaptDecision why;
         ApstTable table;
         WatchStat st;
@@ -677,7 +684,7 @@ void manager_watch_ctrl(ManagerCtrl *c) {
         }
         if (!m->event)
                 return;
-        now = now_usec(m);
+        now = loop_now_usec(m);
         if (!w) {
                 w = calloc(1, sizeof *w);
                 if (!w) {

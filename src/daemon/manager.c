@@ -33,9 +33,9 @@
 #include "cpufreq-sysfs.h"
 #include "apstd-ids.h"
 #include "bus-api.h"
+#include "clock.h"
 #include "config-build.h"
 #include "ctrljob.h"
-#include "nvme-admin.h"
 #include "log.h"
 #include "manager.h"
 #include "manager-cpu.h"
@@ -44,6 +44,7 @@
 #include "manager-qos.h"
 #include "manager-watch.h"
 #include "retry.h"
+#include "sysfs.h"
 #include "util.h"
 
 static ManagerCtrl *manager_ctrl_free(ManagerCtrl *c) {
@@ -173,7 +174,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata);
 /* Look again when the command now outstanding reaches the deadline (or, between two commands, a
  * deadline from now). Only while a job runs: an idle daemon has no such timer. */
 static void manager_ctrl_arm_deadline(ManagerCtrl *c) {
-        uint64_t now = ctrljob_now_usec(), d = manager_deadline_usec(c->manager);
+        uint64_t now = now_usec(), d = manager_deadline_usec(c->manager);
         uint64_t age = ctrljob_command_age_usec(c->job, now);
         int r;
 
@@ -196,7 +197,7 @@ static void manager_ctrl_queue(ManagerCtrl *c, CtrlJobKind kind, const ApstTable
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         ManagerCtrl *c = userdata;
-        uint64_t now = ctrljob_now_usec(), d = manager_deadline_usec(c->manager);
+        uint64_t now = now_usec(), d = manager_deadline_usec(c->manager);
         uint64_t age;
         char secs[16];
 
@@ -373,7 +374,7 @@ static void manager_ctrl_finish(ManagerCtrl *c, CtrlJob *j) {
                                      { "APST_REASON", job->reason }),
                           "%s: the admin command outstanding since it became unresponsive has returned after "
                           "%.1f s; re-checking the controller as after a reset.", c->controller.name,
-                          (double) (ctrljob_now_usec() - job->started_usec) / 1e6);
+                          (double) (now_usec() - job->started_usec) / 1e6);
 
         manager_ctrl_account(c, job->reason, o,
                              job->kind != CTRL_JOB_RESTORE && had_written ? &prev_written : NULL);
@@ -987,16 +988,9 @@ static int manager_connect_signals(Manager *m) {
 static int manager_connect_udev(Manager *m) {
         int r;
 
-        r = sd_device_monitor_new(&m->monitor);
-        if (r >= 0)
-                r = sd_device_monitor_filter_add_match_subsystem_devtype(m->monitor, "nvme", NULL);
-        if (r >= 0)
-                r = sd_device_monitor_attach_event(m->monitor, m->event);
-        if (r >= 0)
-                r = sd_device_monitor_start(m->monitor, on_uevent, m);
+        r = manager_device_monitor(m, "nvme", on_uevent, "nvme-uevents", &m->monitor);
         if (r < 0)
                 return log_error_errno(r, "Cannot listen for NVMe uevents: %m");
-        (void) sd_event_source_set_description(sd_device_monitor_get_event_source(m->monitor), "nvme-uevents");
         return 0;
 }
 

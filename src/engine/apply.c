@@ -7,27 +7,18 @@
 #include "apply.h"
 #include "apstd-ids.h"
 #include "log.h"
+#include "string-table.h"
 
-const char *apply_step_to_string(ApplyStep s) {
-        switch (s) {
-        case APPLY_STEP_NONE:
-                return "none";
-        case APPLY_STEP_GET_BEFORE:
-                return "Get Features (read the current table)";
-        case APPLY_STEP_SET:
-                return "Set Features (write the table)";
-        case APPLY_STEP_VERIFY:
-                return "Get Features (verify the table)";
-        case APPLY_STEP_RESTORE:
-                return "Set Features (restore the previous table)";
-        case APPLY_STEP_VERIFY_RESTORE:
-                return "Get Features (verify the restored table)";
-        case _APPLY_STEP_MAX:
-        case _APPLY_STEP_INVALID:
-                break;
-        }
-        return "invalid";
-}
+static const char *const apply_step_table[_APPLY_STEP_MAX] = {
+        [APPLY_STEP_NONE] = "none",
+        [APPLY_STEP_GET_BEFORE] = "Get Features (read the current table)",
+        [APPLY_STEP_SET] = "Set Features (write the table)",
+        [APPLY_STEP_VERIFY] = "Get Features (verify the table)",
+        [APPLY_STEP_RESTORE] = "Set Features (restore the previous table)",
+        [APPLY_STEP_VERIFY_RESTORE] = "Get Features (verify the restored table)",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(apply_step, ApplyStep);
 
 const char *apply_error_to_string(int error, uint16_t nvme_status, char *buf, size_t n) {
         if (error == -ERANGE)
@@ -35,7 +26,7 @@ const char *apply_error_to_string(int error, uint16_t nvme_status, char *buf, si
                 (void) snprintf(buf, n, "the controller's Identify data is invalid (npss > 31: more than 32 "
                                         "power states); leaving its APST alone");
         else if (error == -EREMOTEIO)
-                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", nvme_status, ctrl_status_to_string(nvme_status));
+                (void) snprintf(buf, n, "NVMe status 0x%04x (%s)", nvme_status, admin_status_to_string(nvme_status));
         else
                 (void) snprintf(buf, n, "%s", strerror(-error));
         return buf;
@@ -73,17 +64,17 @@ static void log_failure(const ApplyTarget *t, ApplyStep step, int error, uint16_
 }
 
 /* Write @tbl, read back and compare. On failure fills in the step and status and returns -errno. */
-static int write_and_verify(Ctrl *c, const ApstTable *tbl, ApplyStep set_step, ApplyStep verify_step,
+static int write_and_verify(AdminHandle *c, const ApstTable *tbl, ApplyStep set_step, ApplyStep verify_step,
                             ApplyStep *ret_step, uint16_t *ret_status, ApstTable *ret_readback) {
         ApstTable back;
         int r;
 
-        r = ctrl_set_apst(c, tbl, ret_status);
+        r = admin_set_apst(c, tbl, ret_status);
         if (r < 0) {
                 *ret_step = set_step;
                 return r;
         }
-        r = ctrl_get_apst(c, &back, ret_status);
+        r = admin_get_apst(c, &back, ret_status);
         if (r < 0) {
                 *ret_step = verify_step;
                 return r;
@@ -97,7 +88,7 @@ static int write_and_verify(Ctrl *c, const ApstTable *tbl, ApplyStep set_step, A
 }
 
 /* Write back @orig and verify it; *ret_step is the step that failed (APPLY_STEP_NONE on success). */
-static int restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig, ApplyStep *ret_step) {
+static int restore(AdminHandle *c, const ApplyTarget *t, const ApstTable *orig, ApplyStep *ret_step) {
         char hex[32 * 19 + 1], desc[512];
         uint16_t status = 0;
         ApstTable back;
@@ -136,7 +127,7 @@ static void log_overwritten(const ApplyTarget *t, const ApstTable *found) {
 /* The write or its verification failed (res->failed_step, res->error): log it, and after a failed
  * verification put back what was there. If that fails too, the controller may hold what we just
  * wrote: say so, the caller must know (res->dirty). A failed Set changed nothing. */
-static void handle_write_failure(Ctrl *c, const ApplyTarget *t, const ApstTable *want, const ApstTable *back,
+static void handle_write_failure(AdminHandle *c, const ApplyTarget *t, const ApstTable *want, const ApstTable *back,
                                  ApplyResult *res) {
         char hex[32 * 19 + 1], got[32 * 19 + 1], desc[512];
         ApplyStep step = APPLY_STEP_NONE;
@@ -199,13 +190,13 @@ static void log_in_place(const ApplyTarget *t, const ApstTable *want, uint32_t w
                           t->policy, desc, worst_wake_us / 1000, (worst_wake_us % 1000) / 100);
 }
 
-int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t worst_wake_us,
+int apply_table(AdminHandle *c, const ApplyTarget *t, const ApstTable *want, uint32_t worst_wake_us,
                 bool skip_if_equal, ApplyResult *ret) {
         ApplyResult res = { .failed_step = APPLY_STEP_NONE };
         ApstTable back = {};
         int r;
 
-        r = ctrl_get_apst(c, &res.before, &res.nvme_status);
+        r = admin_get_apst(c, &res.before, &res.nvme_status);
         if (r < 0) {
                 res.failed_step = APPLY_STEP_GET_BEFORE;
                 res.error = r;
@@ -247,13 +238,13 @@ int apply_table(Ctrl *c, const ApplyTarget *t, const ApstTable *want, uint32_t w
         return 0;
 }
 
-int apply_restore(Ctrl *c, const ApplyTarget *t, const ApstTable *orig) {
+int apply_restore(AdminHandle *c, const ApplyTarget *t, const ApstTable *orig) {
         ApplyStep step = APPLY_STEP_NONE;
 
         return restore(c, t, orig, &step);
 }
 
-int apply_set_verified(Ctrl *c, const ApstTable *t, uint16_t *ret_status) {
+int apply_set_verified(AdminHandle *c, const ApstTable *t, uint16_t *ret_status) {
         ApplyStep step;
         ApstTable back;
 

@@ -10,12 +10,11 @@
 #include "apst-record.h"
 #include "calib-plan.h"
 #include "calibrate.h"
-#include "ctrljob.h"
+#include "clock.h"
 #include "macro.h"
 #include "nvme-admin.h"
 #include "record-file.h"
 #include "sysfs.h"
-#include "util.h"
 
 static bool stopped(const CalibrateRequest *req) {
         return req->stop && *req->stop;
@@ -40,11 +39,11 @@ static void tell(CalibrateProgress progress, void *userdata, CalibrateEventKind 
 
 /* One timed Read. Return: 0 (*ret_us the time it took) or negative errno. */
 static int timed_read(const CalibrateIo *io, uint16_t *status, uint32_t *ret_us) {
-        uint64_t t0 = ctrljob_now_usec(), t1;
+        uint64_t t0 = now_usec(), t1;
         int r;
 
         r = io->read_block(io->userdata, status);
-        t1 = ctrljob_now_usec();
+        t1 = now_usec();
         if (r < 0)
                 return r;
         *ret_us = (uint32_t) MIN(t1 - t0, (uint64_t) UINT32_MAX);
@@ -64,7 +63,7 @@ static unsigned take_samples(const CalibrateRequest *req, const CalibrateIo *io,
                         r = -EINTR;
                         break;
                 }
-                if (ctrljob_now_usec() + wait > req->deadline_usec) {
+                if (now_usec() + wait > req->deadline_usec) {
                         r = -ETIME;
                         break;
                 }
@@ -205,18 +204,18 @@ int calibrate_sequence(const CalibrateRequest *req, const CalibrateIo *io, const
 
 /* nvme-admin.c's handles behind CalibrateIo. */
 typedef struct AdminIo {
-        Ctrl *admin, *ns;
+        AdminHandle *admin, *ns;
 } AdminIo;
 
-static int admin_read_block(void *userdata, uint16_t *ret_status) {
-        return ctrl_read_block(((AdminIo *) userdata)->ns, 0, ret_status);
+static int admin_io_read_block(void *userdata, uint16_t *ret_status) {
+        return admin_read_block(((AdminIo *) userdata)->ns, 0, ret_status);
 }
 
-static int admin_get_apst(void *userdata, ApstTable *ret, uint16_t *ret_status) {
-        return ctrl_get_apst(((AdminIo *) userdata)->admin, ret, ret_status);
+static int admin_io_get_apst(void *userdata, ApstTable *ret, uint16_t *ret_status) {
+        return admin_get_apst(((AdminIo *) userdata)->admin, ret, ret_status);
 }
 
-static int admin_set_apst_verified(void *userdata, const ApstTable *t, uint16_t *ret_status) {
+static int admin_io_set_apst_verified(void *userdata, const ApstTable *t, uint16_t *ret_status) {
         return apply_set_verified(((AdminIo *) userdata)->admin, t, ret_status);
 }
 
@@ -270,10 +269,10 @@ static int prepare(const CalibrateRequest *req, AdminIo *io, uint8_t *targets, C
         }
         if (strcmp(sys->state, "live") != 0)
                 return fail(ret, CALIBRATE_STEP_STATE, -ENODEV, 0);
-        r = ctrl_open(req->dev_dir, sys->name, &io->admin);
+        r = admin_open(req->dev_dir, sys->name, &io->admin);
         if (r < 0)
                 return fail(ret, CALIBRATE_STEP_OPEN, r, 0);
-        r = ctrl_identify(io->admin, &ret->id, NULL, &status);
+        r = admin_identify(io->admin, &ret->id, NULL, &status);
         if (r < 0)
                 return fail(ret, CALIBRATE_STEP_IDENTIFY, r, status);
         r = choose_targets(req, targets, ret);
@@ -281,7 +280,7 @@ static int prepare(const CalibrateRequest *req, AdminIo *io, uint8_t *targets, C
                 return r;
         r = sysfs_ctrl_namespace(req->sysfs_root, sys->name, ret->dev, sizeof ret->dev, &nsid, &lba);
         if (r >= 0)
-                r = ctrl_open_namespace(req->dev_dir, ret->dev, nsid, lba, &io->ns);
+                r = admin_open_namespace(req->dev_dir, ret->dev, nsid, lba, &io->ns);
         if (r < 0)
                 return fail(ret, CALIBRATE_STEP_NAMESPACE, r, 0);
         r = busy_check(req, &ret->busy_ios);
@@ -300,9 +299,9 @@ int calibrate_controller(const CalibrateRequest *req, CalibrateProgress progress
                          CalibrateResult *ret) {
         AdminIo a = {};
         CalibrateIo io = {
-                .read_block = admin_read_block,
-                .get_apst = admin_get_apst,
-                .set_apst_verified = admin_set_apst_verified,
+                .read_block = admin_io_read_block,
+                .get_apst = admin_io_get_apst,
+                .set_apst_verified = admin_io_set_apst_verified,
                 .userdata = &a,
         };
         uint8_t targets[IDCTRL_MAX_PS];
@@ -312,7 +311,7 @@ int calibrate_controller(const CalibrateRequest *req, CalibrateProgress progress
         r = prepare(req, &a, targets, ret);
         if (r > 0) {
                 ret->estimate_us = calib_estimate_us(&ret->id, targets, ret->n_targets, req->samples, CALIB_ITPT_MS);
-                if (ctrljob_now_usec() + ret->estimate_us > req->deadline_usec)
+                if (now_usec() + ret->estimate_us > req->deadline_usec)
                         tell(progress, userdata, CALIBRATE_EVENT_OVER_TIME, ret, 0, 0, 0);
                 r = record_ctrl_path(req->record_dir, req->sys->name, ret->record, sizeof ret->record);
                 if (r < 0)
@@ -320,7 +319,7 @@ int calibrate_controller(const CalibrateRequest *req, CalibrateProgress progress
                 else
                         r = calibrate_sequence(req, &io, targets, ret->n_targets, progress, userdata, ret);
         }
-        ctrl_free(a.ns);
-        ctrl_free(a.admin);
+        admin_free(a.ns);
+        admin_free(a.admin);
         return MIN(r, 0);
 }

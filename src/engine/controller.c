@@ -10,7 +10,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "apstd-ids.h"
@@ -20,6 +19,7 @@
 #include "nvme-admin.h"
 #include "log.h"
 #include "record-file.h"
+#include "sysfs.h"
 
 void controller_init(Controller *c, const char *name) {
         *c = (Controller) {};
@@ -156,12 +156,12 @@ static bool outcome_leaving(const Controller *c, const ControllerContext *ctx, i
 
 /* ---- the steps ---- */
 
-static int step_open(Controller *c, const ControllerContext *ctx, Ctrl **ctrl, ControllerOutcome *o) {
+static int step_open(Controller *c, const ControllerContext *ctx, AdminHandle **ctrl, ControllerOutcome *o) {
         int r;
 
         if (*ctrl)
                 return 0;
-        r = ctrl_open(ctx->dev_dir, c->name, ctrl);
+        r = admin_open(ctx->dev_dir, c->name, ctrl);
         if (r < 0) {
                 if ((r == -ENODEV || r == -ENOENT) && outcome_leaving(c, ctx, r, o))
                         return r;
@@ -198,7 +198,7 @@ static void log_states(const Controller *c) {
 }
 
 /* Identify (once per Controller) and plan from ctx->config. */
-static int step_identify(Controller *c, const ControllerContext *ctx, Ctrl **ctrl, ControllerOutcome *o) {
+static int step_identify(Controller *c, const ControllerContext *ctx, AdminHandle **ctrl, ControllerOutcome *o) {
         uint16_t status = 0;
         char why[160], st[16];
         int r;
@@ -206,7 +206,7 @@ static int step_identify(Controller *c, const ControllerContext *ctx, Ctrl **ctr
         r = step_open(c, ctx, ctrl, o);
         if (r < 0)
                 return r;
-        r = ctrl_identify(*ctrl, &c->id, NULL, &status);
+        r = admin_identify(*ctrl, &c->id, NULL, &status);
         if (r < 0) {
                 if (r == -ENODEV && outcome_leaving(c, ctx, r, o))
                         return r;
@@ -291,7 +291,7 @@ const ApstTable *controller_table(const Controller *c) {
         return c->have_learned ? &c->learned : &c->plan.plan.table;
 }
 
-static int step_write(Controller *c, const ControllerContext *ctx, Ctrl *ctrl, bool first, const char *reason,
+static int step_write(Controller *c, const ControllerContext *ctx, AdminHandle *ctrl, bool first, const char *reason,
                       ControllerOutcome *o) {
         bool daemon = ctx->mode == CONTROLLER_MODE_DAEMON;
         ApplyTarget t = controller_target(c, reason);
@@ -333,7 +333,7 @@ static int step_write(Controller *c, const ControllerContext *ctx, Ctrl *ctrl, b
 }
 
 int controller_sync(Controller *c, const ControllerContext *ctx, const char *reason, ControllerOutcome *ret) {
-        _cleanup_(ctrl_freep) Ctrl *ctrl = NULL;
+        _cleanup_(admin_freep) AdminHandle *ctrl = NULL;
         bool first = !c->identified;
         int r;
 
@@ -486,7 +486,7 @@ int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_cha
 }
 
 int controller_restore(Controller *c, const ControllerContext *ctx, const char *reason, ControllerOutcome *ret) {
-        _cleanup_(ctrl_freep) Ctrl *ctrl = NULL;
+        _cleanup_(admin_freep) AdminHandle *ctrl = NULL;
         RecordHook hook = { .c = c, .ctx = ctx };
         ApplyTarget t;
         int r;
@@ -520,7 +520,7 @@ int controller_restore(Controller *c, const ControllerContext *ctx, const char *
                  * was already in place at start): put back the original unless the drive still holds
                  * it. Either way the record goes only once the drive holds it. */
                 ApstTable now;
-                if (ctrl_get_apst(ctrl, &now, NULL) >= 0 && apst_table_equal(&now, &c->original)) {
+                if (admin_get_apst(ctrl, &now, NULL) >= 0 && apst_table_equal(&now, &c->original)) {
                         c->have_written = false;
                         c->have_original = false;
                         original_forget(ctx, c);

@@ -25,7 +25,7 @@
 #include "cpupin.h"
 #include "log.h"
 #include "record-file.h"
-#include "util.h"
+#include "state-file.h"
 
 struct CpuPin {
         const CpufreqOps *ops;

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ctrljob.h"
 
 struct CtrlJobQueue {
@@ -20,13 +20,6 @@ struct CtrlJobQueue {
         CtrlJob *head, *tail;         /* finished, not yet popped */
         int efd;
 };
-
-uint64_t ctrljob_now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
 
 static int strdup_opt(char **dst, const char *src) {
         *dst = NULL;
@@ -108,7 +101,7 @@ CtrlJob *ctrljob_free(CtrlJob *j) {
 void ctrljob_execute(CtrlJob *j) {
         Controller *c = &j->controller;
 
-        ctrl_set_thread_in_flight(&j->in_flight);
+        admin_set_thread_in_flight(&j->in_flight);
         switch (j->kind) {
         case CTRL_JOB_SYNC:
                 j->r = controller_sync(c, &j->ctx, j->reason, &j->outcome);
@@ -127,7 +120,7 @@ void ctrljob_execute(CtrlJob *j) {
                 j->r = -EINVAL;
                 break;
         }
-        ctrl_set_thread_in_flight(NULL);
+        admin_set_thread_in_flight(NULL);
 }
 
 void ctrljob_cancel(CtrlJob *j) {
@@ -235,7 +228,7 @@ int ctrljob_start(CtrlJob *j, CtrlJobQueue *q) {
         pthread_t t;
         int r;
 
-        j->started_usec = ctrljob_now_usec();
+        j->started_usec = now_usec();
         j->queue = ctrljob_queue_ref(q);
         r = pthread_attr_init(&attr);
         if (r != 0) {
@@ -285,7 +278,7 @@ int ctrljob_run(CtrlJob *j, uint64_t deadline_usec) {
                 if (ctrljob_queue_pop(q))
                         return 0;   /* it is @j */
                 /* the deadline is the drive's: it counts from the command the job waits for */
-                age = ctrljob_command_age_usec(j, ctrljob_now_usec());
+                age = ctrljob_command_age_usec(j, now_usec());
                 if (age >= deadline_usec)
                         break;
                 (void) poll(&p, 1, (int) MIN((deadline_usec - age) / 1000u + 1, (uint64_t) 100));

@@ -9,6 +9,7 @@
 #include "apst-record.h"
 #include "macro.h"
 #include "record-file.h"
+#include "record-format.h"
 
 _Static_assert(APST_RECORD_VERSION == 1, "apst_record_format() writes version 1");
 

@@ -2,7 +2,7 @@
 /*
  * The only file that includes <libnvme.h> (see ctrl.h for the contract).
  *
- * Every command goes through ctrl_submit(), which checks the allow-list first,
+ * Every command goes through admin_submit(), which checks the allow-list first,
  * so a bug elsewhere cannot make the daemon send, say, a Format NVM or a
  * feature write with the Save bit set.
  */
@@ -10,23 +10,22 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include <libnvme.h>
 
+#include "clock.h"
 #include "nvme-admin.h"
 
-struct Ctrl {
+struct AdminHandle {
         char *name;
         int fd;
-        bool reads_allowed;        /* ctrl_open_namespace() only: calibrate's one-block Read */
+        bool reads_allowed;        /* admin_open_namespace() only: calibrate's one-block Read */
         uint32_t nsid;
         uint32_t lba_bytes;
         void *buf;                 /* lba_bytes, page-aligned, for the Read's data */
 };
 
-bool ctrl_command_allowed(uint8_t opcode, uint32_t cdw10) {
+bool admin_command_allowed(uint8_t opcode, uint32_t cdw10) {
         switch (opcode) {
         case CTRL_OPC_IDENTIFY:
                 /* CNS is bits 7:0; CNTID (31:16) must be 0 for CNS 01h */
@@ -44,13 +43,13 @@ bool ctrl_command_allowed(uint8_t opcode, uint32_t cdw10) {
 
 static int map_result(int r, uint16_t *ret_nvme_status);
 
-bool ctrl_io_command_allowed(bool reads_allowed, uint8_t opcode, uint16_t nlb) {
+bool admin_io_command_allowed(bool reads_allowed, uint8_t opcode, uint16_t nlb) {
         return reads_allowed && opcode == CTRL_IO_OPC_READ && nlb == 0;
 }
 
-int ctrl_open(const char *devdir, const char *name, Ctrl **ret) {
+int admin_open(const char *devdir, const char *name, AdminHandle **ret) {
         _cleanup_free_ char *path = NULL;
-        Ctrl *c;
+        AdminHandle *c;
         int fd;
 
         if (!name || strchr(name, '/') || strncmp(name, "nvme", 4) != 0)
@@ -69,15 +68,16 @@ int ctrl_open(const char *devdir, const char *name, Ctrl **ret) {
         c->fd = fd;
         c->name = strdup(name);
         if (!c->name) {
-                ctrl_free(c);
+                admin_free(c);
                 return -ENOMEM;
         }
         *ret = c;
         return 0;
 }
 
-int ctrl_open_namespace(const char *devdir, const char *ns_name, uint32_t nsid, uint32_t lba_bytes, Ctrl **ret) {
-        _cleanup_(ctrl_freep) Ctrl *c = NULL;
+int admin_open_namespace(const char *devdir, const char *ns_name, uint32_t nsid, uint32_t lba_bytes,
+                         AdminHandle **ret) {
+        _cleanup_(admin_freep) AdminHandle *c = NULL;
         _cleanup_free_ void *buf = NULL;
         int r;
 
@@ -90,10 +90,10 @@ int ctrl_open_namespace(const char *devdir, const char *ns_name, uint32_t nsid, 
         /* defined bytes before the first Read: the kernel only writes into it, but a passthrough
          * that looks at the buffer (umockdev's recorder, valgrind) must not see garbage */
         memset(buf, 0, lba_bytes);
-        r = ctrl_open(devdir, ns_name, &c);
+        r = admin_open(devdir, ns_name, &c);
         if (r < 0)
                 return r;
-        if (!c)         /* ctrl_open() sets it on success; said for the static analyzer */
+        if (!c)         /* admin_open() sets it on success; said for the static analyzer */
                 return -EINVAL;
         c->buf = TAKE_PTR(buf);
         c->reads_allowed = true;
@@ -103,11 +103,11 @@ int ctrl_open_namespace(const char *devdir, const char *ns_name, uint32_t nsid, 
         return 0;
 }
 
-int ctrl_read_block(Ctrl *c, uint64_t slba, uint16_t *ret_nvme_status) {
+int admin_read_block(AdminHandle *c, uint64_t slba, uint16_t *ret_nvme_status) {
         uint32_t result = 0;
         int r;
 
-        if (!ctrl_io_command_allowed(c->reads_allowed, CTRL_IO_OPC_READ, 0))
+        if (!admin_io_command_allowed(c->reads_allowed, CTRL_IO_OPC_READ, 0))
                 return -EPERM;
         struct nvme_io_args args = {
                 .slba = slba,
@@ -115,7 +115,7 @@ int ctrl_read_block(Ctrl *c, uint64_t slba, uint16_t *ret_nvme_status) {
                 .data = c->buf,
                 .args_size = sizeof args,
                 .fd = c->fd,
-                .timeout = CTRL_ADMIN_TIMEOUT_MS,
+                .timeout = ADMIN_TIMEOUT_MS,
                 .nsid = c->nsid,
                 .data_len = c->lba_bytes,
                 .nlb = 0,          /* 0-based: one block */
@@ -124,7 +124,7 @@ int ctrl_read_block(Ctrl *c, uint64_t slba, uint16_t *ret_nvme_status) {
         return map_result(r, ret_nvme_status);
 }
 
-Ctrl *ctrl_free(Ctrl *c) {
+AdminHandle *admin_free(AdminHandle *c) {
         if (!c)
                 return NULL;
         if (c->fd >= 0)
@@ -135,7 +135,7 @@ Ctrl *ctrl_free(Ctrl *c) {
         return NULL;
 }
 
-const char *ctrl_name(const Ctrl *c) {
+const char *admin_name(const AdminHandle *c) {
         return c->name;
 }
 
@@ -151,41 +151,34 @@ static int map_result(int r, uint16_t *ret_nvme_status) {
         return negative_errno();
 }
 
-static _Thread_local CtrlInFlight *thread_in_flight;
+static _Thread_local AdminInFlight *thread_in_flight;
 
-void ctrl_set_thread_in_flight(CtrlInFlight *f) {
+void admin_set_thread_in_flight(AdminInFlight *f) {
         thread_in_flight = f;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
-typedef enum CtrlCmd {
-        CTRL_CMD_IDENTIFY_CTRL,
-        CTRL_CMD_GET_APST,
-        CTRL_CMD_SET_APST,
-} CtrlCmd;
+typedef enum AdminCmd {
+        ADMIN_CMD_IDENTIFY_CTRL,
+        ADMIN_CMD_GET_APST,
+        ADMIN_CMD_SET_APST,
+} AdminCmd;
 
 /* The one place a command is sent. @buf is 4096 bytes for Identify, 256 otherwise. */
-static int ctrl_submit_one(Ctrl *c, CtrlCmd cmd, void *buf, uint32_t cdw11, uint32_t *ret_result,
-                       uint16_t *ret_nvme_status) {
+static int admin_submit_one(AdminHandle *c, AdminCmd cmd, void *buf, uint32_t cdw11, uint32_t *ret_result,
+                            uint16_t *ret_nvme_status) {
         uint32_t result = 0;
         int r;
 
         switch (cmd) {
-        case CTRL_CMD_IDENTIFY_CTRL: {
-                if (!ctrl_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER))
+        case ADMIN_CMD_IDENTIFY_CTRL: {
+                if (!admin_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER))
                         return -EPERM;
                 struct nvme_identify_args args = {
                         .result = &result,
                         .data = buf,
                         .args_size = sizeof args,
                         .fd = c->fd,
-                        .timeout = CTRL_ADMIN_TIMEOUT_MS,
+                        .timeout = ADMIN_TIMEOUT_MS,
                         .cns = NVME_IDENTIFY_CNS_CTRL,
                         .csi = NVME_CSI_NVM,
                         .nsid = NVME_NSID_NONE,
@@ -196,15 +189,15 @@ static int ctrl_submit_one(Ctrl *c, CtrlCmd cmd, void *buf, uint32_t cdw11, uint
                 r = nvme_identify(&args);
                 break;
         }
-        case CTRL_CMD_GET_APST: {
-                if (!ctrl_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | (NVME_GET_FEATURES_SEL_CURRENT << 8)))
+        case ADMIN_CMD_GET_APST: {
+                if (!admin_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | (NVME_GET_FEATURES_SEL_CURRENT << 8)))
                         return -EPERM;
                 struct nvme_get_features_args args = {
                         .result = &result,
                         .data = buf,
                         .args_size = sizeof args,
                         .fd = c->fd,
-                        .timeout = CTRL_ADMIN_TIMEOUT_MS,
+                        .timeout = ADMIN_TIMEOUT_MS,
                         .nsid = 0,
                         .sel = NVME_GET_FEATURES_SEL_CURRENT,
                         .data_len = 256,
@@ -213,21 +206,21 @@ static int ctrl_submit_one(Ctrl *c, CtrlCmd cmd, void *buf, uint32_t cdw11, uint
                 r = nvme_get_features(&args);
                 break;
         }
-        case CTRL_CMD_SET_APST: {
+        case ADMIN_CMD_SET_APST: {
                 struct nvme_set_features_args args = {
                         .result = &result,
                         .data = buf,
                         .args_size = sizeof args,
                         .fd = c->fd,
-                        .timeout = CTRL_ADMIN_TIMEOUT_MS,
+                        .timeout = ADMIN_TIMEOUT_MS,
                         .nsid = 0,
                         .cdw11 = cdw11,
                         .data_len = 256,
                         .save = false,
                         .fid = NVME_FEAT_FID_AUTO_PST,
                 };
-                if (!ctrl_command_allowed(CTRL_OPC_SET_FEATURES,
-                                          args.fid | (args.save ? CTRL_SET_FEATURES_SAVE : 0)))
+                if (!admin_command_allowed(CTRL_OPC_SET_FEATURES,
+                                           args.fid | (args.save ? CTRL_SET_FEATURES_SAVE : 0)))
                         return -EPERM;
                 r = nvme_set_features(&args);
                 break;
@@ -242,29 +235,29 @@ static int ctrl_submit_one(Ctrl *c, CtrlCmd cmd, void *buf, uint32_t cdw11, uint
         return r;
 }
 
-/* ctrl_submit_one(), with the calling thread's marker kept (ctrl_set_thread_in_flight()). */
-static int ctrl_submit(Ctrl *c, CtrlCmd cmd, void *buf, uint32_t cdw11, uint32_t *ret_result,
-                       uint16_t *ret_nvme_status) {
-        CtrlInFlight *f = thread_in_flight;
+/* admin_submit_one(), with the calling thread's marker kept (admin_set_thread_in_flight()). */
+static int admin_submit(AdminHandle *c, AdminCmd cmd, void *buf, uint32_t cdw11, uint32_t *ret_result,
+                        uint16_t *ret_nvme_status) {
+        AdminInFlight *f = thread_in_flight;
         int r;
 
         if (!f)
-                return ctrl_submit_one(c, cmd, buf, cdw11, ret_result, ret_nvme_status);
+                return admin_submit_one(c, cmd, buf, cdw11, ret_result, ret_nvme_status);
         if (atomic_load(&f->cancel))
                 return -ECANCELED;
         atomic_store(&f->since_usec, MAX(now_usec(), UINT64_C(1)));
-        r = ctrl_submit_one(c, cmd, buf, cdw11, ret_result, ret_nvme_status);
+        r = admin_submit_one(c, cmd, buf, cdw11, ret_result, ret_nvme_status);
         atomic_store(&f->since_usec, 0);
         return r;
 }
 
-int ctrl_identify(Ctrl *c, IdCtrl *ret, uint8_t *ret_raw, uint16_t *ret_nvme_status) {
+int admin_identify(AdminHandle *c, IdCtrl *ret, uint8_t *ret_raw, uint16_t *ret_nvme_status) {
         _Alignas(8) uint8_t buf[IDCTRL_SIZE] = {};
         IdCtrl id;
         int r;
 
         _Static_assert(sizeof(struct nvme_id_ctrl) == IDCTRL_SIZE, "Identify Controller is 4 KiB");
-        r = ctrl_submit(c, CTRL_CMD_IDENTIFY_CTRL, buf, 0, NULL, ret_nvme_status);
+        r = admin_submit(c, ADMIN_CMD_IDENTIFY_CTRL, buf, 0, NULL, ret_nvme_status);
         if (r < 0)
                 return r;
         r = idctrl_parse_binary(buf, sizeof buf, &id);
@@ -276,27 +269,27 @@ int ctrl_identify(Ctrl *c, IdCtrl *ret, uint8_t *ret_raw, uint16_t *ret_nvme_sta
         return 0;
 }
 
-int ctrl_get_apst(Ctrl *c, ApstTable *ret, uint16_t *ret_nvme_status) {
+int admin_get_apst(AdminHandle *c, ApstTable *ret, uint16_t *ret_nvme_status) {
         _Alignas(8) uint8_t buf[256] = {};
         uint32_t result = 0;
         int r;
 
         _Static_assert(sizeof(struct nvme_feat_auto_pst) == 256, "APST data is 256 bytes");
-        r = ctrl_submit(c, CTRL_CMD_GET_APST, buf, 0, &result, ret_nvme_status);
+        r = admin_submit(c, ADMIN_CMD_GET_APST, buf, 0, &result, ret_nvme_status);
         if (r < 0)
                 return r;
         apst_table_from_wire(buf, result & 1, ret);
         return 0;
 }
 
-int ctrl_set_apst(Ctrl *c, const ApstTable *t, uint16_t *ret_nvme_status) {
+int admin_set_apst(AdminHandle *c, const ApstTable *t, uint16_t *ret_nvme_status) {
         _Alignas(8) uint8_t buf[256];
 
         apst_table_to_wire(t, buf);
-        return ctrl_submit(c, CTRL_CMD_SET_APST, buf, t->apste ? 1 : 0, NULL, ret_nvme_status);
+        return admin_submit(c, ADMIN_CMD_SET_APST, buf, t->apste ? 1 : 0, NULL, ret_nvme_status);
 }
 
-const char *ctrl_status_to_string(uint16_t status) {
+const char *admin_status_to_string(uint16_t status) {
         const char *s = nvme_status_to_string(status, false);
         return s ? s : "unknown status";
 }

@@ -8,7 +8,7 @@
 #include "fileio.h"
 #include "macro.h"
 #include "record-file.h"
-#include "util.h"
+#include "record-format.h"
 
 int record_store(const char *path, const char *text) {
         return write_file_atomic(path, text, strlen(text), 0600);

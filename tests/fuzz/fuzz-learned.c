@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         assert(l.hist_milli[b] <= LEARNED_COUNT_MAX);
                 assert(l.state[0].count == 0);
                 for (unsigned s = 0; s < IDCTRL_MAX_PS; s++) {
-                        const PcalSum *p = &l.state[s];
+                        const PassiveCalibSum *p = &l.state[s];
                         assert(p->count <= LEARNED_COUNT_MAX && p->max_ns <= p->sum_ns);
                         assert(p->count > 0 || (p->sum_ns == 0 && p->max_ns == 0));
                 }

@@ -200,7 +200,7 @@ static void test_seed(void) {
                 CHECK(o.kernel.wakeups[4] >= n - 2);
                 /* Adaptive keeps the job's added time within the budget (default 1%; the lying
                  * drive is caught after a few wake-ups) and well under the kernel's. */
-                CHECK((double) o.adaptive.added_wall_ns <= APST_STALL_BUDGET_DEFAULT_CPCT / 10000.0 * dur);
+                CHECK((double) o.adaptive.added_wall_ns <= APST_STALL_BUDGET_DEFAULT_PCT_X100 / 10000.0 * dur);
                 CHECK(o.adaptive.stall_ns * 2 <= o.kernel.stall_ns);
                 /* ... the honest drive while still sleeping between the writes: less energy than
                  * staying in PS0 (0.3 W). On the lying one ps3's real 3.6 ms exit every ~300 ms is
@@ -291,7 +291,7 @@ static void test_exact_seed(void) {
                  * gaps seen (the lying drive's ps3 alone may cost more than the budget) */
                 for (size_t i = 1; !lie && i < o.adaptive.n_reprograms; i++)
                         CHECK(strstr(o.adaptive.reprograms[i].reason, "no transitions") == NULL);
-                CHECK((double) o.adaptive.added_wall_ns < APST_STALL_BUDGET_DEFAULT_CPCT / 10000.0 * dur);
+                CHECK((double) o.adaptive.added_wall_ns < APST_STALL_BUDGET_DEFAULT_PCT_X100 / 10000.0 * dur);
                 CHECK(o.adaptive.stall_ns * 3 <= o.kernel.stall_ns);
                 CHECK(o.a.source == ADAPT_SOURCE_BPF);
                 /* The first requests after the kernel's ps4 showed its real wake-up. */
@@ -374,7 +374,7 @@ static void test_exact_lying_state(void) {
                 t += n % 2 ? MS(30) : MS(300);
         }
         p.policy = APST_POLICY_ADAPTIVE;
-        p.stall_budget_cpct = 1000;   /* 10%, set by the user: the kernel's wake delay binds */
+        p.stall_budget_pct_x100 = 1000;   /* 10%, set by the user: the kernel's wake delay binds */
         CHECK(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
         d.ps[3].exlat_us *= 20;
         CHECK(adapt_init(a, &id, NULL, &p, 0, &start) == 0);

@@ -44,7 +44,7 @@
                 .policy = (pol), .max_latency_us = (lat), .primary_timeout_ms = (pto),          \
                 .secondary_timeout_ms = (sto), .primary_latency_tol_us = (ptol),                \
                 .secondary_latency_tol_us = (stol), .force = (f),                               \
-                .stall_budget_cpct = APST_STALL_BUDGET_DEFAULT_CPCT,                            \
+                .stall_budget_pct_x100 = APST_STALL_BUDGET_DEFAULT_PCT_X100,                    \
         }
 #define PARAMS(pol, lat) PARAMS_FULL(pol, lat, 100, 2000, 15000, 100000, false)
 /* The budget policy reduced to bare break-even: no kernel tier (primary_timeout_ms = 0) and a
@@ -55,7 +55,7 @@
                 .policy = (pol), .max_latency_us = (lat), .primary_timeout_ms = 0,              \
                 .secondary_timeout_ms = 2000, .primary_latency_tol_us = 15000,                  \
                 .secondary_latency_tol_us = 100000, .force = false,                             \
-                .stall_budget_cpct = APST_STALL_BUDGET_MAX_CPCT,                                \
+                .stall_budget_pct_x100 = APST_STALL_BUDGET_MAX_PCT_X100,                        \
         }
 #define PARAMS_FORCED(pol, lat) PARAMS_FULL(pol, lat, 100, 2000, 15000, 100000, true)
 #define K APST_POLICY_KERNEL
@@ -268,13 +268,13 @@ static const Case table_cases[] = {
          * at 113; ps4 at max(100, 120) − 113 = 7 ms, below its break-even: 55 ms. */
         { "/apst/budget/seed/stall-10pct", SEED, NULL, {},
           { .policy = B, .max_latency_us = 100000, .primary_timeout_ms = 100, .secondary_timeout_ms = 2000,
-            .primary_latency_tol_us = 15000, .secondary_latency_tol_us = 100000, .stall_budget_cpct = 1000 },
+            .primary_latency_tol_us = 15000, .secondary_latency_tol_us = 100000, .stall_budget_pct_x100 = 1000 },
           APST_OUTCOME_PROGRAM, true, { [0 ... 2] = ENT(3, 103), [3] = ENT(4, 55) }, 0, false, 12000,
           "ps0–ps2 → ps3 after 103 ms, ps3 → ps4 after 55 ms; worst wake 12.0 ms", "ps3@103ms→ps4@55ms" },
         /* A stall budget of 0: no wake-up may cost anything, so nothing is entered (APSTE=1, empty). */
         { "/apst/budget/seed/stall-0", SEED, NULL, {},
           { .policy = B, .max_latency_us = 100000, .primary_timeout_ms = 100, .secondary_timeout_ms = 2000,
-            .primary_latency_tol_us = 15000, .secondary_latency_tol_us = 100000, .stall_budget_cpct = 0 },
+            .primary_latency_tol_us = 15000, .secondary_latency_tol_us = 100000, .stall_budget_pct_x100 = 0 },
           APST_OUTCOME_PROGRAM, true, {}, 0, false, 0, "no idle transitions", "none" },
 
         /* ---------------- the budget's meaning: enlat + exlat vs the kernel's exlat ---------------- */

@@ -178,20 +178,20 @@ static void check_force_on(const Config *c) {
 }
 
 static void check_stall_half(const Config *c) {
-        CHECK(c->apst.stall_budget_cpct == 50);
+        CHECK(c->apst.stall_budget_pct_x100 == 50);
         CHECK(c->apst.policy == APST_POLICY_ADAPTIVE);
 }
 
 static void check_stall_default(const Config *c) {
-        CHECK(c->apst.stall_budget_cpct == APST_STALL_BUDGET_DEFAULT_CPCT);
+        CHECK(c->apst.stall_budget_pct_x100 == APST_STALL_BUDGET_DEFAULT_PCT_X100);
 }
 
 static void check_stall_whole(const Config *c) {
-        CHECK(c->apst.stall_budget_cpct == 300);
+        CHECK(c->apst.stall_budget_pct_x100 == 300);
 }
 
 static void check_stall_hundredth(const Config *c) {
-        CHECK(c->apst.stall_budget_cpct == 1);
+        CHECK(c->apst.stall_budget_pct_x100 == 1);
 }
 
 static void check_force_off(const Config *c) {

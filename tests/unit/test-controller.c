@@ -191,7 +191,7 @@ int main(void) {
         printf("ok: an unchanged configuration keeps the learned table\n");
 
         /* a changed knob (the stall budget) drops it: the plan's table is written again */
-        cfg.apst.stall_budget_cpct = 50;
+        cfg.apst.stall_budget_pct_x100 = 50;
         CHECK(controller_replan(&c, &ctx, &changed) == 0);
         CHECK(!c.have_learned);
         CHECK(changed == !apst_table_equal(&t, &c.plan.plan.table));

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "doctor.h"
+#include "doctor-out.h"
 #include "macro.h"
 
 static IdCtrl intel;   /* INTEL SSDPEKKW256G7: ps3 and ps4 non-operational */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The admin-command allow-list, ctrl_command_allowed(): the only gate between
+ * The admin-command allow-list, admin_command_allowed(): the only gate between
  * the daemon and the kernel's NVMe passthrough (src/platform/nvme-admin.c submits nothing it
  * refuses). The integration tests cannot drive the daemon into a forbidden
  * command, so this test holds the predicate itself to the contract in
@@ -15,11 +15,11 @@
  * reserved bit on top of each allowed command, and a named list of the
  * commands that would do harm.
  *
- * The one I/O command, calibrate's one-block Read: ctrl_io_command_allowed()
+ * The one I/O command, calibrate's one-block Read: admin_io_command_allowed()
  * over every opcode and block count, and the handle's permission: a handle
- * from ctrl_open() (the daemon's) refuses ctrl_read_block() before any ioctl
+ * from admin_open() (the daemon's) refuses admin_read_block() before any ioctl
  * (-EPERM on a regular file, where an ioctl would answer ENOTTY), a handle from
- * ctrl_open_namespace() sends it.
+ * admin_open_namespace() sends it.
  */
 
 #include <stdbool.h>
@@ -46,7 +46,7 @@ static bool allowed_by_spec(uint8_t opc, uint32_t cdw10) {
 }
 
 static void check(uint8_t opc, uint32_t cdw10) {
-        bool want = allowed_by_spec(opc, cdw10), got = ctrl_command_allowed(opc, cdw10);
+        bool want = allowed_by_spec(opc, cdw10), got = admin_command_allowed(opc, cdw10);
 
         if (got != want) {
                 fprintf(stderr, "opcode 0x%02x cdw10 0x%08x: %s, expected %s\n", opc, cdw10,
@@ -58,13 +58,13 @@ static void check(uint8_t opc, uint32_t cdw10) {
 
 /* The three allowed commands, spelled with the header's constants too. */
 static void test_allowed(void) {
-        CHECK(ctrl_command_allowed(0x06, 0x00000001));                 /* Identify controller */
-        CHECK(ctrl_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER));
-        CHECK(ctrl_command_allowed(0x0a, 0x0000000c));                 /* Get Features APST, current */
+        CHECK(admin_command_allowed(0x06, 0x00000001));                  /* Identify controller */
+        CHECK(admin_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER));
+        CHECK(admin_command_allowed(0x0a, 0x0000000c));                  /* Get Features APST, current */
         for (uint32_t sel = 0; sel < 8; sel++)                           /* current, default, saved, caps */
-                CHECK(ctrl_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | sel << 8));
-        CHECK(ctrl_command_allowed(0x09, 0x0000000c));                 /* Set Features APST, not saved */
-        CHECK(ctrl_command_allowed(CTRL_OPC_SET_FEATURES, CTRL_FID_APST));
+                CHECK(admin_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | sel << 8));
+        CHECK(admin_command_allowed(0x09, 0x0000000c));                  /* Set Features APST, not saved */
+        CHECK(admin_command_allowed(CTRL_OPC_SET_FEATURES, CTRL_FID_APST));
 }
 
 /* Commands that would do real harm, refused by name. */
@@ -109,7 +109,7 @@ static void test_refused_named(void) {
         };
 
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-                if (ctrl_command_allowed(bad[i].opc, bad[i].cdw10)) {
+                if (admin_command_allowed(bad[i].opc, bad[i].cdw10)) {
                         fprintf(stderr, "allowed: %s (opcode 0x%02x cdw10 0x%08x)\n", bad[i].what,
                                 bad[i].opc, bad[i].cdw10);
                         CHECK(false);
@@ -144,12 +144,12 @@ static void test_every_extra_bit(void) {
                         check(ok[i].opc, v);
                         check(ok[i].opc, ok[i].cdw10 | UINT32_C(1) << bit);
                         if (bit >= 11)  /* beyond FID/SEL/CNS: always refused */
-                                CHECK(!ctrl_command_allowed(ok[i].opc, ok[i].cdw10 | UINT32_C(1) << bit));
+                                CHECK(!admin_command_allowed(ok[i].opc, ok[i].cdw10 | UINT32_C(1) << bit));
                 }
         /* the Save bit, alone, on every allowed form */
-        CHECK(!ctrl_command_allowed(CTRL_OPC_SET_FEATURES, CTRL_FID_APST | CTRL_SET_FEATURES_SAVE));
-        CHECK(!ctrl_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | CTRL_SET_FEATURES_SAVE));
-        CHECK(!ctrl_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER | CTRL_SET_FEATURES_SAVE));
+        CHECK(!admin_command_allowed(CTRL_OPC_SET_FEATURES, CTRL_FID_APST | CTRL_SET_FEATURES_SAVE));
+        CHECK(!admin_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | CTRL_SET_FEATURES_SAVE));
+        CHECK(!admin_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER | CTRL_SET_FEATURES_SAVE));
 }
 
 static void test_io_allowed(void) {
@@ -158,18 +158,18 @@ static void test_io_allowed(void) {
         for (unsigned opc = 0; opc <= 0xff; opc++)
                 for (size_t k = 0; k < sizeof nlbs / sizeof nlbs[0]; k++) {
                         /* no handle but calibrate's may send I/O, and it only a one-block Read */
-                        CHECK(!ctrl_io_command_allowed(false, (uint8_t) opc, nlbs[k]));
-                        CHECK(ctrl_io_command_allowed(true, (uint8_t) opc, nlbs[k]) == (opc == 0x02 && nlbs[k] == 0));
+                        CHECK(!admin_io_command_allowed(false, (uint8_t) opc, nlbs[k]));
+                        CHECK(admin_io_command_allowed(true, (uint8_t) opc, nlbs[k]) == (opc == 0x02 && nlbs[k] == 0));
                         n_checked += 2;
                 }
         /* the write opcode, by name */
-        CHECK(!ctrl_io_command_allowed(true, 0x01, 0));
+        CHECK(!admin_io_command_allowed(true, 0x01, 0));
 }
 
 static void test_read_needs_namespace_handle(void) {
         char dir[] = "/tmp/test-ctrl-XXXXXX", path[64];
         uint16_t status = 0;
-        Ctrl *c = NULL;
+        AdminHandle *c = NULL;
         int fd;
 
         REQUIRE(mkdtemp(dir));
@@ -179,21 +179,21 @@ static void test_read_needs_namespace_handle(void) {
         CHECK(close(fd) == 0);
 
         /* the daemon's handle: refused before the kernel (an ioctl on a file would say ENOTTY) */
-        CHECK(ctrl_open(dir, "nvme0n1", &c) == 0);
-        CHECK(ctrl_read_block(c, 0, &status) == -EPERM);
-        c = ctrl_free(c);
+        CHECK(admin_open(dir, "nvme0n1", &c) == 0);
+        CHECK(admin_read_block(c, 0, &status) == -EPERM);
+        c = admin_free(c);
 
         /* calibrate's: the Read reaches the ioctl */
-        CHECK(ctrl_open_namespace(dir, "nvme0n1", 1, 512, &c) == 0);
-        CHECK(ctrl_read_block(c, 0, &status) == -ENOTTY);
-        c = ctrl_free(c);
+        CHECK(admin_open_namespace(dir, "nvme0n1", 1, 512, &c) == 0);
+        CHECK(admin_read_block(c, 0, &status) == -ENOTTY);
+        c = admin_free(c);
 
         /* block sizes that are no logical block size, and NSIDs that name no single namespace */
-        CHECK(ctrl_open_namespace(dir, "nvme0n1", 1, 511, &c) == -EINVAL);
-        CHECK(ctrl_open_namespace(dir, "nvme0n1", 1, 768, &c) == -EINVAL);
-        CHECK(ctrl_open_namespace(dir, "nvme0n1", 1, 131072, &c) == -EINVAL);
-        CHECK(ctrl_open_namespace(dir, "nvme0n1", 0, 512, &c) == -EINVAL);
-        CHECK(ctrl_open_namespace(dir, "nvme0n1", 0xffffffffu, 512, &c) == -EINVAL);
+        CHECK(admin_open_namespace(dir, "nvme0n1", 1, 511, &c) == -EINVAL);
+        CHECK(admin_open_namespace(dir, "nvme0n1", 1, 768, &c) == -EINVAL);
+        CHECK(admin_open_namespace(dir, "nvme0n1", 1, 131072, &c) == -EINVAL);
+        CHECK(admin_open_namespace(dir, "nvme0n1", 0, 512, &c) == -EINVAL);
+        CHECK(admin_open_namespace(dir, "nvme0n1", 0xffffffffu, 512, &c) == -EINVAL);
         CHECK(!c);
 
         CHECK(unlink(path) == 0);

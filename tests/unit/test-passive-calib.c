@@ -36,9 +36,9 @@ static ApstTable seed_table(uint32_t first_ms) {
 static void test_reach(void) {
         IdCtrl id = seed_id();
         ApstTable t = seed_table(100);
-        PcalReach r;
+        PassiveCalibReach r;
 
-        pcal_reach_from_table(&t, &id, &r);
+        passive_calib_reach_from_table(&t, &id, &r);
         CHECK(r.n == 2);
         CHECK(r.state[0] == 3 && r.state[1] == 4);
         CHECK(r.due_ns[0] == 100 * MS);
@@ -48,22 +48,22 @@ static void test_reach(void) {
 
         /* APSTE = 0: the drive stays awake whatever the entries say */
         t.apste = false;
-        pcal_reach_from_table(&t, &id, &r);
+        passive_calib_reach_from_table(&t, &id, &r);
         CHECK(r.n == 0);
 
         /* a state pointing back up does not loop: ps4 -> ps3 is a state already visited */
         t = seed_table(100);
         t.entry[4] = apst_entry_make(3, 50);
-        pcal_reach_from_table(&t, &id, &r);
+        passive_calib_reach_from_table(&t, &id, &r);
         CHECK(r.n == 2);
 
         /* ITPT 0 ends the chain; a target above npss too */
         t = seed_table(100);
         t.entry[3] = apst_entry_make(4, 0);
-        pcal_reach_from_table(&t, &id, &r);
+        passive_calib_reach_from_table(&t, &id, &r);
         CHECK(r.n == 1 && r.state[0] == 3);
         t.entry[0] = apst_entry_make(7, 100);
-        pcal_reach_from_table(&t, &id, &r);
+        passive_calib_reach_from_table(&t, &id, &r);
         CHECK(r.n == 0);
 }
 
@@ -87,37 +87,37 @@ static void test_estimate(void) {
         IdCtrl id = seed_id(), raised;
         ApstTable t = seed_table(100);
         PassiveCalib pc = {};
-        PcalEstimate e;
-        PcalReach r;
+        PassiveCalibEstimate e;
+        PassiveCalibReach r;
         GapHist h = {};
 
-        pcal_reach_from_table(&t, &id, &r);
+        passive_calib_reach_from_table(&t, &id, &r);
         fill_workload(&h, 4);
-        pcal_feed(&pc, &h, &r);
+        passive_calib_feed(&pc, &h, &r);
         CHECK(pc.gaps_fed == 32);
-        /* four of each: below PCAL_MIN_SAMPLES */
-        CHECK(pcal_estimate(&pc, 4, &e) == -ENODATA);
-        CHECK(pcal_apply(&pc, &id, &raised) == 0);
+        /* four of each: below PASSIVE_CALIB_MIN_SAMPLES */
+        CHECK(passive_calib_estimate(&pc, 4, &e) == -ENODATA);
+        CHECK(passive_calib_apply(&pc, &id, &raised) == 0);
         CHECK(raised.psd[4].exlat_us == 10000);
 
         memset(&h, 0, sizeof h);
         fill_workload(&h, 2);
-        pcal_feed(&pc, &h, &r);
+        passive_calib_feed(&pc, &h, &r);
         CHECK(pc.awake.count == 12);
         CHECK(pc.state[3].count == 6 && pc.state[4].count == 6);
-        CHECK(pcal_estimate(&pc, 4, &e) == 0);
+        CHECK(passive_calib_estimate(&pc, 4, &e) == 0);
         CHECK(e.samples == 6 && e.awake_samples == 12);
         CHECK(e.awake_mean_ns == 80 * US);
         CHECK(e.wake_mean_ns == 80 * US + 31 * MS);
         CHECK(e.exlat_ns == 31 * MS);                    /* none of the 50 ms requests counted */
         CHECK(e.wake_max_ns == 80 * US + 31 * MS);
-        CHECK(pcal_estimate(&pc, 3, &e) == 0);
+        CHECK(passive_calib_estimate(&pc, 3, &e) == 0);
         CHECK(e.exlat_ns == 250 * US);
-        CHECK(pcal_estimate(&pc, 2, &e) == -ENODATA);
-        CHECK(pcal_estimate(&pc, IDCTRL_MAX_PS, &e) == -EINVAL);
+        CHECK(passive_calib_estimate(&pc, 2, &e) == -ENODATA);
+        CHECK(passive_calib_estimate(&pc, IDCTRL_MAX_PS, &e) == -EINVAL);
 
         /* max(advertised, measured): ps4 goes up to 31 ms, ps3 keeps its 300 µs */
-        CHECK(pcal_apply(&pc, &id, &raised) == (UINT32_C(1) << 4));
+        CHECK(passive_calib_apply(&pc, &id, &raised) == (UINT32_C(1) << 4));
         CHECK(raised.psd[4].exlat_us == 31000);
         CHECK(raised.psd[3].exlat_us == 300);
         CHECK(raised.psd[4].enlat_us == 2000);
@@ -127,34 +127,34 @@ static void test_table_changes(void) {
         IdCtrl id = seed_id();
         ApstTable a = seed_table(100), b = seed_table(1000);
         PassiveCalib pc = {};
-        PcalReach ra, rb;
+        PassiveCalibReach ra, rb;
         GapHist h = {};
 
-        pcal_reach_from_table(&a, &id, &ra);
-        pcal_reach_from_table(&b, &id, &rb);
+        passive_calib_reach_from_table(&a, &id, &ra);
+        passive_calib_reach_from_table(&b, &id, &rb);
         for (unsigned i = 0; i < 5; i++)
                 gaphist_add_gap(&h, 500 * MS, 400 * US);
         /* under a 100 ms first step these gaps settled in ps3; under 1000 ms the drive stayed awake */
-        pcal_feed(&pc, &h, &ra);
+        passive_calib_feed(&pc, &h, &ra);
         CHECK(pc.state[3].count == 5 && pc.awake.count == 0);
-        pcal_feed(&pc, &h, &rb);
+        passive_calib_feed(&pc, &h, &rb);
         CHECK(pc.state[3].count == 5 && pc.awake.count == 5);
 
         /* no transitions at all: every first request is an awake one, the longest gaps too */
         memset(&pc, 0, sizeof pc);
         a.apste = false;
-        pcal_reach_from_table(&a, &id, &ra);
+        passive_calib_reach_from_table(&a, &id, &ra);
         gaphist_add_gap(&h, UINT64_C(1) << 41, 400 * US);
-        pcal_feed(&pc, &h, &ra);
+        passive_calib_feed(&pc, &h, &ra);
         CHECK(pc.awake.count == 6);
 }
 
 static void test_disagrees(void) {
-        CHECK(pcal_disagrees(31 * MS, 10000));
-        CHECK(pcal_disagrees(2 * MS, 10000));            /* faster than advertised, too */
-        CHECK(!pcal_disagrees(11 * MS, 10000));          /* within a quarter */
-        CHECK(!pcal_disagrees(150 * US, 10));            /* beyond a quarter but under 200 µs */
-        CHECK(pcal_disagrees(500 * US, 10));
+        CHECK(passive_calib_disagrees(31 * MS, 10000));
+        CHECK(passive_calib_disagrees(2 * MS, 10000));            /* faster than advertised, too */
+        CHECK(!passive_calib_disagrees(11 * MS, 10000));          /* within a quarter */
+        CHECK(!passive_calib_disagrees(150 * US, 10));            /* beyond a quarter but under 200 µs */
+        CHECK(passive_calib_disagrees(500 * US, 10));
 }
 
 int main(void) {

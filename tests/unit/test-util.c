@@ -12,6 +12,7 @@
 #include "nvme-admin.h"
 #include "macro.h"
 #include "retry.h"
+#include "state-file.h"
 #include "util.h"
 
 static void test_safe_atod(void) {
