@@ -160,8 +160,9 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 ${CC:-cc} -O2 -std=gnu11 -D_GNU_SOURCE -o "$tmp/tracegen" "$root/bench/tracegen.c" -lm
 
 # The halves (bench/README.md): chosen before any result was seen, never to be changed
-# to suit one. A recorded family added later belongs to neither until it is written here.
-half_a="desktop hyperexp seed adversarial real-apt real-build real-editor-hour real-idle real-quiet"
+# to suit one. A recorded family added later belongs to neither until it is written here,
+# before its first result: to the half with fewer hour-long recordings (A on a tie).
+half_a="desktop hyperexp seed adversarial real-apt real-build real-editor-hour real-idle real-quiet real-guest-idle-hour"
 half_b="writeback poisson seed-x3 regime real-browser-hour real-desktop real-git real-idle-hour real-sqlite"
 
 families="desktop writeback hyperexp poisson seed seed-x3 adversarial regime"

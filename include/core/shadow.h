@@ -145,8 +145,9 @@ typedef enum ShadowVerdict {
 /**
  * shadow_guard() - is the applied table more than SHADOW_GUARD_TOLERANCE worse than
  * the kernel's over the window? Once the window holds SHADOW_GUARD_MIN_GAPS gaps:
- * on wake delay, when it holds SHADOW_GUARD_MIN_WAKE_NS of it; on energy, when it does not buy that much less wake delay in exchange (a table that spends energy to spare I/O its wake-ups, as a
- * stall budget asks, is a trade the user chose, not a failure). @why (may be NULL)
+ * on wake delay, when it holds SHADOW_GUARD_MIN_WAKE_NS of it; on energy, when it does not
+ * buy that much less wake delay in exchange (a table that spends energy to spare I/O its
+ * wake-ups, as a stall budget asks, is a trade the user chose, not a failure). @why (may be NULL)
  * gets the figures in words.
  */
 ShadowVerdict shadow_guard(const Shadow *s, char *why, size_t n);

@@ -32,6 +32,7 @@
  * never with the trace, and may answer "reprogram with table T".
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -140,6 +141,7 @@ typedef enum SimActivity {
         SIM_ACTIVITY_ENTER,        /* idle, entering ps */
         SIM_ACTIVITY_EXIT,         /* waking from ps for an I/O that waits */
         _SIM_ACTIVITY_MAX,
+        _SIM_ACTIVITY_INVALID = -EINVAL,
 } SimActivity;
 
 typedef struct SimStateChange {

@@ -90,6 +90,7 @@ typedef enum CtrlFamily {
         CTRL_OBSERVED_STALL,
         CTRL_GUARD_FALLBACKS,
         _CTRL_FAMILY_MAX,
+        _CTRL_FAMILY_INVALID = -EINVAL,
 } CtrlFamily;
 
 /* Which controllers have a sample: a figure a controller does not have is left out, not written as 0. */
@@ -169,6 +170,7 @@ static uint64_t ctrl_value(const MetricsController *c, CtrlFamily k) {
         case CTRL_GUARD_FALLBACKS:
                 return c->guard_fallbacks;
         case _CTRL_FAMILY_MAX:
+        case _CTRL_FAMILY_INVALID:
                 break;
         }
         return 0;

@@ -340,7 +340,8 @@ void shadow_residency_describe(const ShadowSums *x, char *buf, size_t n) {
                 int w;
                 if (x->resident_ns[i] <= 0)
                         continue;
-                w = snprintf(buf + off, n - off, "%sps%u %.1f%%", off ? ", " : "", i, 100.0 * x->resident_ns[i] / total);
+                w = snprintf(buf + off, n - off, "%sps%u %.1f%%", off ? ", " : "", i,
+                             100.0 * x->resident_ns[i] / total);
                 if (w < 0)
                         return;
                 off += (size_t) w;
@@ -366,8 +367,9 @@ void shadow_describe(const ShadowSums *a, const ShadowSums *k, char *buf, size_t
                 return;
         format_seconds(a->wake_ns, wa, sizeof wa);
         format_seconds(k->wake_ns, wk, sizeof wk);
-        if (snprintf(buf, n, fabs(diff) >= 10 ? "%.0f J (%.0f%%) %s than the kernel's table, wake delay %s against its %s"
-                                              : "%.2g J (%.0f%%) %s than the kernel's table, wake delay %s against its %s",
+        if (snprintf(buf, n,
+                     fabs(diff) >= 10 ? "%.0f J (%.0f%%) %s than the kernel's table, wake delay %s against its %s"
+                                      : "%.2g J (%.0f%%) %s than the kernel's table, wake delay %s against its %s",
                      fabs(diff), ek > 0 ? 100.0 * fabs(diff) / ek : 0.0, diff >= 0 ? "less" : "more", wa, wk) < 0)
                 buf[0] = 0;
 }

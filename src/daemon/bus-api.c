@@ -119,9 +119,11 @@ static const char *ctrl_state(const ManagerCtrl *c) {
                 return "left-alone";
         case DEVICE_NOT_PCIE:
                 return "not-pcie";
-        default:
-                return "unknown";
+        case _DEVICE_VERDICT_MAX:
+        case _DEVICE_VERDICT_INVALID:
+                break;
         }
+        return "unknown";
 }
 
 static void ctrl_view(const ManagerCtrl *c, CtrlView *v) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The daemon's metrics file glue (see manager-metrics.h): builds a MetricsState from
- * the Manager and hands it to the writer (metrics.h), which replaces the file
+ * the Manager and hands it to the writer (metrics-file.h), which replaces the file
  * only when its text changed. Called after the loop has handled an event, so
  * it adds no wake-up of its own; an idle daemon writes nothing.
  *
@@ -65,9 +65,13 @@ static const char *ctrl_policy(const ManagerCtrl *mc) {
                 return apst_policy_to_string(c->plan.params.policy);
         case DEVICE_UNSUPPORTED:
                 return "unsupported";
-        default:
-                return "unmanaged";
+        case DEVICE_DISABLED:
+        case DEVICE_NOT_PCIE:
+        case _DEVICE_VERDICT_MAX:
+        case _DEVICE_VERDICT_INVALID:
+                break;
         }
+        return "unmanaged";
 }
 
 /* Bring the list of policies up to date with the pins in force now. */

@@ -378,7 +378,8 @@ int controller_program(Controller *c, const ControllerContext *ctx, const ApstTa
                 return outcome_fail(ret, CONTROLLER_STEP_PLAN, -EINVAL, 0);
         if (apst_table_check(table, &c->id) < 0)
                 return outcome_fail(ret, CONTROLLER_STEP_PLAN,
-                                    log_error_errno(-EINVAL, "%s: refusing an invalid table (%s).", c->name, reason), 0);
+                                    log_error_errno(-EINVAL, "%s: refusing an invalid table (%s).", c->name, reason),
+                                    0);
         worst = apst_worst_wake_us(table, &c->id);
         if (worst > c->plan.params.max_latency_us)
                 return outcome_fail(ret, CONTROLLER_STEP_PLAN,
