@@ -79,6 +79,9 @@ typedef struct ShadowChain {
 void shadow_chain_from_table(const ShadowDrive *d, bool apste, const uint64_t entry[SHADOW_STATES],
                              ShadowChain *ret);
 
+/* The same chain: the same states entered at the same idle times. */
+bool shadow_chain_equal(const ShadowChain *x, const ShadowChain *y);
+
 /* Energy (µW·ns) of one idle gap of @gap_ns under @c, the wake that ends it included,
  * and the wait of the request that ends it (ns). */
 void shadow_gap_cost(const ShadowDrive *d, const ShadowChain *c, double gap_ns, double *ret_energy_uwns,

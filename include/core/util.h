@@ -55,3 +55,10 @@ int parse_time_span_usec(const char *s, uint64_t *ret);
  * Return: 1 for true, 0 for false, -EINVAL for anything else.
  */
 int parse_boolean(const char *s);
+
+/**
+ * utf8_char_len() - length of the UTF-8 sequence at @p (NUL-terminated), or 0 when it is not a
+ * valid one: no stray continuation byte, no overlong form, no surrogate (U+D800..U+DFFF), nothing
+ * past U+10FFFF (RFC 3629 section 4's table of well-formed sequences, which D-Bus also requires).
+ */
+size_t utf8_char_len(const char *p);

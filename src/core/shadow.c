@@ -184,7 +184,7 @@ static void add(ShadowSums *x, double e, double w, double gaps, double wakes) {
         x->wakes += wakes;
 }
 
-static bool chain_equal(const ShadowChain *x, const ShadowChain *y) {
+bool shadow_chain_equal(const ShadowChain *x, const ShadowChain *y) {
         if (x->n != y->n)
                 return false;
         for (unsigned k = 0; k < x->n; k++)
@@ -196,7 +196,7 @@ static bool chain_equal(const ShadowChain *x, const ShadowChain *y) {
 void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied, const ShadowChain *kernel,
                     const GapHist *delta, double awake_svc_ns, uint64_t now_ns) {
         /* When the kernel's table is the one in force, what it cost is what was measured. */
-        bool same = chain_equal(applied, kernel);
+        bool same = shadow_chain_equal(applied, kernel);
 
         advance(s, now_ns);
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {

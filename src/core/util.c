@@ -128,3 +128,34 @@ int parse_boolean(const char *s) {
                         return 0;
         return -EINVAL;
 }
+
+size_t utf8_char_len(const char *s) {
+        const unsigned char *p = (const unsigned char *) s;
+        unsigned char lo = 0x80, hi = 0xbf;   /* the second byte's range (RFC 3629 section 4) */
+        size_t n;
+
+        if (p[0] < 0x80)
+                return 1;
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                n = 2;
+        else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+                n = 3;
+                if (p[0] == 0xe0)
+                        lo = 0xa0;    /* below: overlong */
+                else if (p[0] == 0xed)
+                        hi = 0x9f;    /* above: surrogates */
+        } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+                n = 4;
+                if (p[0] == 0xf0)
+                        lo = 0x90;    /* below: overlong */
+                else if (p[0] == 0xf4)
+                        hi = 0x8f;    /* above: past U+10FFFF */
+        } else
+                return 0;
+        if (p[1] < lo || p[1] > hi)
+                return 0;
+        for (size_t i = 2; i < n; i++)
+                if ((p[i] & 0xc0) != 0x80)
+                        return 0;
+        return n;
+}

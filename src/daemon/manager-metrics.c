@@ -21,6 +21,7 @@
 
 #include "cpuset.h"
 #include "log.h"
+#include "manager-holds.h"
 #include "manager-metrics.h"
 #include "manager-watch.h"
 #include "metrics-file.h"
@@ -158,6 +159,16 @@ static void metrics_controller_exlat(const Controller *c, MetricsController *row
         }
 }
 
+/* Its latency holds: how many apply, how long it had one. */
+static void metrics_controller_holds(const ManagerCtrl *c, MetricsController *row) {
+        const HoldSet *set = manager_holds_set(c->manager);
+
+        for (size_t i = 0; i < set->n; i++)
+                if (hold_applies(&set->holds[i], c->controller.name))
+                        row->holds++;
+        row->hold_us = manager_holds_ctrl_usec(c);
+}
+
 /* One controller's row; @table (of @size bytes) holds the table text the row points at. */
 static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t size, MetricsController *row) {
         ctrl_table(&c->controller, c->failed, table, size, &row->worst_wake_us);
@@ -172,6 +183,7 @@ static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t siz
         row->table_writes = c->stats.table_writes;
         row->kernel_overwrites = c->stats.kernel_overwrites;
         row->errors = c->stats.errors;
+        metrics_controller_holds(c, row);
         row->have_watcher = manager_watch_observed(c, &row->observed_ios, &row->observed_stall_us);
         row->watch_source = manager_watch_source(c);
         ManagerSavings sv;
@@ -228,6 +240,7 @@ void manager_metrics_update(Manager *m) {
                                           .start_time_seconds = mm->start_time_seconds,
                                           .config_reloads = m->config_reloads,
                                           .config_reload_failures = m->config_reload_failures,
+                                          .holds_taken = manager_holds_taken(m),
                                           .controllers = ctl,
                                           .n_controllers = m->n_ctrls,
                                           .cpu_policies = pol,

@@ -135,7 +135,7 @@ static void test_sources(void) {
                   "main.conf:2: [apst] max_latency_us = x: not a time span (a number, optionally followed by us, "
                   "ms or s: 1500, 1.5ms)\n"
                   "10-a.conf:2: [apst] bogus = 1: unknown key\n"
-                  "10-a.conf:3: [nosuch]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] "
+                  "10-a.conf:3: [nosuch]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch], [holds] "
                   "or [device NAME])\n"
                   "10-a.conf:6: [cpu] pin = sometimes: unknown mode (off, always or busy)") == 0, "%s", err);
 }

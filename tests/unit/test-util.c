@@ -117,13 +117,35 @@ static void test_parse_time_span_usec(void) {
 
                 v = 42;
                 r = parse_time_span_usec(cases[i].in, &v);
-                if (r != cases[i].r || (r == 0 && v != cases[i].usec) || (r < 0 && v != 42)) {
-                        fprintf(stderr, "parse_time_span_usec(\"%s\") = %d, %llu; want %d, %llu\n", cases[i].in, r,
-                                (unsigned long long) v, cases[i].r, (unsigned long long) cases[i].usec);
-                        abort();
-                }
+                current = cases[i].in;
+                CHECK(r == cases[i].r);
+                CHECK(r != 0 || v == cases[i].usec);
+                CHECK(r == 0 || v == 42);   /* not written on failure */
         }
+        current = "NULL";
         CHECK(parse_time_span_usec(NULL, &v) == -EINVAL);
+        current = "";
+}
+
+/* utf8_char_len(): RFC 3629's well-formed sequences only. */
+static void test_utf8_char_len(void) {
+        static const struct {
+                const char *in;
+                size_t len;
+        } cases[] = {
+                { "a", 1 }, { "\x7f", 1 }, { "\xc3\xa9", 2 }, { "\xe2\x86\x92", 3 }, { "\xf0\x9f\x92\xbe", 4 },
+                { "\xef\xbf\xbf", 3 }, { "\xf4\x8f\xbf\xbf", 4 },   /* U+FFFF, U+10FFFF */
+                { "\x80", 0 }, { "\xc0\xaf", 0 }, { "\xc1\xbf", 0 },          /* stray, overlong */
+                { "\xe0\x80\xaf", 0 }, { "\xf0\x80\x80\xaf", 0 },          /* overlong */
+                { "\xed\xa0\x80", 0 }, { "\xf4\x90\x80\x80", 0 }, { "\xf5\x80\x80\x80", 0 },
+                { "\xe2\x86", 0 }, { "\xc3", 0 },                          /* cut short */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                current = cases[i].in;
+                CHECK(utf8_char_len(cases[i].in) == cases[i].len);
+        }
+        current = "";
 }
 
 static void test_runtime_directory(void) {
@@ -167,6 +189,7 @@ int main(void) {
         test_safe_atou32();
         test_safe_atod();
         test_parse_time_span_usec();
+        test_utf8_char_len();
         test_runtime_directory();
         test_retry();
         test_pin_mode();
