@@ -902,7 +902,8 @@ void adapt_learned_capture(const Adapt *a, Learned *ret) {
         l.gaps_seen = (uint64_t) MIN(a->gaps_seen, (double) LEARNED_COUNT_MAX);
         l.hist_elapsed_ms = (uint64_t) MIN(a->hist_elapsed_ns / 1e6, (double) LEARNED_COUNT_MAX);
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                l.hist_milli[b] = (uint64_t) MIN(a->hist.gaps[b] * LEARNED_HIST_SCALE + 0.5, (double) LEARNED_COUNT_MAX);
+                l.hist_milli[b] =
+                        (uint64_t) MIN(a->hist.gaps[b] * LEARNED_HIST_SCALE + 0.5, (double) LEARNED_COUNT_MAX);
         l.awake = a->pcal.awake;
         for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
                 l.state[s] = a->pcal.state[s];
