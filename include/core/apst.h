@@ -150,6 +150,12 @@ unsigned apst_quirks(const IdCtrl *id, const ApstPlatform *plat);
  */
 int apst_build(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, ApstPlan *ret);
 
+/* What max_latency_us bounds for a state: the worst wait a command can see, entry + exit
+ * latency (a command can arrive while the drive is still entering it). */
+static inline bool apst_psd_within_budget(const IdPsd *psd, uint32_t max_latency_us) {
+        return (uint64_t) psd->enlat_us + psd->exlat_us <= max_latency_us;
+}
+
 /**
  * apst_chain() - the states a budget or adaptive table may go to, shallow to deep:
  * non-operational, enlat + exlat <= max_latency_us, not excluded by @quirks

@@ -292,7 +292,7 @@ static void consider(void *userdata, const AdaptChain *c) {
 /* A state the latency budget allows: its advertised entry and exit within max_latency_us, which a
  * latency hold may have lowered since apst_chain() (adapt_set_max_latency()). */
 static bool within_max_latency(const Adapt *a, unsigned state) {
-        return (uint64_t) a->id.psd[state].enlat_us + a->id.psd[state].exlat_us <= a->params.max_latency_us;
+        return apst_psd_within_budget(&a->id.psd[state], a->params.max_latency_us);
 }
 
 /* Every candidate, scored on the watcher's gaps. */

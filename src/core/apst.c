@@ -238,13 +238,12 @@ unsigned apst_chain(const IdCtrl *id, unsigned quirks, const ApstParams *p, unsi
          * the previous one's power (PS0's first). ps0 is never a target: nothing is above it. */
         for (unsigned s = 1; s <= id->npss && s < IDCTRL_MAX_PS; s++) {
                 const IdPsd *psd = &id->psd[s];
-                uint64_t total_us = (uint64_t) psd->enlat_us + psd->exlat_us;
 
                 if (!psd->non_operational)
                         continue;
                 if (s == id->npss && (quirks & APST_QUIRK_NO_DEEPEST_PS))
                         continue;
-                if (total_us > p->max_latency_us)
+                if (!apst_psd_within_budget(psd, p->max_latency_us))
                         continue;
                 if (state_power_uw(psd) >= prev_uw)
                         continue;
