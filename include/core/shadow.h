@@ -147,10 +147,12 @@ typedef enum ShadowVerdict {
  * the kernel's over the window? Once the window holds SHADOW_GUARD_MIN_GAPS gaps:
  * on wake delay, when it holds SHADOW_GUARD_MIN_WAKE_NS of it; on energy, when it does not
  * buy that much less wake delay in exchange (a table that spends energy to spare I/O its
- * wake-ups, as a stall budget asks, is a trade the user chose, not a failure). @why (may be NULL)
- * gets the figures in words.
+ * wake-ups, as a stall budget asks, is a trade the user chose, not a failure). Wake delay
+ * comes in whole wake-ups: an excess within @wake_slack_ns beyond the tolerance (the caller
+ * passes one wake-up of the applied table's slowest state) is the phase of the gaps, not
+ * evidence. @why (may be NULL) gets the figures in words.
  */
-ShadowVerdict shadow_guard(const Shadow *s, char *why, size_t n);
+ShadowVerdict shadow_guard(const Shadow *s, double wake_slack_ns, char *why, size_t n);
 
 /* The journal's periodic account of one drive: what happened since the last one. */
 #define SHADOW_REPORT_EVERY_NS UINT64_C(3600000000000)     /* at most hourly ... */

@@ -699,6 +699,19 @@ static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, Shadow
         *ret_applied = applied;
 }
 
+/* One wake-up of the slowest state the table in force enters, as seen (shadow_exlat_us()): the
+ * guard's slack on wake delay. A table that trades some wake-ups for others is ahead or behind
+ * the kernel's by whole wake-ups as the gaps fall; less than one is not yet evidence against it. */
+static double guard_wake_slack_ns(const Adapt *a) {
+        ShadowChain c;
+        double worst = 0;
+
+        shadow_chain_from_table(&a->sd, a->current_table.apste, a->current_table.entry, &c);
+        for (unsigned i = 0; i < c.n; i++)
+                worst = MAX(worst, shadow_exlat_us(&a->sd, c.state[i]) * NS_PER_US);
+        return worst;
+}
+
 /* The guard: the table in force worse than the kernel's over the window puts the kernel's back, and
  * nothing else is tried until the evidence changes. *@ret_done: the guard decided (its result returned). */
 static int gaps_guard(Adapt *a, uint64_t now_ns, ApstTable *ret_table, AdaptDecision *ret_why, bool *ret_done) {
@@ -707,7 +720,7 @@ static int gaps_guard(Adapt *a, uint64_t now_ns, ApstTable *ret_table, AdaptDeci
         *ret_done = false;
         if (!a->fallen_back) {
                 char why[256];
-                ShadowVerdict v = shadow_guard(&a->shadow, why, sizeof why);
+                ShadowVerdict v = shadow_guard(&a->shadow, guard_wake_slack_ns(a), why, sizeof why);
                 /* Energy is judged on a table once it has had a slot of its own: over its first
                  * seconds the window is the previous tables' and a handful of its own gaps. */
                 if (v == SHADOW_WORSE_ENERGY && a->programs > 0 && now_ns - a->last_program_ns < ADAPT_GUARD_DWELL_NS)

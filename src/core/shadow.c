@@ -249,7 +249,7 @@ void shadow_window(const Shadow *s, ShadowSums *ret_applied, ShadowSums *ret_ker
         *ret_kernel = k;
 }
 
-ShadowVerdict shadow_guard(const Shadow *s, char *why, size_t n) {
+ShadowVerdict shadow_guard(const Shadow *s, double wake_slack_ns, char *why, size_t n) {
         ShadowSums a, k;
         ShadowVerdict v = SHADOW_OK;
         const double tol = 1.0 + SHADOW_GUARD_TOLERANCE;
@@ -257,7 +257,7 @@ ShadowVerdict shadow_guard(const Shadow *s, char *why, size_t n) {
         shadow_window(s, &a, &k);
         bool wake_evidence = a.gaps >= SHADOW_GUARD_MIN_GAPS &&
                              dmax(a.wake_ns, k.wake_ns) >= (double) SHADOW_GUARD_MIN_WAKE_NS;
-        if (wake_evidence && a.wake_ns > tol * k.wake_ns)
+        if (wake_evidence && a.wake_ns > tol * k.wake_ns + dmax(wake_slack_ns, 0.0))
                 v = SHADOW_WORSE_WAKE;
         else if (k.energy_uwns > 0 && a.gaps >= SHADOW_GUARD_MIN_GAPS && a.energy_uwns > tol * k.energy_uwns &&
                  a.wake_ns * tol >= k.wake_ns)

@@ -472,7 +472,7 @@ static void test_exact_guard(void) {
 
         current = "exact/guard";
         run_off_kernel(&o);
-        CHECK(shadow_guard(&o.a.shadow, NULL, 0) == SHADOW_OK);
+        CHECK(shadow_guard(&o.a.shadow, 0, NULL, 0) == SHADOW_OK);
 
         /* What the drive would have reported had our table woken it far more than the model said. */
         unsigned slot = o.a.shadow.slot;
@@ -560,7 +560,7 @@ static void test_exact_guard_dwell(void) {
         unsigned slot = o.a.shadow.slot;
         o.a.shadow.slot_applied[slot].energy_uwns += 0.10 * wk.energy_uwns + (wk.energy_uwns - wa.energy_uwns);
         o.a.shadow.slot_applied[slot].wake_ns += wk.wake_ns - wa.wake_ns;
-        CHECK(shadow_guard(&o.a.shadow, NULL, 0) == SHADOW_WORSE_ENERGY);
+        CHECK(shadow_guard(&o.a.shadow, 0, NULL, 0) == SHADOW_WORSE_ENERGY);
         gaphist_add_gap(&one, MS(3), MS(0.1));
 
         /* A second after the last table was written: not yet. */

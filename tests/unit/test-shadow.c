@@ -107,18 +107,36 @@ static void test_accounting_and_guard(void) {
         shadow_window(&s, &a, &k);
         CHECK(NEAR(a.wake_ns, 30 * 2e6) && k.wake_ns == 0 && NEAR(a.gaps, 30) && NEAR(a.wakes, 30));
         CHECK(NEAR(s.total_applied.wake_ns, 30 * 2e6));
-        CHECK(shadow_guard(&s, why, sizeof why) == SHADOW_WORSE_WAKE);
+        CHECK(shadow_guard(&s, 0, why, sizeof why) == SHADOW_WORSE_WAKE);
         CHECK(strstr(why, "wake delay 60 ms against its 0 s") != NULL);
         /* two minutes later the window has forgotten it; the totals have not */
         shadow_account(&s, &d, &early, &kernel, &(GapHist) {}, 0.1e6, MS(1000 + 130000));
-        CHECK(shadow_guard(&s, NULL, 0) == SHADOW_OK);
+        CHECK(shadow_guard(&s, 0, NULL, 0) == SHADOW_OK);
         CHECK(NEAR(s.total_applied.wake_ns, 30 * 2e6));
+
+        current = "guard: within one wake-up of slack";
+        /* 30 gaps of 200 ms that both tables end in ps1 (2 ms to wake), and one of 50 ms only
+         * ours does: 62 ms against 60, over the 2% tolerance by less than one wake-up */
+        h = gaps(30, 200, 2.1);
+        GapHist one_more = gaps(1, 50, 2.1);
+        gaphist_merge(&h, &one_more);
+        shadow_init(&s, 0);
+        shadow_account(&s, &d, &early, &kernel, &h, 0.1e6, MS(1000));
+        shadow_window(&s, &a, &k);
+        CHECK(NEAR(a.wake_ns, 62e6) && NEAR(k.wake_ns, 60e6));
+        CHECK(shadow_guard(&s, 0, NULL, 0) == SHADOW_WORSE_WAKE);
+        CHECK(shadow_guard(&s, 2e6, NULL, 0) == SHADOW_OK);
+        CHECK(shadow_guard(&s, -5e6, NULL, 0) == SHADOW_WORSE_WAKE);   /* never a negative slack */
+        /* a second such gap is more than one wake-up over */
+        shadow_account(&s, &d, &early, &kernel, &one_more, 0.1e6, MS(1500));
+        CHECK(shadow_guard(&s, 2e6, why, sizeof why) == SHADOW_WORSE_WAKE);
+        CHECK(strstr(why, "wake delay 64 ms against its 60 ms") != NULL);
 
         current = "guard: too little evidence";
         h = gaps(10, 50, 2.1);   /* 20 ms of wake delay but only 10 gaps */
         shadow_init(&s, 0);
         shadow_account(&s, &d, &early, &kernel, &h, 0.1e6, MS(1000));
-        CHECK(shadow_guard(&s, NULL, 0) == SHADOW_OK);
+        CHECK(shadow_guard(&s, 0, NULL, 0) == SHADOW_OK);
 
         current = "guard: the kernel's own table";
         h = gaps(30, 200, 2.1);
@@ -128,7 +146,7 @@ static void test_accounting_and_guard(void) {
         CHECK(a.gaps == 0 && k.gaps == 0);          /* not in the window */
         CHECK(NEAR(s.total_kernel.wake_ns, s.total_applied.wake_ns) &&
               NEAR(s.total_kernel.energy_uwns, s.total_applied.energy_uwns));
-        CHECK(shadow_guard(&s, NULL, 0) == SHADOW_OK);
+        CHECK(shadow_guard(&s, 0, NULL, 0) == SHADOW_OK);
 
         current = "guard: energy for less wake delay is a trade";
         /* 30 gaps of 50 ms: staying awake costs more energy than the kernel's (ps1 after 10 ms
@@ -138,7 +156,7 @@ static void test_accounting_and_guard(void) {
         shadow_account(&s, &d, &none, &early, &h, 0.1e6, MS(1000));
         shadow_window(&s, &a, &k);
         CHECK(a.energy_uwns > 1.5 * k.energy_uwns && a.wake_ns == 0 && NEAR(k.wake_ns, 30 * 2e6));
-        CHECK(shadow_guard(&s, NULL, 0) == SHADOW_OK);
+        CHECK(shadow_guard(&s, 0, NULL, 0) == SHADOW_OK);
 
         current = "guard: more energy for the same wake delay";
         /* 30 gaps of 200 ms: ps1 after 100 ms (ours) and after 10 ms (the kernel's, here) both
@@ -148,7 +166,7 @@ static void test_accounting_and_guard(void) {
         shadow_account(&s, &d, &late, &early, &h, 0.1e6, MS(1000));
         shadow_window(&s, &a, &k);
         CHECK(NEAR(a.wake_ns, k.wake_ns));
-        CHECK(shadow_guard(&s, why, sizeof why) == SHADOW_WORSE_ENERGY);
+        CHECK(shadow_guard(&s, 0, why, sizeof why) == SHADOW_WORSE_ENERGY);
         CHECK(strstr(why, "more than the kernel's table") != NULL);
 }
 
