@@ -164,6 +164,9 @@ typedef struct SimParams {
         bool closed_loop;
         /* sim_run() records SimResult.timeline: every change of activity or state. */
         bool timeline;
+        /* The drive's last I/O completed at t = 0 (a later copy in sim_run_repeat()): the
+         * first I/O ends a gap on the exact source, as every later one does. */
+        bool continued;
 } SimParams;
 
 #define SIM_PARAMS_DEFAULT ((SimParams) { .service_ns = SIM_SERVICE_DEFAULT_NS, .closed_loop = false })

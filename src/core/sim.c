@@ -386,6 +386,7 @@ typedef struct Run {
         bool pending;                    /* a gap whose first request is still in service */
         uint64_t pending_gap, pending_svc, pending_done;
         size_t completed;                /* I/Os completed by the last delivery */
+        bool continued;                  /* SimParams.continued */
 } Run;
 
 /* One policy sample at @now; @idle when nothing is in flight then. */
@@ -481,12 +482,13 @@ static void run_io(Run *run, size_t k, uint64_t a, uint64_t service_ns) {
         if (k == 0 || a >= prev_done) {
                 start = wake_for_arrival(&run->s, &run->res, a);
                 /* The exact source counts the gap that ended here, with this request's
-                 * service time once it completes (the previous gap's completed by now). */
-                if (k > 0) {
+                 * service time once it completes (the previous gap's completed by now);
+                 * a later copy's first request ends the gap since the copy before. */
+                if (k > 0 || run->continued)
                         gap_ended(run, a - prev_done, start + service_ns - a, start + service_ns);
-                        /* A new busy period: close the previous one for io_ticks. */
+                /* A new busy period: close the previous one for io_ticks. */
+                if (k > 0)
                         run->cnt.busy_closed_ns += prev_done - run->cnt.busy_start;
-                }
                 run->cnt.busy_start = a;
         } else {
                 start = prev_done;
@@ -531,6 +533,7 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                 .pol = pol,
                 .io = io,
                 .next_sample = pol->sample_period_ns,
+                .continued = p->continued,
         };
         uint64_t shadow_done = 0;         /* completion of the previous I/O without power management */
         ApstTable t = {};
@@ -573,8 +576,16 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                 q = run_samples(&run, prev_done, until);
                 if (q < 0)
                         goto fail;
-                if (k == n)
+                if (k == n) {
+                        /* The exact source: the last gap, whose request completed with the
+                         * trace, is handed over then; a table it brings is where a later
+                         * copy starts. */
+                        if (pol->gaps && run.pending)
+                                q = run_sample(&run, prev_done, false);
+                        if (q < 0)
+                                goto fail;
                         break;
+                }
 
                 run_io(&run, k, a, p->service_ns);
 
@@ -653,10 +664,15 @@ int sim_run_repeat(const SimDrive *d, const TraceIo *io, size_t n, const SimPara
 
         if (copies < 1 || copies > SIM_COPIES_MAX)
                 return -EINVAL;
+        SimParams last = *p;
+
         quiet.timeline = false;   /* only the scored copy's picture is asked for */
+        /* Every copy but the first starts where the one before ended (its last completion). */
+        last.continued = copies > 1;
         for (unsigned c = 1; c < copies; c++) {
                 SimResult r;
 
+                quiet.continued = c > 1;
                 q = sim_run(d, io, n, &quiet, &wrapped, &r);
                 if (q < 0)
                         goto fail;
@@ -667,7 +683,7 @@ int sim_run_repeat(const SimDrive *d, const TraceIo *io, size_t n, const SimPara
                 else
                         sim_result_done(&r);
         }
-        q = sim_run(d, io, n, p, &wrapped, ret);
+        q = sim_run(d, io, n, &last, &wrapped, ret);
         if (q < 0)
                 goto fail;
         if (copies > 1 && ret_first)

@@ -476,10 +476,12 @@ static void test_exact_gaps(void) {
                 io[i] = (TraceIo) { .t_ns = t[i], .bytes = 4096, .op = TRACE_OP_WRITE };
         CHECK(sim_run(&d, io, 5, &params_100us, &pol, &r) == 0);
         /* Deliveries only when gaps ended: at 100 ms (two gaps) and none at 200 (nothing new);
-         * the 217.8 ms gap's request completes at 252.1, after the last sample (none past the
-         * last completion), so it is never delivered. */
-        CHECK(probe.n == 1);
-        CHECK(probe.when[0] == MS(100));
+         * the 217.8 ms gap's request completes at 252.1, after the last sample, and is handed
+         * over at that last completion (the gap that carries a sparse trace's energy). */
+        CHECK(probe.n == 2);
+        CHECK(probe.when[0] == MS(100) && probe.when[1] == MS(252.1));
+        CHECK(gaphist_total_gaps(&probe.h[1]) == 1 && probe.h[1].gaps[gaphist_bucket(MS(217.8))] == 1);
+        CHECK(probe.h[1].wake_sum_ns[gaphist_bucket(MS(217.8))] == MS(2.1) && probe.h[1].requests == 1);
         CHECK(gaphist_total_gaps(&probe.h[0]) == 2);
         CHECK(probe.h[0].gaps[gaphist_bucket(MS(4.9))] == 1 && probe.h[0].gaps[gaphist_bucket(MS(24.9))] == 1);
         CHECK(probe.h[0].gap_sum_ns == MS(4.9) + MS(24.9));
@@ -666,6 +668,40 @@ static void test_repeat_clock(void) {
         sim_result_done(&warm);
 }
 
+/* sim_run_repeat() on the exact source: the copies are one disk, so a later copy's first
+ * request ends the gap since the copy before's last completion (the gap a sparse trace's
+ * copies are mostly made of), and the first copy's does not (nothing was seen before it).
+ * Arrivals 20 and 90 ms, drive A, table A (ps1 after 10 ms, 1 ms entry, 2 ms exit), samples
+ * every 100 ms: copy 1 serves 20..22.1 (a wake-up) and 90..92.1 (gap 67.9 ms, a wake-up),
+ * delivered at its end, 92.1; copy 2 (from 92.1) sees a 20 ms gap and the 67.9 ms one, the
+ * last at its end, 92.1 + 92.1. */
+static void test_repeat_exact_gaps(void) {
+        SimDrive d = drive_a();
+        GapProbe probe = { .start = table_a() };
+        SimPolicy pol = { .name = "gaps", .sample_period_ns = MS(100), .start = gapprobe_start,
+                          .gaps = gapprobe_gaps, .userdata = &probe };
+        TraceIo io[] = { { .t_ns = MS(20), .op = TRACE_OP_READ }, { .t_ns = MS(90), .op = TRACE_OP_READ } };
+        SimResult warm;
+
+        current = "repeat/exact gaps";
+        CHECK(sim_run_repeat(&d, io, 2, &params_100us, &pol, 2, &warm, NULL) == 0);
+        CHECK(warm.wakeups_total == 2 && warm.duration_ns == MS(92.1));
+        /* copy 1: one delivery, at its last completion, of the 67.9 ms gap alone */
+        CHECK(probe.n >= 1 && probe.when[0] == MS(92.1));
+        CHECK(gaphist_total_gaps(&probe.h[0]) == 1 && probe.h[0].gaps[gaphist_bucket(MS(67.9))] == 1);
+        /* copy 2: both gaps, the first since copy 1's end */
+        uint64_t seen = 0, gaps20 = 0, gaps68 = 0;
+        for (size_t i = 1; i < probe.n && i < 8; i++) {
+                CHECK(probe.when[i] > probe.when[i - 1]);
+                seen += gaphist_total_gaps(&probe.h[i]);
+                gaps20 += probe.h[i].gaps[gaphist_bucket(MS(20))];
+                gaps68 += probe.h[i].gaps[gaphist_bucket(MS(67.9))];
+        }
+        CHECK(seen == 2 && gaps20 == 1 && gaps68 == 1);
+        CHECK(probe.when[probe.n - 1] == MS(92.1) + MS(92.1));
+        sim_result_done(&warm);
+}
+
 /* A policy that learns: APST off until it has been sampled @after times, then its table;
  * it starts a later copy on what it holds. */
 typedef struct Learner {
@@ -735,6 +771,7 @@ int main(void) {
         test_ticks_include_wake();
         test_table_check();
         test_repeat_static();
+        test_repeat_exact_gaps();
         test_repeat_clock();
         test_repeat_learns();
 
