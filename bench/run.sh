@@ -11,7 +11,7 @@
 #
 #   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive adaptive-stat optimum hindsight"]
 #                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-x EXLAT_SCALE] [-H SHARE] [-T POLICY] [-n] [-R]
-#                [-F FAMILIES] [-N COPIES] [-j JOBS] [-X] [-o PICTURE_DIR]
+#                [-F FAMILIES] [-N COPIES] [-j JOBS] [-X] [-r TRACE_DIR] [-o PICTURE_DIR]
 #
 # The binary may also come from $NVME_APSTD. IDCTRL_DIR defaults to
 # tests/data/idctrl. -x simulates every drive waking EXLAT_SCALE times slower than it
@@ -21,7 +21,9 @@
 # the kernel's table's wake delay; -H gives it SHARE (0..1) of that wake delay instead.
 # -F runs only the families listed (names as in the table; A and B stand for the halves
 # below). -j runs JOBS drives at a time (default 2, this machine's cores). -X leaves out
-# the second pass of target 5 (every family again on drives 3x slower to wake).
+# the second pass of target 5 (every family again on drives 3x slower to wake). -r takes
+# the recorded families from TRACE_DIR instead of bench/traces (bench/traces/held-out: the
+# recordings kept out of every choice, bench/README.md).
 #
 # Cold and warm. A policy that learns (adaptive, adaptive-stat) is scored twice on every
 # trace: cold, knowing nothing (as a fresh install), and warm, the trace played COPIES
@@ -108,13 +110,14 @@ only=
 copies=3
 jobs=2
 x3pass=yes
+traces=$root/bench/traces
 
 usage() {
         sed -n '/^#   bench/,/^#  *\[-F/p' "$0" | sed 's/^# *//' >&2
         exit 2
 }
 
-while getopts b:D:p:s:d:w:x:H:T:F:N:j:nRXo:h opt; do
+while getopts b:D:p:s:d:w:x:H:T:F:N:j:nRXr:o:h opt; do
         case $opt in
         b) bin=$OPTARG ;;
         D) dir=$OPTARG ;;
@@ -131,6 +134,7 @@ while getopts b:D:p:s:d:w:x:H:T:F:N:j:nRXo:h opt; do
         n) quirks=no ;;
         R) real=no ;;
         X) x3pass=no ;;
+        r) traces=$OPTARG ;;
         o) pictures=$OPTARG ;;
         *) usage ;;
         esac
@@ -162,7 +166,7 @@ half_b="writeback poisson seed-x3 regime real-browser-hour real-desktop real-git
 
 families="desktop writeback hyperexp poisson seed seed-x3 adversarial regime"
 if [ "$real" = yes ]; then
-        for t in "$root"/bench/traces/*.txt.gz; do
+        for t in "$traces"/*.txt.gz; do
                 [ -f "$t" ] || continue
                 families="$families real-$(basename "$t" .txt.gz)"
         done
@@ -194,7 +198,7 @@ for f in $families; do
         case $f in
         adversarial) ;;
         seed-x3) "$tmp/tracegen" -s "$seed" -d "$duration" seed >"$tmp/$f.txt" ;;
-        real-*) gzip -dc "$root/bench/traces/${f#real-}.txt.gz" >"$tmp/$f.txt" ;;
+        real-*) gzip -dc "$traces/${f#real-}.txt.gz" >"$tmp/$f.txt" ;;
         *) "$tmp/tracegen" -s "$seed" -d "$duration" "$f" >"$tmp/$f.txt" ;;
         esac
 done
