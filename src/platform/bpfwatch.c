@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bpfwatch.h"
@@ -29,8 +31,20 @@ _Static_assert(sizeof(struct gapk_hist) == sizeof(GapHist), "the map's value is 
 
 #define DISKS_PER_SLOT 32u
 
+/* What the daemon keeps of the loaded program: its maps, and the links that keep it attached
+ * (closing the last descriptor of a link detaches it). */
+enum {
+        FD_HIST,
+        FD_STATE,
+        FD_DISKS,
+        FD_LINK_ISSUE,
+        FD_LINK_COMPLETE,
+        FD_LINK_REQUEUE,
+        _FD_MAX,
+};
+
 struct BpfWatch {
-        struct iogap *skel;
+        int fds[_FD_MAX];
         int ncpus;
         struct gapk_hist *percpu;      /* one lookup's worth */
         bool used[GAPK_SLOTS];
@@ -78,9 +92,113 @@ static int fail(int r, char *buf, size_t n, const char *what) {
         return r;
 }
 
+/* What the loader sends back: 0 and the descriptors, or the step that failed and how. */
+typedef struct LoadAnswer {
+        int r;
+        int step;       /* LOAD_* */
+} LoadAnswer;
+
+enum { LOAD_OPEN, LOAD_LOAD, LOAD_ATTACH, LOAD_LOADER };
+
+static const char *const load_step[] = {
+        [LOAD_OPEN] = "cannot open the eBPF program",
+        [LOAD_LOAD] = "cannot load the eBPF program",
+        [LOAD_ATTACH] = "cannot attach to the block layer's tracepoints",
+        [LOAD_LOADER] = "cannot run the eBPF program's loader",
+};
+
+/* The loader, in a child process: open, load and attach the skeleton, send the maps' and links'
+ * descriptors over @sock and exit. Loading is libbpf's heaviest work (it parses the kernel's BTF,
+ * relocates, runs through libelf: the daemon's peak RSS was 17.2 MiB for it, against 6.2 MiB
+ * without) and is done once; the pages it touches die with the child, so the daemon keeps only
+ * descriptors and the few pages of libbpf that read and write the maps. */
+_noreturn_ static void load_child(int sock) {
+        int fds[_FD_MAX];
+        LoadAnswer a = {};
+        struct iovec iov = { .iov_base = &a, .iov_len = sizeof a };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof fds)];
+        } c = {};
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        struct iogap *skel = iogap__open();
+        int r;
+
+        if (!skel)
+                a = (LoadAnswer) { errno > 0 ? -errno : -ENOMEM, LOAD_OPEN };
+        else if ((r = iogap__load(skel)) < 0)
+                a = (LoadAnswer) { r, LOAD_LOAD };
+        else if ((r = iogap__attach(skel)) < 0)
+                a = (LoadAnswer) { r, LOAD_ATTACH };
+        if (a.r == 0) {
+                fds[FD_HIST] = bpf_map__fd(skel->maps.hist);
+                fds[FD_STATE] = bpf_map__fd(skel->maps.state);
+                fds[FD_DISKS] = bpf_map__fd(skel->maps.disks);
+                fds[FD_LINK_ISSUE] = bpf_link__fd(skel->links.iogap_issue);
+                fds[FD_LINK_COMPLETE] = bpf_link__fd(skel->links.iogap_complete);
+                fds[FD_LINK_REQUEUE] = bpf_link__fd(skel->links.iogap_requeue);
+                mh.msg_control = c.buf;
+                mh.msg_controllen = sizeof c.buf;
+                c.h.cmsg_level = SOL_SOCKET;
+                c.h.cmsg_type = SCM_RIGHTS;
+                c.h.cmsg_len = CMSG_LEN(sizeof fds);
+                memcpy(CMSG_DATA(&c.h), fds, sizeof fds);
+        }
+        (void) sendmsg(sock, &mh, MSG_NOSIGNAL);
+        /* _exit(): none of the daemon's exit handlers (they restore drives) runs in the loader */
+        _exit(0);
+}
+
+/* Run the loader and take the descriptors it sends into @b->fds. On failure, @failed_step says
+ * which step failed (LOAD_*). */
+static int load_forked(BpfWatch *b, int *failed_step) {
+        LoadAnswer a = { -EIO, LOAD_LOADER };     /* what a loader that died without a word says */
+        struct iovec iov = { .iov_base = &a, .iov_len = sizeof a };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof b->fds)];
+        } c = {};
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf };
+        struct cmsghdr *h;
+        int sv[2], r;
+        ssize_t n;
+        pid_t pid;
+
+        *failed_step = LOAD_LOADER;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return negative_errno();
+        pid = fork();
+        if (pid == 0) {
+                (void) close(sv[0]);
+                load_child(sv[1]);
+        }
+        r = pid < 0 ? negative_errno() : 0;
+        (void) close(sv[1]);
+        if (r < 0) {
+                (void) close(sv[0]);
+                return r;
+        }
+        do
+                n = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        (void) close(sv[0]);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        if (n != (ssize_t) sizeof a)
+                return -EIO;
+        h = CMSG_FIRSTHDR(&mh);
+        if (a.r == 0 && h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+            h->cmsg_len == CMSG_LEN(sizeof b->fds)) {
+                memcpy(b->fds, CMSG_DATA(h), sizeof b->fds);
+                return 0;
+        }
+        *failed_step = a.r < 0 && a.step >= LOAD_OPEN && a.step <= LOAD_LOADER ? a.step : LOAD_LOADER;
+        return a.r < 0 ? a.r : -EIO;
+}
+
 int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
         BpfWatch *b;
-        int r;
+        int r, step;
 
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
                 (void) snprintf(reason, reason_size,
@@ -91,6 +209,8 @@ int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
         b = calloc(1, sizeof *b);
         if (!b)
                 return fail(-ENOMEM, reason, reason_size, "out of memory");
+        for (size_t i = 0; i < _FD_MAX; i++)
+                b->fds[i] = -EBADF;
         b->ncpus = libbpf_num_possible_cpus();
         if (b->ncpus <= 0) {
                 r = b->ncpus < 0 ? b->ncpus : -EINVAL;
@@ -98,21 +218,14 @@ int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
                 return fail(r, reason, reason_size, "cannot count the possible CPUs");
         }
         b->percpu = calloc((size_t) b->ncpus, sizeof *b->percpu);
-        b->skel = iogap__open();
-        if (!b->percpu || !b->skel) {
-                r = b->percpu ? -errno : -ENOMEM;
+        if (!b->percpu) {
                 bpfwatch_free(b);
-                return fail(r ? r : -ENOMEM, reason, reason_size, "cannot open the eBPF program");
+                return fail(-ENOMEM, reason, reason_size, "out of memory");
         }
-        r = iogap__load(b->skel);
+        r = load_forked(b, &step);
         if (r < 0) {
                 bpfwatch_free(b);
-                return fail(r, reason, reason_size, "cannot load the eBPF program");
-        }
-        r = iogap__attach(b->skel);
-        if (r < 0) {
-                bpfwatch_free(b);
-                return fail(r, reason, reason_size, "cannot attach to the block layer's tracepoints");
+                return fail(r, reason, reason_size, load_step[step]);
         }
         *ret = b;
         return 0;
@@ -121,7 +234,9 @@ int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
 BpfWatch *bpfwatch_free(BpfWatch *b) {
         if (!b)
                 return NULL;
-        iogap__destroy(b->skel);
+        for (size_t i = 0; i < _FD_MAX; i++)
+                if (b->fds[i] >= 0)
+                        (void) close(b->fds[i]);
         free(b->percpu);
         free(b);
         return NULL;
@@ -133,11 +248,10 @@ static int slot_zero(BpfWatch *b, unsigned slot) {
         int r;
 
         memset(b->percpu, 0, (size_t) b->ncpus * sizeof *b->percpu);
-        r = bpf_map__update_elem(b->skel->maps.hist, &k, sizeof k, b->percpu,
-                                 (size_t) b->ncpus * sizeof *b->percpu, BPF_ANY);
+        r = bpf_map_update_elem(b->fds[FD_HIST], &k, b->percpu, BPF_ANY);
         if (r < 0)
                 return r;
-        return bpf_map__update_elem(b->skel->maps.state, &k, sizeof k, &st, sizeof st, BPF_ANY);
+        return bpf_map_update_elem(b->fds[FD_STATE], &k, &st, BPF_ANY);
 }
 
 int bpfwatch_slot_new(BpfWatch *b) {
@@ -156,7 +270,7 @@ int bpfwatch_slot_new(BpfWatch *b) {
 
 static void slot_forget(BpfWatch *b, unsigned slot) {
         for (size_t i = 0; i < b->n_seqs[slot]; i++)
-                (void) bpf_map__delete_elem(b->skel->maps.disks, &b->seqs[slot][i], sizeof(uint64_t), 0);
+                (void) bpf_map_delete_elem(b->fds[FD_DISKS], &b->seqs[slot][i]);
         b->n_seqs[slot] = 0;
 }
 
@@ -176,8 +290,7 @@ int bpfwatch_slot_set_disks(BpfWatch *b, unsigned slot, const uint64_t *diskseq,
                 return 0;
         slot_forget(b, slot);
         for (size_t i = 0; i < n; i++) {
-                int r = bpf_map__update_elem(b->skel->maps.disks, &diskseq[i], sizeof(uint64_t), &v, sizeof v,
-                                             BPF_ANY);
+                int r = bpf_map_update_elem(b->fds[FD_DISKS], &diskseq[i], &v, BPF_ANY);
                 if (r < 0)
                         return r;
                 b->seqs[slot][b->n_seqs[slot]++] = diskseq[i];
@@ -193,8 +306,7 @@ int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_st
 
         if (slot >= GAPK_SLOTS || !b->used[slot])
                 return -EINVAL;
-        r = bpf_map__lookup_elem(b->skel->maps.hist, &k, sizeof k, b->percpu,
-                                 (size_t) b->ncpus * sizeof *b->percpu, 0);
+        r = bpf_map_lookup_elem(b->fds[FD_HIST], &k, b->percpu);
         if (r < 0)
                 return r;
         for (int c = 0; c < b->ncpus; c++) {
@@ -203,7 +315,7 @@ int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_st
                 gaphist_merge(&sum, &one);
         }
         if (ret_state) {
-                r = bpf_map__lookup_elem(b->skel->maps.state, &k, sizeof k, &st, sizeof st, 0);
+                r = bpf_map_lookup_elem(b->fds[FD_STATE], &k, &st);
                 if (r < 0)
                         return r;
                 *ret_state = (BpfSlotState) {
