@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,8 +20,8 @@
 
 #if HAVE_BPF
 
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/bpf.h>
 
 #include "iogap.skel.h"
 #include "log.h"
@@ -92,15 +93,18 @@ static int fail(int r, char *buf, size_t n, const char *what) {
         return r;
 }
 
-/* What the loader sends back: 0 and the descriptors, or the step that failed and how. */
+/* What the loader sends back: 0, the possible CPUs and the descriptors, or the step that failed
+ * and how. */
 typedef struct LoadAnswer {
         int r;
         int step;       /* LOAD_* */
+        int ncpus;
 } LoadAnswer;
 
-enum { LOAD_OPEN, LOAD_LOAD, LOAD_ATTACH, LOAD_LOADER };
+enum { LOAD_CPUS, LOAD_OPEN, LOAD_LOAD, LOAD_ATTACH, LOAD_LOADER };
 
 static const char *const load_step[] = {
+        [LOAD_CPUS] = "cannot count the possible CPUs",
         [LOAD_OPEN] = "cannot open the eBPF program",
         [LOAD_LOAD] = "cannot load the eBPF program",
         [LOAD_ATTACH] = "cannot attach to the block layer's tracepoints",
@@ -110,8 +114,8 @@ static const char *const load_step[] = {
 /* The loader, in a child process: open, load and attach the skeleton, send the maps' and links'
  * descriptors over @sock and exit. Loading is libbpf's heaviest work (it parses the kernel's BTF,
  * relocates, runs through libelf: the daemon's peak RSS was 17.2 MiB for it, against 6.2 MiB
- * without) and is done once; the pages it touches die with the child, so the daemon keeps only
- * descriptors and the few pages of libbpf that read and write the maps. */
+ * without) and is done once; the pages it touches die with the child, and the daemon keeps only
+ * descriptors (map_op() below: it runs no libbpf code at all). */
 _noreturn_ static void load_child(int sock) {
         int fds[_FD_MAX];
         LoadAnswer a = {};
@@ -121,10 +125,14 @@ _noreturn_ static void load_child(int sock) {
                 char buf[CMSG_SPACE(sizeof fds)];
         } c = {};
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        struct iogap *skel = iogap__open();
+        struct iogap *skel = NULL;
         int r;
 
-        if (!skel)
+        libbpf_set_print(libbpf_print);
+        a.ncpus = libbpf_num_possible_cpus();
+        if (a.ncpus <= 0)
+                a = (LoadAnswer) { a.ncpus < 0 ? a.ncpus : -EINVAL, LOAD_CPUS };
+        else if (!(skel = iogap__open()))
                 a = (LoadAnswer) { errno > 0 ? -errno : -ENOMEM, LOAD_OPEN };
         else if ((r = iogap__load(skel)) < 0)
                 a = (LoadAnswer) { r, LOAD_LOAD };
@@ -188,11 +196,12 @@ static int load_forked(BpfWatch *b, int *failed_step) {
                 return -EIO;
         h = CMSG_FIRSTHDR(&mh);
         if (a.r == 0 && h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
-            h->cmsg_len == CMSG_LEN(sizeof b->fds)) {
+            h->cmsg_len == CMSG_LEN(sizeof b->fds) && a.ncpus > 0) {
                 memcpy(b->fds, CMSG_DATA(h), sizeof b->fds);
+                b->ncpus = a.ncpus;
                 return 0;
         }
-        *failed_step = a.r < 0 && a.step >= LOAD_OPEN && a.step <= LOAD_LOADER ? a.step : LOAD_LOADER;
+        *failed_step = a.r < 0 && a.step >= LOAD_CPUS && a.step <= LOAD_LOADER ? a.step : LOAD_LOADER;
         return a.r < 0 ? a.r : -EIO;
 }
 
@@ -205,27 +214,20 @@ int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
                                 "the kernel has no BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF)");
                 return -ENOENT;
         }
-        libbpf_set_print(libbpf_print);
         b = calloc(1, sizeof *b);
         if (!b)
                 return fail(-ENOMEM, reason, reason_size, "out of memory");
         for (size_t i = 0; i < _FD_MAX; i++)
                 b->fds[i] = -EBADF;
-        b->ncpus = libbpf_num_possible_cpus();
-        if (b->ncpus <= 0) {
-                r = b->ncpus < 0 ? b->ncpus : -EINVAL;
+        r = load_forked(b, &step);
+        if (r < 0) {
                 bpfwatch_free(b);
-                return fail(r, reason, reason_size, "cannot count the possible CPUs");
+                return fail(r, reason, reason_size, load_step[step]);
         }
         b->percpu = calloc((size_t) b->ncpus, sizeof *b->percpu);
         if (!b->percpu) {
                 bpfwatch_free(b);
                 return fail(-ENOMEM, reason, reason_size, "out of memory");
-        }
-        r = load_forked(b, &step);
-        if (r < 0) {
-                bpfwatch_free(b);
-                return fail(r, reason, reason_size, load_step[step]);
         }
         *ret = b;
         return 0;
@@ -242,16 +244,31 @@ BpfWatch *bpfwatch_free(BpfWatch *b) {
         return NULL;
 }
 
+/* One bpf(2) map command on @fd (BPF_MAP_LOOKUP_ELEM, _UPDATE_ELEM, _DELETE_ELEM: union bpf_attr's
+ * map_fd, key, value, flags; include/uapi/linux/bpf.h). libbpf's bpf_map_*_elem() are these same
+ * few lines; called here, the daemon runs no libbpf code after the load and none of libbpf's
+ * pages need to stay resident for it. */
+static int map_op(int cmd, int fd, const void *key, void *value, uint64_t flags) {
+        union bpf_attr attr;
+
+        memset(&attr, 0, sizeof attr);
+        attr.map_fd = (uint32_t) fd;
+        attr.key = (uint64_t) (uintptr_t) key;
+        attr.value = (uint64_t) (uintptr_t) value;
+        attr.flags = flags;
+        return syscall(__NR_bpf, cmd, &attr, sizeof attr) < 0 ? negative_errno() : 0;
+}
+
 static int slot_zero(BpfWatch *b, unsigned slot) {
         struct gapk_state st = {};
         uint32_t k = slot;
         int r;
 
         memset(b->percpu, 0, (size_t) b->ncpus * sizeof *b->percpu);
-        r = bpf_map_update_elem(b->fds[FD_HIST], &k, b->percpu, BPF_ANY);
+        r = map_op(BPF_MAP_UPDATE_ELEM, b->fds[FD_HIST], &k, b->percpu, BPF_ANY);
         if (r < 0)
                 return r;
-        return bpf_map_update_elem(b->fds[FD_STATE], &k, &st, BPF_ANY);
+        return map_op(BPF_MAP_UPDATE_ELEM, b->fds[FD_STATE], &k, &st, BPF_ANY);
 }
 
 int bpfwatch_slot_new(BpfWatch *b) {
@@ -270,7 +287,7 @@ int bpfwatch_slot_new(BpfWatch *b) {
 
 static void slot_forget(BpfWatch *b, unsigned slot) {
         for (size_t i = 0; i < b->n_seqs[slot]; i++)
-                (void) bpf_map_delete_elem(b->fds[FD_DISKS], &b->seqs[slot][i]);
+                (void) map_op(BPF_MAP_DELETE_ELEM, b->fds[FD_DISKS], &b->seqs[slot][i], NULL, 0);
         b->n_seqs[slot] = 0;
 }
 
@@ -290,7 +307,7 @@ int bpfwatch_slot_set_disks(BpfWatch *b, unsigned slot, const uint64_t *diskseq,
                 return 0;
         slot_forget(b, slot);
         for (size_t i = 0; i < n; i++) {
-                int r = bpf_map_update_elem(b->fds[FD_DISKS], &diskseq[i], &v, BPF_ANY);
+                int r = map_op(BPF_MAP_UPDATE_ELEM, b->fds[FD_DISKS], &diskseq[i], &v, BPF_ANY);
                 if (r < 0)
                         return r;
                 b->seqs[slot][b->n_seqs[slot]++] = diskseq[i];
@@ -306,7 +323,7 @@ int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_st
 
         if (slot >= GAPK_SLOTS || !b->used[slot])
                 return -EINVAL;
-        r = bpf_map_lookup_elem(b->fds[FD_HIST], &k, b->percpu);
+        r = map_op(BPF_MAP_LOOKUP_ELEM, b->fds[FD_HIST], &k, b->percpu, 0);
         if (r < 0)
                 return r;
         for (int c = 0; c < b->ncpus; c++) {
@@ -315,7 +332,7 @@ int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_st
                 gaphist_merge(&sum, &one);
         }
         if (ret_state) {
-                r = bpf_map_lookup_elem(b->fds[FD_STATE], &k, &st);
+                r = map_op(BPF_MAP_LOOKUP_ELEM, b->fds[FD_STATE], &k, &st, 0);
                 if (r < 0)
                         return r;
                 *ret_state = (BpfSlotState) {
