@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # The policy benchmark: every sample drive x every trace family x each policy,
-# through `nvme-apstd simulate`, printed as one table. All figures are ratios
-# against baselines computed in the same invocation (the offline optimum and
+# through `nvme-apstd simulate`, cold and warm, printed as one table. All figures are
+# ratios against baselines computed in the same invocation (the offline optimum and
 # the kernel's defaults), so they do not depend on the machine. Needs only a C
 # compiler (for bench/tracegen.c), POSIX sh and awk; the pictures need
 # matplotlib (Debian: python3-matplotlib) and are skipped, with a message,
@@ -11,7 +11,7 @@
 #
 #   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive adaptive-stat optimum hindsight"]
 #                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-x EXLAT_SCALE] [-H SHARE] [-T POLICY] [-n] [-R]
-#                [-o PICTURE_DIR]
+#                [-F FAMILIES] [-N COPIES] [-j JOBS] [-X] [-o PICTURE_DIR]
 #
 # The binary may also come from $NVME_APSTD. IDCTRL_DIR defaults to
 # tests/data/idctrl. -x simulates every drive waking EXLAT_SCALE times slower than it
@@ -19,22 +19,45 @@
 # latencies). -T names the policy whose targets are checked (default adaptive).
 # hindsight (not in the default list) is the best static table knowing each trace, within
 # the kernel's table's wake delay; -H gives it SHARE (0..1) of that wake delay instead.
+# -F runs only the families listed (names as in the table; A and B stand for the halves
+# below). -j runs JOBS drives at a time (default 2, this machine's cores). -X leaves out
+# the second pass of target 5 (every family again on drives 3x slower to wake).
+#
+# Cold and warm. A policy that learns (adaptive, adaptive-stat) is scored twice on every
+# trace: cold, knowing nothing (as a fresh install), and warm, the trace played COPIES
+# times (-N, default 3) to the same policy and only the last copy scored (simulate
+# --repeat; doc/simulator.md "Warm runs"); one invocation gives both, the first copy being
+# the cold run. Three copies: the scored copy comes after twice the trace's span of
+# evidence (two hours on the hour-long recordings, past the "within the first hour" the
+# policy is held to), which is what the issue's outside measurement plays; more copies
+# cost time and change nothing for a policy whose memory is shorter than two copies. The
+# static tables (none, kernel, budget, optimum, hindsight) learn nothing: their warm
+# figures are their cold ones, to the digit (tests/test-simulate.sh), so they are
+# simulated once.
+#
+# Halves. The trace families are split into two halves, A and B, fixed before any result
+# was looked at (bench/README.md): the generated families alternate in the order of
+# $families below, the recorded ones in the alphabetical order of their names (the
+# hour-long ones included). Constants are chosen on one half and reported on the other;
+# the summary gives each half on its own.
 #
 # Pictures (bench/plot.py), in PICTURE_DIR (default build/bench-run):
 #   tradeoff.svg  energy against total wake delay, both over the kernel's, one mark
-#                 per policy and family (the per-family summary below), plus each
-#                 policy over all families; tradeoff.tsv holds the figures
+#                 per policy and family (the per-family summary below, cold, and the
+#                 learning policies warm as NAME-warm), plus each policy over all
+#                 families; tradeoff.tsv holds the figures
 #   timeline.svg  the first drive on the desktop trace: the power state over the
 #                 first 20 s under none, kernel, budget and adaptive, I/Os marked
 #                 (simulate --json --timeline)
 #
 # Each sample drive is simulated with its real PCI id (pci_id() below), so the
 # kernel baseline and the daemon apply the kernel's quirks as they would on that
-# drive (NO_DEEPEST_PS for 00, 08 and 14); -n simulates every drive with an
+# drive (NO_DEEPEST_PS for 00, 06, 07, 08 and 14); -n simulates every drive with an
 # unknown PCI id instead (no quirk applies). The optimum ignores quirks: it is the
 # limit of the states the drive advertises.
 #
-# Columns (per drive, family, policy):
+# Columns (per drive, family, policy, run):
+#   run       cold, or warm (printed for the learning policies only)
 #   E/opt     energy over the offline optimum's (1.000 = the physical limit)
 #   E/kern    energy over the kernel defaults' on the same trace
 #   stall/k   total time I/O waited for wake-ups over the kernel's ("-" when both are 0)
@@ -45,24 +68,26 @@
 # --exlat-scale 3), adversarial (closed loop; its gaps end just after each entry of
 # the *row's* policy chain, the kernel's for `none` and `optimum`), regime, and one
 # real-NAME family per recorded trace in bench/traces/ (-R leaves them out). The
-# policy `optimum` is the offline oracle's row. The summary lines give, per policy,
-# the geometric mean of E/opt and E/kern over all rows, total stall over the
+# policy `optimum` is the offline oracle's row. The summary lines give, cold and warm,
+# per policy the geometric mean of E/opt and E/kern over all rows, total stall over the
 # kernel's total, the worst p99 and the mean seed-job wall time; per family, each
-# policy's total stall over the kernel's and its geometric mean E/kern; then the adaptive
-# policy's targets (-T), each met or missed, over the generated families and, apart,
-# the recorded ones (real-*):
-#   1. mean energy (geometric mean of E/kern) <= 0.75x the kernel's on the generated
-#      families, <= 0.90x on the real ones (moonshot: 0.65x and 0.85x); the verdict
-#      counts every row, and the means without the seed rows exempt from the energy
-#      bound (3.) follow, for the reading that the exemption covers the mean too
-#   2. total wake delay (stall) no more than the kernel's on each set
-#   3. no row more than 2% worse than the kernel on energy or on stall (a seed row that
-#      spends more energy than the kernel to keep the job under 1% is exempt from the
-#      energy bound)
-#   4. the seed job (seed, seed-x3) under 1% added wall time
-#   5. regime: energy within 1.2x the sum over its 60 s segments of the best static
-#      table among none, kernel and budget for that segment (each segment simulated
-#      on its own)
+# policy's total stall over the kernel's and its geometric mean E/kern; per half, the
+# checked policy's means on each set; then the checked policy's targets (-T, default
+# adaptive), each met or missed, all drives, PCI quirks as given:
+#   1. recorded set (real-*), warm: mean energy (geometric mean of E/kern) <= 0.90x the
+#      kernel's, total wake delay (stall) <= the kernel's
+#   2. each one-hour recording (real-*-hour), warm: at least half the saving of the best
+#      static table chosen with hindsight (simulate --policy hindsight, run here on those
+#      traces whether or not it is in -p), on every drive where that saving is above 5%
+#   3. generated set: mean energy <= 0.75x cold and <= 0.70x warm; total stall <= the
+#      kernel's, cold and warm (the means without the seed rows exempt under 5 follow,
+#      for the reading that the exemption covers the mean too)
+#   4. the seed job (seed, seed-x3) under 1% added wall time on every drive, cold
+#   5. no row, cold or warm, more than 2% worse than the kernel on energy or on stall (a
+#      seed row that spends more energy than the kernel to keep the job under 1% is
+#      exempt from the energy bound); and on drives that wake 3x slower than they
+#      advertise (every family again with --exlat-scale 3, cold), none more than 2% worse
+#      on stall
 
 set -eu
 
@@ -79,13 +104,17 @@ pictures=$root/build/bench-run
 xscale=
 hshare=
 checked=adaptive
+only=
+copies=3
+jobs=2
+x3pass=yes
 
 usage() {
-        sed -n '/^#   bench/,/^#  *\[-o/p' "$0" | sed 's/^# *//' >&2
+        sed -n '/^#   bench/,/^#  *\[-F/p' "$0" | sed 's/^# *//' >&2
         exit 2
 }
 
-while getopts b:D:p:s:d:w:x:H:T:nRo:h opt; do
+while getopts b:D:p:s:d:w:x:H:T:F:N:j:nRXo:h opt; do
         case $opt in
         b) bin=$OPTARG ;;
         D) dir=$OPTARG ;;
@@ -96,20 +125,19 @@ while getopts b:D:p:s:d:w:x:H:T:nRo:h opt; do
         x) xscale=$OPTARG ;;
         H) hshare=$OPTARG ;;
         T) checked=$OPTARG ;;
+        F) only=$OPTARG ;;
+        N) copies=$OPTARG ;;
+        j) jobs=$OPTARG ;;
         n) quirks=no ;;
         R) real=no ;;
+        X) x3pass=no ;;
         o) pictures=$OPTARG ;;
         *) usage ;;
         esac
 done
 
-if [ -z "$dir" ]; then
-        for d in "$root/tests/data/idctrl"; do
-                if [ -d "$d" ]; then
-                        dir=$d
-                        break
-                fi
-        done
+if [ -z "$dir" ] && [ -d "$root/tests/data/idctrl" ]; then
+        dir=$root/tests/data/idctrl
 fi
 [ -n "$bin" ] || { echo "run.sh: give the nvme-apstd binary with -b or \$NVME_APSTD" >&2; usage; }
 [ -x "$bin" ] || { echo "run.sh: $bin is not executable" >&2; exit 1; }
@@ -117,44 +145,94 @@ if [ -z "$dir" ] || [ ! -d "$dir" ]; then
         echo "run.sh: no Identify Controller directory (use -D)" >&2
         exit 1
 fi
+case $copies in ''|*[!0-9]*|0) echo "run.sh: -N: expected a number of copies >= 1, got '$copies'" >&2; exit 2 ;; esac
+case $jobs in ''|*[!0-9]*|0) echo "run.sh: -j: expected a number of jobs >= 1, got '$jobs'" >&2; exit 2 ;; esac
+[ -n "$xscale" ] && x3pass=no   # the whole run is on slow drives already
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 ${CC:-cc} -O2 -std=gnu11 -D_GNU_SOURCE -o "$tmp/tracegen" "$root/bench/tracegen.c" -lm
 
+# The halves (bench/README.md): chosen before any result was seen, never to be changed
+# to suit one. A recorded family added later belongs to neither until it is written here,
+# before its first result: to the half with fewer hour-long recordings (A on a tie).
+half_a="desktop hyperexp seed adversarial real-apt real-build real-editor-hour real-idle real-quiet real-guest-idle-hour"
+half_b="writeback poisson seed-x3 regime real-browser-hour real-desktop real-git real-idle-hour real-sqlite"
+
 families="desktop writeback hyperexp poisson seed seed-x3 adversarial regime"
-for f in $families; do
-        case $f in adversarial|seed-x3) continue ;; esac
-        "$tmp/tracegen" -s "$seed" -d "$duration" "$f" >"$tmp/$f.txt"
-done
-cp "$tmp/seed.txt" "$tmp/seed-x3.txt"
 if [ "$real" = yes ]; then
         for t in "$root"/bench/traces/*.txt.gz; do
                 [ -f "$t" ] || continue
-                f=real-$(basename "$t" .txt.gz)
-                gzip -dc "$t" >"$tmp/$f.txt"
-                families="$families $f"
+                families="$families real-$(basename "$t" .txt.gz)"
         done
 fi
-# The regime trace cut at its 60 s boundaries, each segment shifted to start at 0.
-# Each ends with a 4 KiB read at 60 s, so the segments together span the whole trace
-# (the model stops counting at the last completion).
-awk -v dir="$tmp" '!/^#/ && NF { seg = int($1 / 60); f = dir "/regime-seg" seg ".txt"; seen[f] = 1
-        printf "%.9f %s %s\n", $1 - seg * 60, $2, $3 > f }
-        END { for (f in seen) printf "60.000000000 R 4096\n" >> f }' "$tmp/regime.txt"
+# -F: keep the families named (A and B: a half's, those of it that exist); a name that is
+# no family is an error.
+if [ -n "$only" ]; then
+        want=
+        for f in $only; do
+                case $f in
+                A) want="$want $half_a" ;;
+                B) want="$want $half_b" ;;
+                *)
+                        case " $families " in
+                        *" $f "*) want="$want $f" ;;
+                        *) echo "run.sh: -F: no family '$f' (families: $families)" >&2; exit 2 ;;
+                        esac
+                        ;;
+                esac
+        done
+        kept=
+        for f in $families; do
+                case " $want " in *" $f "*) kept="$kept $f" ;; esac
+        done
+        families=${kept# }
+        [ -n "$families" ] || { echo "run.sh: -F '$only': no family left" >&2; exit 2; }
+fi
+for f in $families; do
+        case $f in
+        adversarial) ;;
+        seed-x3) "$tmp/tracegen" -s "$seed" -d "$duration" seed >"$tmp/$f.txt" ;;
+        real-*) gzip -dc "$root/bench/traces/${f#real-}.txt.gz" >"$tmp/$f.txt" ;;
+        *) "$tmp/tracegen" -s "$seed" -d "$duration" "$f" >"$tmp/$f.txt" ;;
+        esac
+done
 printf '0 W 4096\n' >"$tmp/probe.txt"
 
-# PCI vendor:device of the sample drives (data/idctrl/README.md names their quirks;
-# the ids are the models' public ones), by file name prefix.
+# PCI vendor:device of the sample drives, by file name prefix (data/idctrl/README.md names
+# their quirks). Identify gives only the vendor ids (vid, ssvid), so each device id is the
+# controller's public one: from pci.ids (Debian package pci.ids, /usr/share/misc/pci.ids)
+# and the kernel's nvme_id_table[] (drivers/nvme/host/pci.c), as each line says. Where the
+# device id is not known the vendor's id is given with device 0000, which no quirk names:
+# the kernel then treats the drive as any unquirked one, as it would the real id unless
+# the real id has a quirk this list does not know of.
 pci_id() {
         case $(basename "$1") in
-        00-*) echo 8086:f1a5 ;;   # Intel 600p: NO_DEEPEST_PS
-        05-*) echo 144d:a808 ;;   # Samsung 970 EVO Plus
-        08-*) echo 2646:2263 ;;   # Kingston A2000: NO_DEEPEST_PS
-        10-*) echo 144d:a80a ;;   # Samsung 980 PRO
-        14-*) echo 15b7:5009 ;;   # WD SN550: NO_DEEPEST_PS
-        28-*) echo 1d0f:8061 ;;   # Amazon EBS
+        00-*) echo 8086:f1a5 ;;   # Intel 600p (pci.ids "SSD 600P Series"): NO_DEEPEST_PS
+        02-*) echo 8086:0953 ;;   # Intel 750 (pci.ids "PCIe Data Center SSD", the 750/P3x00 id): no APST quirk
+        05-*) echo 144d:a808 ;;   # Samsung 970 EVO Plus (pci.ids NVMe SSD Controller SM981/PM981/PM983)
+        06-*) echo 1e49:0041 ;;   # ZHITAI TiPro7000 (pci.ids, pci.c): NO_DEEPEST_PS
+        # ZHITAI TiPlus5000: pci.ids and pci.c name 1e49:0021 "TiPro5000"; the TiPlus5000
+        # is reported under the same id (the 5000 line's one): NO_DEEPEST_PS
+        07-*) echo 1e49:0021 ;;
+        08-*) echo 2646:2263 ;;   # Kingston A2000 (pci.ids, pci.c): NO_DEEPEST_PS
+        # T-FORCE TM8FPL500G and Patriot P310: Phison DRAM-less controllers (the firmware
+        # string's xxFM90.1 form is Phison's); which one is not certain: 1987:5013 (pci.ids
+        # "PS5013 E13 NVMe Controller") is the likeliest. No APST quirk names a Phison id.
+        09-*) echo 1987:5013 ;;
+        10-*) echo 144d:a80a ;;   # Samsung 980 PRO (pci.ids NVMe SSD Controller PM9A1/PM9A3/980PRO)
+        14-*) echo 15b7:5009 ;;   # WD SN550 (pci.c): NO_DEEPEST_PS
+        16-*) echo 2646:5008 ;;   # Kingston OEM SNS8154P3, Phison E8 (pci.ids "U-SNS8154P3 NVMe SSD"): no quirk
+        18-*) echo 1987:5013 ;;   # Patriot P310: see 09
+        # Intel 670p: 8086:f1aa in pci.ids releases after 2023 ("SSD 670p Series"); the
+        # Debian 12 copy stops at f1a8 (660p). No quirk names it.
+        20-*) echo 8086:f1aa ;;
+        21-*) echo 1c5c:1327 ;;   # SK hynix BC501 (pci.ids "BC501 NVMe Solid State Drive"): no quirk
+        23-*) echo c0a9:0000 ;;   # Crucial E100: controller and device id not known (pci.ids has P1/P2/P5 Plus only)
+        26-*) echo 1179:0113 ;;   # Toshiba BG3 (pci.ids "BG3 NVMe SSD Controller"); its model has no quirk
+        27-*) echo 1e0f:0000 ;;   # KIOXIA BG6: device id not known (pci.ids has BG4 0001, not BG5/BG6)
+        28-*) echo 1d0f:8061 ;;   # Amazon EBS (pci.ids "NVMe EBS Controller")
         esac
 }
 
@@ -215,9 +293,11 @@ chain_times() {
                 }'
 }
 
-# One line of the table from a simulate JSON: DRIVE FAMILY POLICY and the figures.
+
+# One line of the table from a simulate JSON on stdin: DRIVE FAMILY POLICY RUN, then the
+# figures of the JSON's row KEY against its kernel and optimum rows.
 row() {
-        awk -v drv="$1" -v fam="$2" -v pol="$3" -v key="$(echo "$3" | sed 's/^adaptive-stat$/adaptive/')" '
+        awk -v drv="$1" -v fam="$2" -v pol="$3" -v run="$4" -v key="$5" '
                 function num(line, key,   m) {
                         if (!match(line, "\"" key "\":-?[0-9.eE+-]+")) return 0
                         m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); return m + 0
@@ -236,176 +316,349 @@ row() {
                         wall = fam ~ /^seed/ ? sprintf("%.3f", W[key]) : "-"
                         # job time without power management, for the added share of the seed job
                         job = D[key] - W[key]
-                        printf "%s %s %s %.3f %.3f %s %.3f %s %.9g %.9g %.9g %.9g %.9g\n", drv, fam, pol, eo, ek, sk, P99[key] * 1e3, wall, S[key], S["kernel"], E[key], E["kernel"], (job > 0 ? W[key] / job : 0)
+                        printf "%s %s %s %s %.3f %.3f %s %.3f %s %.9g %.9g %.9g %.9g %.9g\n", drv, fam, pol, run, eo, ek, sk, P99[key] * 1e3, wall, S[key], S["kernel"], E[key], E["kernel"], (job > 0 ? W[key] / job : 0)
                 }'
 }
 
-: >"$tmp/segbest"
-start=$(date +%s)
-for drive in "$dir"/*.bin; do
-        name=$(basename "$drive" .bin | cut -d- -f1-2)
+# A drive's name in the table: its file's number and first word (two when the first is
+# short: 09-t-force, 21-sk-hynix), at most 12 characters.
+drive_name() {
+        basename "$1" .bin | awk -F- '{ n = $1 "-" $2; if (length($2) < 3 && NF > 2) n = n "-" $3; print substr(n, 1, 12) }'
+}
+
+learner() { case $1 in adaptive|adaptive-stat) return 0 ;; esac; return 1; }
+baseline() { case $1 in none|kernel|optimum) return 0 ;; esac; return 1; }
+# the row of a simulate JSON that is POLICY's (adaptive-stat runs as adaptive)
+key_of() { if [ "$1" = adaptive-stat ]; then echo adaptive; else echo "$1"; fi; }
+
+# The trace POLICY runs in family FAM on this drive: adversarial ones are made for its
+# chain (the kernel's for none and optimum), once per drive and chain.
+fam_trace() {
+        if [ "$1" != adversarial ]; then
+                echo "$tmp/$1.txt"
+                return
+        fi
+        target=$2
+        case $target in none|optimum) target=kernel ;; esac
+        out=$wd/adv-$target.txt
+        if [ ! -f "$out" ]; then
+                at=$(chain_times "$target")
+                if [ -n "$at" ]; then
+                        "$tmp/tracegen" -s "$seed" -d "$duration" -a "$at" adversarial >"$out"
+                else
+                        "$tmp/tracegen" -s "$seed" -d "$duration" adversarial >"$out"
+                fi
+        fi
+        echo "$out"
+}
+
+want_base=no
+for pol in $policies; do baseline "$pol" && want_base=yes; done
+case " $policies " in *" hindsight "*) want_hindsight=no ;; *) want_hindsight=yes ;; esac
+
+# Every row of one drive on stdout (RUN cold, warm, ref or x3): each family's policies
+# cold and warm; none, kernel and optimum from another policy's run on the same trace
+# (every simulate run reports them); the hindsight reference of the hour-long recordings
+# (target 2) when hindsight is not in -p; the checked policy on slow drives (target 5).
+drive_rows() {
+        drive=$1
+        name=$(drive_name "$drive")
+        wd=$tmp/work-$name
+        mkdir -p "$wd"
         for fam in $families; do
+                extra=
+                case $fam in
+                seed|adversarial) extra=--closed-loop ;;
+                seed-x3) extra="--closed-loop --exlat-scale 3" ;;
+                esac
+                base=
                 for pol in $policies; do
-                        extra=
-                        trace=$tmp/$fam.txt
-                        case $fam in
-                        seed) extra=--closed-loop ;;
-                        seed-x3) extra="--closed-loop --exlat-scale 3" ;;
-                        adversarial)
-                                extra=--closed-loop
-                                target=$pol
-                                case $pol in none|optimum) target=kernel ;; esac
-                                at=$(chain_times "$target")
-                                trace=$tmp/adv-$target.txt
-                                if [ -n "$at" ]; then
-                                        "$tmp/tracegen" -s "$seed" -d "$duration" -a "$at" adversarial >"$trace"
-                                else
-                                        "$tmp/tracegen" -s "$seed" -d "$duration" adversarial >"$trace"
-                                fi
-                                ;;
-                        esac
+                        baseline "$pol" && continue
+                        rep=
+                        if learner "$pol" && [ "$copies" -gt 1 ]; then rep="--repeat $copies"; fi
                         # shellcheck disable=SC2086
-                        sim "$pol" "$trace" $extra | row "$name" "$fam" "$pol"
+                        sim "$pol" "$(fam_trace "$fam" "$pol")" $extra $rep >"$wd/$pol.json"
+                        if [ -z "$base" ] && [ "$fam" != adversarial ]; then base=$wd/$pol.json; fi
                 done
+                if [ "$want_base" = yes ] && [ -z "$base" ]; then
+                        # shellcheck disable=SC2086
+                        sim kernel "$(fam_trace "$fam" kernel)" $extra >"$wd/base.json"
+                        base=$wd/base.json
+                fi
+                for pol in $policies; do
+                        json=$wd/$pol.json
+                        baseline "$pol" && json=$base
+                        k=$(key_of "$pol")
+                        if learner "$pol" && [ "$copies" -gt 1 ]; then
+                                row "$name" "$fam" "$pol" cold "$k-copy1" <"$json"
+                        else
+                                row "$name" "$fam" "$pol" cold "$k" <"$json"
+                        fi
+                        row "$name" "$fam" "$pol" warm "$k" <"$json"
+                done
+                case $fam in
+                real-*-hour)
+                        if [ "$want_hindsight" = yes ]; then
+                                sim hindsight "$tmp/$fam.txt" >"$wd/ref.json"
+                                row "$name" "$fam" hindsight ref hindsight <"$wd/ref.json"
+                        fi
+                        ;;
+                esac
+                if [ "$x3pass" = yes ]; then
+                        # shellcheck disable=SC2086
+                        sim "$checked" "$(fam_trace "$fam" "$checked")" $extra --exlat-scale 3 >"$wd/x3.json"
+                        row "$name" "$fam" "$checked" x3 "$(key_of "$checked")" <"$wd/x3.json"
+                fi
         done
-        # Target 5: the best of none, kernel and budget on each regime segment on its own.
-        for segf in "$tmp"/regime-seg*.txt; do
-                [ -f "$segf" ] || continue
-                best=
-                for pol in none kernel budget; do
-                        e=$(sim "$pol" "$segf" | row "$name" seg "$pol" | awk '{ print $11 }')
-                        best=$(awk -v a="$best" -v b="$e" 'BEGIN { print (a == "" || b + 0 < a + 0) ? b : a }')
-                done
-                echo "$name $best"
-        done >>"$tmp/segbest"
+}
+
+# The drives, JOBS at a time (a slot is a line in a FIFO); each writes its own rows file,
+# concatenated in the drives' order afterwards, so the table does not depend on -j.
+start=$(date +%s)
+mkfifo "$tmp/slots"
+exec 3<>"$tmp/slots"
+i=0
+while [ "$i" -lt "$jobs" ]; do
+        echo >&3
+        i=$((i + 1))
+done
+for drive in "$dir"/*.bin; do
+        read -r slot <&3
+        (
+                set +e
+                out=$tmp/rows-$(basename "$drive" .bin)
+                # not `if ( ... )`: set -e is ignored inside a condition, and a failed
+                # simulation must stop the drive's rows
+                (
+                        set -e
+                        drive_rows "$drive"
+                ) >"$out.part" 2>"$out.err"
+                # shellcheck disable=SC2181
+                [ $? -eq 0 ] && mv "$out.part" "$out"
+                echo "$slot" >&3
+        ) &
+done
+wait
+exec 3>&-
+for drive in "$dir"/*.bin; do
+        f=$tmp/rows-$(basename "$drive" .bin)
+        if [ ! -f "$f" ]; then
+                echo "run.sh: $(basename "$drive"): a simulation failed:" >&2
+                cat "$f.err" >&2
+                exit 1
+        fi
+        cat "$f"
 done >"$tmp/rows"
 end=$(date +%s)
 
 awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${power:-default}" -v quirks="$quirks" \
-    -v xscale="${xscale:-1}" -v tp="$checked" '
+    -v xscale="${xscale:-1}" -v tp="$checked" -v copies="$copies" -v ha="$half_a" -v hb="$half_b" \
+    -v x3pass="$x3pass" -v ndrives="$(set -- "$dir"/*.bin; echo $#)" '
         BEGIN {
-                printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s, exit latencies x%s\n\n", seed, dur, power, quirks, xscale
-                printf "%-11s %-11s %-13s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"
+                printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s, exit latencies x%s, %d drives, warm = the last of %s copies\n\n", seed, dur, power, quirks, xscale, ndrives, copies
+                printf "%-12s %-17s %-13s %-4s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "run", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"
+                learner["adaptive"] = learner["adaptive-stat"] = 1
+                n = split(ha, x, " "); for (i = 1; i <= n; i++) half[x[i]] = "A"
+                n = split(hb, x, " "); for (i = 1; i <= n; i++) half[x[i]] = "B"
         }
-        FILENAME ~ /segbest$/ { segbest[$1] += $2; next }
         {
-                printf "%-11s %-11s %-13s %8s %8s %8s %9s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8
-                n[$3]++; lo[$3] += log($4); lk[$3] += log($5); st[$3] += $9; sk[$3] += $10; sk_[$3] += $10
-                nr++; rd[nr] = $1; rf[nr] = $2; rp[nr] = $3; reo[nr] = $4; rek[nr] = $5; rs[nr] = $9; rsk[nr] = $10
-                re[nr] = $11; rwp[nr] = $13
-                if ($7 > worst[$3]) worst[$3] = $7
-                if ($2 == "seed") { wall[$3] += $8; nw[$3]++ }
-                if (!($3 in seen)) { seen[$3] = 1; order[++np] = $3 }
+                if ($4 == "cold" || ($4 == "warm" && ($3 in learner)))
+                        printf "%-12s %-17s %-13s %-4s %8s %8s %8s %9s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9
+                nr++; D[nr] = $1; F[nr] = $2; P[nr] = $3; R[nr] = $4; EO[nr] = $5; EK[nr] = $6; P99[nr] = $8
+                W[nr] = $9; S[nr] = $10; SK[nr] = $11; WP[nr] = $14
+                if ($4 == "cold" && !($3 in seen)) { seen[$3] = 1; order[++np] = $3 }
+                if (!($2 in seenf)) { seenf[$2] = 1; fo[++nf] = $2 }
         }
         END {
-                printf "\nsummary over %d drives x families (geometric means of the ratios)\n", n[order[1]]
+                summary("cold", "cold: each policy knowing nothing")
+                summary("warm", "warm: the last of " copies " copies scored; the static tables learn nothing, so theirs are their cold figures")
+                families()
+                if (tp in seen) { halves(tp); targets(tp) }
+                printf "\n(%d s)\n", secs
+        }
+        function summary(run, what,   i, p, n, lo, lk, st, sk, worst, wall, nw) {
+                for (i = 1; i <= nr; i++) {
+                        if (R[i] != run) continue
+                        p = P[i]; n[p]++; lo[p] += log(EO[i]); lk[p] += log(EK[i]); st[p] += S[i]; sk[p] += SK[i]
+                        if (P99[i] > worst[p]) worst[p] = P99[i]
+                        if (F[i] == "seed") { wall[p] += W[i]; nw[p]++ }
+                }
+                printf "\nsummary, %s (over %d drives x families; geometric means of the ratios)\n", what, n[order[1]]
                 printf "%-13s %10s %10s %14s %12s %16s\n", "policy", "E/opt", "E/kern", "stall/kernel", "worst p99ms", "seed wall+s mean"
                 for (i = 1; i <= np; i++) {
                         p = order[i]
                         printf "%-13s %10.3f %10.3f %14s %12.3f %16.3f\n", p, exp(lo[p] / n[p]), exp(lk[p] / n[p]),
                                (sk[p] > 0 ? sprintf("%.3f", st[p] / sk[p]) : "-"), worst[p], (nw[p] ? wall[p] / nw[p] : 0)
                 }
-                families()
-                if (tp in n) targets(tp)
-                printf "\n(%d s)\n", secs
         }
-        # Per family, over the drives: total stall over the kernel total, and the
-        # geometric mean of E/kern ("-" when neither stalls).
-        function families(   i, f, p, nf, fo, seenf, ss, sk, le, ne, line) {
-                nf = 0
+        # total stall over the kernel total ("-" when neither waits, "inf" when only the policy does)
+        function sratio(s, k) { return k > 0 ? sprintf("%.3f", s / k) : (s > 0 ? "inf" : "-") }
+        # Per family over the drives, each policy cold and the learning ones warm too: total
+        # stall over the kernel total, and the geometric mean of E/kern.
+        function families(   i, c, nc, col, cname, f, ss, sk, le, ne, line) {
+                for (i = 1; i <= np; i++) { col[++nc] = order[i] SUBSEP "cold"; cname[nc] = order[i] }
+                for (i = 1; i <= np; i++)
+                        if (order[i] in learner) { col[++nc] = order[i] SUBSEP "warm"; cname[nc] = order[i] "-warm" }
                 for (i = 1; i <= nr; i++) {
-                        if (!(rf[i] in seenf)) { seenf[rf[i]] = 1; fo[++nf] = rf[i] }
-                        ss[rf[i], rp[i]] += rs[i]; sk[rf[i], rp[i]] += rsk[i]
-                        le[rf[i], rp[i]] += log(rek[i]); ne[rf[i], rp[i]]++
+                        c = F[i] SUBSEP P[i] SUBSEP R[i]
+                        ss[c] += S[i]; sk[c] += SK[i]; le[c] += log(EK[i]); ne[c]++
                 }
                 printf "\nper family over the drives: total stall / kernel total stall, geometric mean E/kern\n"
-                line = sprintf("%-11s", "family")
-                for (i = 1; i <= np; i++) line = line sprintf(" %19s", order[i])
+                line = sprintf("%-17s", "family")
+                for (i = 1; i <= nc; i++) line = line sprintf(" %19s", cname[i])
                 print line
                 for (f = 1; f <= nf; f++) {
-                        line = sprintf("%-11s", fo[f])
-                        for (i = 1; i <= np; i++) {
-                                p = order[i]
-                                line = line sprintf(" %8s E %8.3f", (sk[fo[f], p] > 0 ? sprintf("%.3f", ss[fo[f], p] / sk[fo[f], p]) : (ss[fo[f], p] > 0 ? "inf" : "-")),
-                                                    (ne[fo[f], p] ? exp(le[fo[f], p] / ne[fo[f], p]) : 0))
+                        line = sprintf("%-17s", fo[f])
+                        for (i = 1; i <= nc; i++) {
+                                c = fo[f] SUBSEP col[i]
+                                line = line sprintf(" %8s E %8.3f", sratio(ss[c], sk[c]), (ne[c] ? exp(le[c] / ne[c]) : 0))
                         }
                         print line
                 }
         }
+        function setof(f) { return f ~ /^real-/ ? "recorded" : "generated" }
         # Row i: its stall over the kernel total (1 when neither waits).
-        function stallk(i) { return (rsk[i] > 0) ? rs[i] / rsk[i] : (rs[i] > 0 ? 1e9 : 1) }
+        function stallk(i) { return (SK[i] > 0) ? S[i] / SK[i] : (S[i] > 0 ? 1e9 : 1) }
         # A seed row that spends more energy than the kernel to keep the job under 1%, at no
         # more wake delay: exempt from the energy bound.
-        function exempt(i) { return rf[i] ~ /^seed/ && rek[i] > 1.02 && rwp[i] < 0.01 && stallk(i) <= 1.02 }
-        function targets(p,   i, set, x, ok, m, le, ne, lx, nx, nex, ss, sk, g, miss, w, ex, ok4, m4, ok5, m5, d) {
+        function exempt(i) { return F[i] ~ /^seed/ && EK[i] > 1.02 && WP[i] < 0.01 && stallk(i) <= 1.02 }
+        function over(i) { return stallk(i) > 1.02 || (EK[i] > 1.02 && !exempt(i)) }
+        # Each half on its own, the checked policy: the figures of targets 1 and 3, and the rows over 2%.
+        function halves(p,   i, h, s, c, le, ne, ss, sk, ov, hs, sets, k, line) {
+                for (i = 1; i <= nr; i++) {
+                        if (P[i] != p || (R[i] != "cold" && R[i] != "warm")) continue
+                        h = (F[i] in half) ? half[F[i]] : "-"
+                        c = h SUBSEP setof(F[i]) SUBSEP R[i]
+                        le[c] += log(EK[i]); ne[c]++; ss[c] += S[i]; sk[c] += SK[i]; ov[c] += over(i)
+                }
+                printf "\nhalves (bench/README.md), %s: geometric mean E/kern, total stall / kernel total, rows >2%% worse\n", p
+                printf "%-5s %-10s %6s %9s %11s %9s %11s %12s\n", "half", "set", "rows", "cold E", "cold stall", "warm E", "warm stall", "over c/w"
+                split("A B -", hs, " "); split("generated recorded", sets, " ")
+                for (h = 1; h <= 3; h++)
+                        for (s = 1; s <= 2; s++) {
+                                k = hs[h] SUBSEP sets[s]
+                                if (!ne[k SUBSEP "cold"]) continue
+                                printf "%-5s %-10s %6d %9.3f %11s %9.3f %11s %12s\n", hs[h] == "-" ? "none" : hs[h], sets[s], ne[k SUBSEP "cold"],
+                                       exp(le[k SUBSEP "cold"] / ne[k SUBSEP "cold"]), sratio(ss[k SUBSEP "cold"], sk[k SUBSEP "cold"]),
+                                       exp(le[k SUBSEP "warm"] / ne[k SUBSEP "warm"]), sratio(ss[k SUBSEP "warm"], sk[k SUBSEP "warm"]),
+                                       (ov[k SUBSEP "cold"] + 0) "/" (ov[k SUBSEP "warm"] + 0)
+                        }
+        }
+        function dash(x) { return x == "" ? "-" : x }
+        function verdict(ok) { return ok ? "met" : "MISSED" }
+        function targets(p,   i, c, le, ne, ss, sk, lx, nx, x, xs, ok, m, hk, key, sh, sa, nh, nlow, miss, ex, w, n5, ok4,
+                         worst, sd, dord, nd, sw, exr) {
                 printf "\ntargets (%s)\n", p
                 for (i = 1; i <= nr; i++) {
-                        if (rp[i] != p) continue
-                        set = rf[i] ~ /^real-/ ? "real" : "generated"
-                        le[set] += log(rek[i]); ne[set]++; ss[set] += rs[i]; sk[set] += rsk[i]
-                        if (exempt(i)) nex++
-                        else { lx[set] += log(rek[i]); nx[set]++ }
+                        if (P[i] == "hindsight" && (R[i] == "cold" || R[i] == "ref")) hk[D[i] SUBSEP F[i]] = EK[i]
+                        if (P[i] != p) continue
+                        c = setof(F[i]) SUBSEP R[i]
+                        le[c] += log(EK[i]); ne[c]++; ss[c] += S[i]; sk[c] += SK[i]
+                        if (!exempt(i)) { lx[c] += log(EK[i]); nx[c]++ }
                 }
-                ok = 1; m = ""; g = ""
-                for (set in ne) {
-                        x = exp(le[set] / ne[set])
-                        if (x > (set == "real" ? 0.90 : 0.75)) ok = 0
-                        m = m sprintf(" %s %.3f (moonshot %s: %s)", set, x, set == "real" ? "0.85" : "0.65",
-                                      x <= (set == "real" ? 0.85 : 0.65) ? "met" : "missed")
-                }
-                printf "1. mean energy <= 0.75x kernel (generated), <= 0.90x (real): %s\n  %s\n", ok ? "met" : "MISSED", m
-                # Read as exempt from the mean as well: the same means without those rows (not the verdict).
-                if (nex) {
-                        m = ""
-                        for (set in nx) m = m sprintf(" %s %.3f", set, exp(lx[set] / nx[set]))
-                        printf "   without the %d seed rows exempt from the energy bound:%s\n", nex, m
-                }
-                ok = 1; m = ""
-                for (set in ne) {
-                        x = sk[set] > 0 ? ss[set] / sk[set] : (ss[set] > 0 ? 1e9 : 0)
-                        if (x > 1.0) ok = 0
-                        m = m sprintf(" %s %.3f", set, x)
-                }
-                printf "2. total stall <= kernel on each set: %s\n  %s\n", ok ? "met" : "MISSED", m
-                miss = 0; w = ""; ex = 0
+                # 1. recorded, warm
+                c = "recorded" SUBSEP "warm"
+                if (ne[c]) {
+                        x = exp(le[c] / ne[c]); xs = sk[c] > 0 ? ss[c] / sk[c] : (ss[c] > 0 ? 1e9 : 0)
+                        printf "1. recorded set, warm: mean energy <= 0.90x kernel, total stall <= kernel: %s\n", verdict(x <= 0.90 && xs <= 1.0)
+                        printf "   warm E %.3f stall %s (cold E %.3f stall %s) over %d rows\n", x, sratio(ss[c], sk[c]),
+                               exp(le["recorded" SUBSEP "cold"] / ne["recorded" SUBSEP "cold"]), sratio(ss["recorded" SUBSEP "cold"], sk["recorded" SUBSEP "cold"]), ne[c]
+                } else
+                        printf "1. recorded set, warm: not measured (no recorded family in this run)\n"
+                # 2. hour-long recordings, warm, against hindsight
+                ok = 1; m = ""; nh = 0; nlow = 0
                 for (i = 1; i <= nr; i++) {
-                        if (rp[i] != p) continue
-                        x = stallk(i)
-                        e = rek[i]
-                        if (exempt(i)) { ex++; continue }
-                        if (e > 1.02 || x > 1.02) { miss++; w = w sprintf(" %s/%s(E %.3f, stall %.3f)", rd[i], rf[i], e, x) }
+                        if (P[i] != p || R[i] != "warm" || F[i] !~ /^real-.*-hour$/) continue
+                        key = D[i] SUBSEP F[i]
+                        if (!(key in hk)) continue
+                        sh = 1 - hk[key]; sa = 1 - EK[i]
+                        if (sh <= 0.05) { nlow++; continue }
+                        nh++
+                        if (sa < 0.5 * sh) { ok = 0; m = m sprintf(" %s/%s(hindsight %.1f%%, %s %.1f%% SHORT)", D[i], F[i], 100 * sh, p, 100 * sa) }
+                        else m = m sprintf(" %s/%s(%.1f%%, %.1f%%)", D[i], F[i], 100 * sh, 100 * sa)
                 }
-                printf "3. no row >2%% worse than kernel on energy or stall: %s (%d rows over; %d seed rows exempt from energy)\n  %s\n", miss ? "MISSED" : "met", miss, ex, w
-                ok4 = 1; m4 = ""
-                for (i = 1; i <= nr; i++)
-                        if (rf[i] ~ /^seed/ && (rp[i] == p || rp[i] == "kernel")) {
-                                m4 = m4 sprintf(" %s/%s/%s %.2f%%", rd[i], rf[i], rp[i], 100 * rwp[i])
-                                if (rp[i] == p && rwp[i] >= 0.01) ok4 = 0
+                if (nh + nlow)
+                        printf "2. one-hour recordings, warm: >= half of hindsight'"'"'s saving where it is above 5%%: %s (%d drive x recording pairs checked, %d with hindsight saving <= 5%%)\n  %s\n", verdict(ok), nh, nlow, m
+                else
+                        printf "2. one-hour recordings, warm: not measured (no real-*-hour family in this run)\n"
+                # 3. generated, cold and warm
+                ok = 1; m = ""
+                for (w = 0; w <= 1; w++) {
+                        c = "generated" SUBSEP (w ? "warm" : "cold")
+                        if (!ne[c]) continue
+                        x = exp(le[c] / ne[c]); xs = sk[c] > 0 ? ss[c] / sk[c] : (ss[c] > 0 ? 1e9 : 0)
+                        if (x > (w ? 0.70 : 0.75) || xs > 1.0) ok = 0
+                        m = m sprintf(" %s E %.3f stall %s;", w ? "warm" : "cold", x, sratio(ss[c], sk[c]))
+                }
+                if (ne["generated" SUBSEP "cold"]) {
+                        printf "3. generated set: mean energy <= 0.75x kernel cold, <= 0.70x warm; total stall <= kernel: %s\n  %s\n", verdict(ok), m
+                        m = ""; ex = 0
+                        for (w = 0; w <= 1; w++) {
+                                c = "generated" SUBSEP (w ? "warm" : "cold")
+                                ex += ne[c] - nx[c]
+                                m = m sprintf(" %s %.3f (%d exempt)", w ? "warm" : "cold", nx[c] ? exp(lx[c] / nx[c]) : 1, ne[c] - nx[c])
                         }
-                printf "4. seed job added wall time < 1%% (seed and seed-x3): %s\n  %s\n", ok4 ? "met" : "MISSED", m4
-                ok5 = 1; m5 = ""
+                        if (ex) printf "   without the seed rows exempt from the energy bound (5.):%s\n", m
+                } else
+                        printf "3. generated set: not measured (no generated family in this run)\n"
+                # 4. seed job, cold: one line per drive, the checked policy and the kernel
+                ok4 = 1; m = ""; worst = -1
                 for (i = 1; i <= nr; i++)
-                        if (rp[i] == p && rf[i] == "regime") {
-                                d = rd[i]
-                                x = segbest[d] > 0 ? re[i] / segbest[d] : 1
-                                m5 = m5 sprintf(" %s %.3f", d, x)
-                                if (x > 1.2) ok5 = 0
+                        if (F[i] ~ /^seed/ && R[i] == "cold" && (P[i] == p || P[i] == "kernel")) {
+                                if (!(D[i] in sd)) { sd[D[i]] = 1; dord[++nd] = D[i] }
+                                sw[D[i], F[i], P[i]] = sprintf("%.2f%%", 100 * WP[i])
+                                if (P[i] != p) continue
+                                if (WP[i] >= 0.01) ok4 = 0
+                                if (WP[i] > worst) { worst = WP[i]; m = D[i] "/" F[i] }
                         }
-                printf "5. regime within 1.2x the best static (none/kernel/budget) of each segment: %s\n  %s\n", ok5 ? "met" : "MISSED", m5
-        }' "$tmp/segbest" "$tmp/rows"
+                if (nd) {
+                        printf "4. seed job added wall time < 1%% on every drive, cold (seed and seed-x3): %s (worst %.2f%%, %s)\n", verdict(ok4), 100 * worst, m
+                        for (i = 1; i <= nd; i++)
+                                printf "   %-12s seed %s (kernel %s)  seed-x3 %s (kernel %s)\n", dord[i], dash(sw[dord[i], "seed", p]),
+                                       dash(sw[dord[i], "seed", "kernel"]), dash(sw[dord[i], "seed-x3", p]), dash(sw[dord[i], "seed-x3", "kernel"])
+                } else
+                        printf "4. seed job: not measured (no seed family in this run)\n"
+                # 5. no row over 2%, cold and warm; then on slow drives
+                miss = 0; w = ""
+                for (i = 1; i <= nr; i++) {
+                        if (P[i] != p || (R[i] != "cold" && R[i] != "warm")) continue
+                        if (exempt(i)) exr[R[i]]++
+                        if (over(i)) { miss++; w = w sprintf(" %s/%s/%s(E %.3f, stall %.3f)", D[i], F[i], R[i], EK[i], stallk(i)) }
+                }
+                printf "5. no row, cold or warm, >2%% worse than kernel on energy or stall: %s (%d rows over; seed rows exempt from energy: %d cold, %d warm)\n",
+                       verdict(!miss), miss, exr["cold"], exr["warm"]
+                if (w != "") printf "  %s\n", w
+                miss = 0; w = ""; n5 = 0
+                for (i = 1; i <= nr; i++) {
+                        if (P[i] != p || R[i] != "x3") continue
+                        n5++
+                        if (stallk(i) > 1.02) { miss++; w = w sprintf(" %s/%s(stall %.3f)", D[i], F[i], stallk(i)) }
+                }
+                if (n5)
+                        printf "   with --exlat-scale 3 (cold), no row >2%% worse on stall: %s (%d rows over of %d)%s\n", verdict(!miss), miss, n5,
+                               w == "" ? "" : "\n  " w
+                else if (xscale != 1)
+                        printf "   this whole run is at exit latencies x%s: the stall bound above is the slow-drive check\n", xscale
+                else
+                        printf "   with --exlat-scale 3: not measured (-X)\n"
+        }' "$tmp/rows"
 
 # The pictures. Per family over the drives, as in the per-family summary: the geometric
 # mean of E/kern and total stall over the kernel's total ("-" when the kernel never
-# waits); family "all" over every row.
+# waits); family "all" over every row. Cold rows, and the learning policies' warm ones
+# as NAME-warm.
 mkdir -p "$pictures"
 awk '
-        { k = $2 SUBSEP $3; if (!(k in n)) order[++m] = k; n[k]++; le[k] += log($5); s[k] += $9; sk[k] += $10
-          a = "all" SUBSEP $3; if (!(a in n)) alls[++na] = a; n[a]++; le[a] += log($5); s[a] += $9; sk[a] += $10 }
+        $4 == "cold" || ($4 == "warm" && ($3 == "adaptive" || $3 == "adaptive-stat")) {
+          p = $4 == "warm" ? $3 "-warm" : $3
+          k = $2 SUBSEP p; if (!(k in n)) order[++m] = k; n[k]++; le[k] += log($6); s[k] += $10; sk[k] += $11
+          a = "all" SUBSEP p; if (!(a in n)) alls[++na] = a; n[a]++; le[a] += log($6); s[a] += $10; sk[a] += $11 }
         function out(k,   f) { split(k, f, SUBSEP)
                 printf "%s\t%s\t%.6f\t%s\n", f[1], f[2], exp(le[k] / n[k]), (sk[k] > 0 ? sprintf("%.6f", s[k] / sk[k]) : "-") }
         END { print "# family\tpolicy\tE/kern geomean\tstall/kernel total"
               for (i = 1; i <= m; i++) out(order[i]); for (i = 1; i <= na; i++) out(alls[i]) }' "$tmp/rows" >"$pictures/tradeoff.tsv"
 for drive in "$dir"/*.bin; do break; done
+[ -f "$tmp/desktop.txt" ] || "$tmp/tracegen" -s "$seed" -d "$duration" desktop >"$tmp/desktop.txt"
 sim budget "$tmp/desktop.txt" --timeline >"$tmp/timeline-budget.json"
 sim adaptive "$tmp/desktop.txt" --timeline >"$tmp/timeline-adaptive.json"
 py=

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Test driver for cpupin.c with the real backend (libcpupower + sysfs), until
- * the daemon calls it. Runs steps in order, in one process:
+ * Test driver for cpupin.c with the real backend (libcpupower + sysfs), without
+ * the daemon (which calls cpupin.c through manager-cpu.c), so that
+ * tests/cpu/test-cpupin-sysfs.sh can pin, crash and recover step by step.
+ * Runs steps in order, in one process:
  *
  *   cpupin-driver RUNTIME_DIR STEP...
  *     recover                 cpupin_recover()

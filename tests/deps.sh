@@ -14,6 +14,8 @@ build=(gcc pkg-config meson ninja-build libnvme-dev libjson-c-dev libssl-dev lib
 # power-profiles-daemon on a private bus.
 test=(umockdev libumockdev-dev gir1.2-umockdev-1.0 nvme-cli valgrind clang clang-tidy cppcheck
       libclang-rt-14-dev python3 python3-gi python3-dbusmock dbus util-linux procps prometheus)
+# xmllint and polkit's DTD: the shipped polkit action checked (tests/test-polkit-policy.sh)
+test+=(libxml2-utils polkitd)
 # the QEMU system tests (suites e2e and e2e-apst); for e2e-apst also what
 # tests/qemu-apst/build-qemu.sh builds Debian's QEMU source with (once, cached)
 # and the firmware the patched binary runs with

@@ -1,11 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# bench/run.sh's target lines agree with its own per-row table: target 1's means
-# are the geometric means of the adaptive rows' E/kern, and the means printed
-# without the seed rows exempt from the energy bound leave out exactly those rows
-# (a seed row over 1.02x the kernel's energy, at no more than 1.02x its wake
-# delay, whose job gained under 1%) and as many as target 3 counts. A short run
-# (30 s traces, generated families only): about a second.
+# bench/run.sh's target and half lines agree with its own per-row table, cold and warm:
+# target 3's means are the geometric means of the adaptive rows' E/kern over the
+# generated families, cold and warm; the means printed without the seed rows exempt
+# from the energy bound leave out exactly those rows (a cold seed row over 1.02x the
+# kernel's energy, at no more than 1.02x its wake delay, whose job gained under 1% by
+# target 4's lines), as many as target 5 counts; half A's line is the geometric mean of
+# the rows of half A's families (bench/README.md); every drive has a cold and a warm
+# row per family. A short run (30 s traces, generated families only): about ten seconds.
 # Usage: test-bench-targets.sh NVME-APSTD-BINARY SOURCE-ROOT
 # Covers: bench/run.sh, src/cli/cmd-simulate.c.
 set -eu
@@ -17,26 +19,43 @@ trap 'rm -rf "$tmp"' EXIT
 PYTHON=false sh "$src/bench/run.sh" -b "$bin" -d 30 -R -p "kernel adaptive" -o "$tmp/pics" >"$tmp/run.txt" 2>&1 ||
         { cat "$tmp/run.txt"; echo "FAIL: bench/run.sh failed"; exit 1; }
 
-awk '
-        # the per-row table: DRIVE FAMILY POLICY E/opt E/kern stall/k p99ms wall+s
-        NF == 8 && $3 == "adaptive" && $5 ~ /^[0-9.]+$/ { n++; key[n] = $1 "/" $2; fam[n] = $2; e[n] = $5; st[n] = $6 }
-        # target 4 lists each seed row as DRIVE/FAMILY/POLICY PERCENT%
-        /^4\. seed job/ { getline; for (i = 1; i <= NF; i += 2) if ($i ~ /\/adaptive$/) { k = $i; sub(/\/adaptive$/, "", k); wall[k] = $(i + 1) + 0 } }
-        /^1\. mean energy/ { getline; mean = $2 + 0; getline; if ($0 ~ /without the/) { ex1 = $3 + 0; meanx = $NF + 0 } }
-        /^3\. no row/ { match($0, /[0-9]+ seed rows exempt/); ex3 = substr($0, RSTART, RLENGTH) + 0 }
+awk -v drives="$(set -- "$src"/tests/data/idctrl/*.bin; echo $#)" '
+        # the per-row table: DRIVE FAMILY POLICY RUN E/opt E/kern stall/k p99ms wall+s
+        NF == 9 && $3 == "adaptive" && $6 ~ /^[0-9.]+$/ {
+                k = $1 "/" $2 "/" $4; nk++; key[nk] = k; fam[k] = $2; run[k] = $4; e[k] = $6; st[k] = $7; n[$4]++
+        }
+        # target 4: "   DRIVE seed P% (kernel K%)  seed-x3 P% (kernel K%)", cold
+        /^4\. seed job/ { in4 = 1; next }
+        in4 && $2 == "seed" && $6 == "seed-x3" { wall[$1 "/seed/cold"] = $3 + 0; wall[$1 "/seed-x3/cold"] = $7 + 0; next }
+        { in4 = 0 }
+        /^3\. generated set/ {
+                getline; cold = $3 + 0; warm = $8 + 0
+                getline
+                if (match($0, /cold [0-9.]+ \([0-9]+ exempt\)/)) { split(substr($0, RSTART, RLENGTH), a, /[ (]/); coldx = a[2] + 0; ex3 = a[4] + 0 }
+        }
+        /^5\. no row/ { if (match($0, /exempt from energy: [0-9]+ cold/)) { split(substr($0, RSTART, RLENGTH), a, " "); ex5 = a[4] + 0 } }
+        /^A +generated / { ha = $4 + 0; hn = $3 + 0 }
         END {
-                if (n != 48) { printf "FAIL: %d adaptive rows, not 6 drives x 8 families\n", n; exit 1 }
-                for (i = 1; i <= n; i++) {
-                        l += log(e[i])
-                        s = (st[i] == "-") ? 1 : st[i] + 0
-                        if (fam[i] ~ /^seed/ && e[i] > 1.02 && s <= 1.02 && (key[i] in wall) && wall[key[i]] < 1) { nx++; continue }
-                        lx += log(e[i]); m++
+                if (n["cold"] != drives * 8 || n["warm"] != drives * 8) {
+                        printf "FAIL: %d cold and %d warm adaptive rows, not %d drives x 8 families each\n", n["cold"], n["warm"], drives; exit 1
                 }
-                want = exp(l / n); wantx = exp(lx / m)
-                if (mean == 0 || (mean - want) ^ 2 > 1e-6) { printf "FAIL: target 1 says %.3f, the rows give %.3f\n", mean, want; exit 1 }
-                if (nx == 0) { print "FAIL: no exempt seed row on this run (the check below would prove nothing)"; exit 1 }
-                if (ex1 != nx || ex3 != nx) { printf "FAIL: %d exempt rows in the table, target 1 says %d, target 3 %d\n", nx, ex1, ex3; exit 1 }
-                if ((meanx - wantx) ^ 2 > 1e-6) { printf "FAIL: without the exempt rows target 1 says %.3f, the rows give %.3f\n", meanx, wantx; exit 1 }
-                if (!(meanx < mean)) { printf "FAIL: leaving out rows over 1.02x did not lower the mean (%.3f, %.3f)\n", meanx, mean; exit 1 }
-                printf "ok   target 1: %.3f over %d rows, %.3f without the %d exempt seed rows (as target 3 counts them)\n", mean, n, meanx, nx
-        }' "$tmp/run.txt" || { grep -A9 "^targets" "$tmp/run.txt"; exit 1; }
+                for (i = 1; i <= nk; i++) {
+                        k = key[i]
+                        l[run[k]] += log(e[k])
+                        if (fam[k] == "desktop" || fam[k] == "hyperexp" || fam[k] == "seed" || fam[k] == "adversarial")
+                                if (run[k] == "cold") { la += log(e[k]); na++ }
+                        if (run[k] != "cold") continue
+                        s = (st[k] == "-") ? 1 : st[k] + 0
+                        if (fam[k] ~ /^seed/ && e[k] > 1.02 && s <= 1.02 && (k in wall) && wall[k] < 1) { nx++; continue }
+                        lx += log(e[k]); m++
+                }
+                want = exp(l["cold"] / n["cold"]); wantw = exp(l["warm"] / n["warm"]); wantx = exp(lx / m)
+                if (cold == 0 || (cold - want) ^ 2 > 1e-6) { printf "FAIL: target 3 says %.3f cold, the rows give %.3f\n", cold, want; exit 1 }
+                if (warm == 0 || (warm - wantw) ^ 2 > 1e-6) { printf "FAIL: target 3 says %.3f warm, the rows give %.3f\n", warm, wantw; exit 1 }
+                if (nx == 0) { print "FAIL: no exempt cold seed row on this run (the check below would prove nothing)"; exit 1 }
+                if (ex3 != nx || ex5 != nx) { printf "FAIL: %d exempt cold rows in the table, target 3 says %d, target 5 %d\n", nx, ex3, ex5; exit 1 }
+                if ((coldx - wantx) ^ 2 > 1e-6) { printf "FAIL: without the exempt rows target 3 says %.3f, the rows give %.3f\n", coldx, wantx; exit 1 }
+                if (!(coldx < cold)) { printf "FAIL: leaving out rows over 1.02x did not lower the mean (%.3f, %.3f)\n", coldx, cold; exit 1 }
+                if (hn != na || (ha - exp(la / na)) ^ 2 > 1e-6) { printf "FAIL: half A says %.3f over %d rows, its families give %.3f over %d\n", ha, hn, exp(la / na), na; exit 1 }
+                printf "ok   target 3: cold %.3f, warm %.3f over %d rows each, %.3f cold without the %d exempt seed rows; half A %.3f\n", cold, warm, n["cold"], coldx, nx, ha
+        }' "$tmp/run.txt" || { sed -n '/^halves/,$p' "$tmp/run.txt" | cut -c1-300; exit 1; }

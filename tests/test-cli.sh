@@ -9,7 +9,7 @@
 set -u
 bin=$1 version=$2 idfile=$3 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
-for verb in "" run plan apply simulate doctor status calibrate observe; do
+for verb in "" run plan apply simulate doctor status calibrate observe hold; do
         out=$("$bin" $verb --help 2>&1); rc=$?
         check "nvme-apstd $verb --help exits 0 with a usage line" '[ $rc -eq 0 ] && printf "%s" "$out" | grep -q "^Usage: nvme-apstd"'
         out=$("$bin" $verb --version 2>&1); rc=$?
@@ -21,6 +21,20 @@ for verb in plan apply run doctor status calibrate observe; do
         "$bin" $verb --no-such-option >/dev/null 2>&1; rc=$?
         check "nvme-apstd $verb --no-such-option exits 2" '[ $rc -eq 2 ]'
 done
+# hold: its own failures are 125 (env(1)'s and timeout(1)'s convention: 2 may be COMMAND's), and COMMAND
+# never runs without the hold: not on a usage error, not without a system bus
+hold_tmp=$(mktemp -d) || exit 1
+for args in "--no-such-option -- touch $hold_tmp/ran" "--max-latency 1x -- touch $hold_tmp/ran" \
+            "--max-latency -1 -- touch $hold_tmp/ran" "--max-latency 99999999999999999999 -- touch $hold_tmp/ran" \
+            "nvme0 touch $hold_tmp/ran" "nvme0 --" ""; do
+        # shellcheck disable=SC2086
+        "$bin" hold $args >/dev/null 2>&1; rc=$?
+        check "hold $args: usage error, exit 125, the command not run" '[ $rc -eq 125 ] && [ ! -e "$hold_tmp/ran" ]'
+done
+out=$(DBUS_SYSTEM_BUS_ADDRESS=unix:path=$hold_tmp/no-bus "$bin" hold -- touch "$hold_tmp/ran" 2>&1); rc=$?
+check "hold without a system bus: exit 125, says so, the command not run" \
+        '[ $rc -eq 125 ] && [ ! -e "$hold_tmp/ran" ] && printf "%s" "$out" | grep -q "cannot connect to the system bus"'
+rm -rf "$hold_tmp"
 # observe: --seconds is 1..86400; a name that is no whole disk is refused before anything loads
 for n in 0 -1 x 86401; do
         "$bin" observe --seconds "$n" >/dev/null 2>&1; rc=$?

@@ -67,9 +67,10 @@ expect_has() {
         echo "ok   '$line' has $*"
 }
 
-expect "nvme-apstd " "apply calibrate doctor observe plan run simulate status"
+expect "nvme-apstd " "apply calibrate doctor hold observe plan run simulate status"
 expect "nvme-apstd ca" "calibrate"
 expect "nvme-apstd s" "simulate status"
+expect "nvme-apstd h" "hold"
 expect "nvme-apstd --" "--config --help --state-dir --version"
 expect "nvme-apstd status --" "--config --help --json --state-dir --version"
 expect "nvme-apstd doctor --k" "--kernel-log"
@@ -83,6 +84,15 @@ expect "nvme-apstd calibrate -n 5 " "nvme0 nvme1"
 expect "nvme-apstd observe " "nvme0n1 sda"
 expect "nvme-apstd observe --seconds 10 s" "sda"
 expect "nvme-apstd status " ""
+# hold: its options, controllers before "--", a command right after it, files after that
+expect "nvme-apstd hold --" "--app-id --help --max-latency --reason --state-dir --version"
+expect "nvme-apstd hold --max-latency " ""
+expect "nvme-apstd hold --max-latency 1ms nvme" "nvme0 nvme1"
+expect "nvme-apstd hold --reason=" ""
+expect "nvme-apstd hold nvme0 -- --" ""
+expect "nvme-apstd hold -- nvme-apstd-no-such-comman" ""
+expect_has "nvme-apstd hold nvme1 -- " sh
+expect "nvme-apstd hold -- ba" "$(compgen -c -- ba | sort | tr '\n' ' ' | sed 's/ $//')"
 expect "nvme-apstd simulate " ""
 # enumerated values, also as --opt=value
 expect "nvme-apstd simulate --policy " "adaptive budget hindsight kernel none"
@@ -106,6 +116,7 @@ expect "nvme-apstd simulate --id-ctrl=$tmp/files/i" "$tmp/files/idctrl.bin"
 expect "nvme-apstd plan -i $tmp/files/id" "$tmp/files/idctrl.bin"
 expect "nvme-apstd doctor --kernel-log $tmp/files/" "$tmp/files/idctrl.bin $tmp/files/sub $tmp/files/trace.txt"
 expect "nvme-apstd --config $tmp/files/t" "$tmp/files/trace.txt"
+expect "nvme-apstd hold -l 0 -- sh $tmp/files/tr" "$tmp/files/trace.txt"
 expect "nvme-apstd calibrate --state-dir $tmp/files/" "$tmp/files/sub"
 expect_has "nvme-apstd simulate --" --id-ctrl --trace --policy --closed-loop --exlat-scale --pci --event
 

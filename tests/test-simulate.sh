@@ -112,10 +112,11 @@ checks=$((checks + 1))
 rc=$?
 [ $rc -eq 2 ] || fail "bad --exlat-scale: rc $rc"
 
-# The adaptive policy: writes every 300 ms for 30 s on the 970 EVO Plus (the kernel's table
-# wakes ps4 for each); the policy programs its start table, then at least one learned one,
+# The adaptive policy: writes every 300 ms for 15 s on the 970 EVO Plus (the kernel's table
+# wakes ps4 for each), a short job: 50 gaps, what the stall budget's hold covers
+# (ADAPT_TRUST_HOLD_GAPS); the policy programs its start table, then at least one learned one,
 # each with its reason.
-awk 'BEGIN { for (t = 0; t < 30; t += 0.3) printf "%.3f W 4096\n", t }' >"$tmp/periodic.txt"
+awk 'BEGIN { for (t = 0; t < 15; t += 0.3) printf "%.3f W 4096\n", t }' >"$tmp/periodic.txt"
 for src in stat bpf; do
         out=$tmp/adaptive-$src.json
         checks=$((checks + 1))
@@ -125,7 +126,7 @@ for src in stat bpf; do
                 grep -q "\"watch_source\":\"$src\"" "$out" || fail "adaptive ($src): source not in the model"
                 case $src in
                 stat) reason='"reason":"I/O every ~300 ms' ;;
-                bpf) reason='"reason":"[0-9]* recent gaps' ;;
+                bpf) reason='"reason":"[0-9]* gaps of evidence' ;;
                 esac
                 grep '^"reprograms":' "$out" | grep -q "$reason" || fail "adaptive ($src): no reason for its table"
                 if [ $src = bpf ]; then
@@ -137,7 +138,7 @@ for src in stat bpf; do
                 fi
                 # within its 1% stall budget (nothing learned yet), the kernel's table far over it
                 awk -v a="$(field "$out" adaptive stall_s)" -v k="$(field "$out" kernel stall_s)" \
-                        'BEGIN { exit !(a <= 0.3 && k > 0.5) }' || fail "adaptive ($src): stall $(field "$out" adaptive stall_s)"
+                        'BEGIN { exit !(a <= 0.15 && k > 0.25) }' || fail "adaptive ($src): stall $(field "$out" adaptive stall_s)"
         else
                 fail "simulate --policy adaptive --watch-source $src exited $?"
         fi
@@ -194,6 +195,46 @@ checks=$((checks + 1))
 "$bin" simulate -i "$intel_bin" -t "$tmp/sparse.txt" -p hindsight --hindsight-share 1.5 >/dev/null 2>"$tmp/err"
 rc=$?
 [ $rc -eq 2 ] && grep -q -- "--hindsight-share" "$tmp/err" || fail "--hindsight-share 1.5: rc $rc, $(cat "$tmp/err")"
+# --repeat: the trace played three times, the policy keeping what it learned, the last copy
+# scored. One read a second for 300 s on the Intel 600p without its PCI id. A table that does
+# not learn (kernel) scores the same cold and warm, to the last digit; the adaptive policy
+# starts its scored copy on a table it chose in the copies before (cold it starts on the
+# kernel's), so its figure differs; --repeat 0 is a usage error.
+awk 'BEGIN { for (i = 0; i < 300; i++) printf "%d R 4096\n", i }' >"$tmp/second.txt"
+checks=$((checks + 1))
+if "$bin" simulate -i "$intel_bin" -t "$tmp/second.txt" -p kernel --json >"$tmp/k1.json" 2>"$tmp/err" &&
+        "$bin" simulate -i "$intel_bin" -t "$tmp/second.txt" -p kernel --repeat 3 --json >"$tmp/k3.json" 2>"$tmp/err"; then
+        grep -q '"copies":3' "$tmp/k3.json" || fail "--repeat 3: not in the model"
+        for key in energy_j stall_s wakeups_total p99; do
+                [ -n "$(field "$tmp/k1.json" kernel $key)" ] &&
+                        [ "$(field "$tmp/k1.json" kernel $key)" = "$(field "$tmp/k3.json" kernel $key)" ] ||
+                        fail "--repeat 3, kernel: $key $(field "$tmp/k3.json" kernel $key), cold $(field "$tmp/k1.json" kernel $key)"
+        done
+else
+        fail "simulate --repeat 3 -p kernel: rc $?, $(cat "$tmp/err")"
+fi
+checks=$((checks + 1))
+if "$bin" simulate -i "$intel_bin" -t "$tmp/second.txt" -p adaptive --json >"$tmp/a1.json" 2>"$tmp/err" &&
+        "$bin" simulate -i "$intel_bin" -t "$tmp/second.txt" -p adaptive --repeat 3 --json >"$tmp/a3.json" 2>"$tmp/err"; then
+        first() { grep '^"reprograms"' "$1" | grep -o '"table":\[[^]]*\]' | head -1; }
+        kern=$(grep '^"reprograms"' "$tmp/k1.json" | grep -o '"table":\[[^]]*\]' | head -1)
+        [ -n "$kern" ] && [ "$(first "$tmp/a1.json")" = "$kern" ] && [ "$(first "$tmp/a3.json")" != "$kern" ] ||
+                fail "--repeat 3, adaptive: its scored copy does not start on a learned table"
+        [ "$(field "$tmp/a1.json" adaptive energy_j)" != "$(field "$tmp/a3.json" adaptive energy_j)" ] ||
+                fail "--repeat 3, adaptive: the same energy cold and warm"
+        # the first copy, reported beside the scored one, is the cold run
+        for key in energy_j stall_s wakeups_total p99; do
+                [ -n "$(field "$tmp/a1.json" adaptive $key)" ] &&
+                        [ "$(field "$tmp/a1.json" adaptive $key)" = "$(field "$tmp/a3.json" adaptive-copy1 $key)" ] ||
+                        fail "--repeat 3: adaptive-copy1 $key $(field "$tmp/a3.json" adaptive-copy1 $key), cold $(field "$tmp/a1.json" adaptive $key)"
+        done
+else
+        fail "simulate --repeat 3 -p adaptive: rc $?, $(cat "$tmp/err")"
+fi
+checks=$((checks + 1))
+"$bin" simulate -i "$intel_bin" -t "$tmp/second.txt" --repeat 0 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q -- "--repeat" "$tmp/err" || fail "--repeat 0: rc $rc, $(cat "$tmp/err")"
 checks=$((checks + 1))
 "$bin" simulate -i "$intel_bin" -t "$tmp/tiny.txt" --policy fastest >/dev/null 2>&1
 rc=$?

@@ -14,6 +14,7 @@ Everything random comes from SEED.
 """
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -37,6 +38,8 @@ def main():
         with open(f, "w") as fh:
             fh.write("\n".join(" ".join(rng.choices(WORDS, k=12)) for _ in range(200)) + "\n")
     session = f"editor-{os.getpid()}"
+    # bench/record.py ends its command with SIGTERM at its own deadline: close vim and tmux all the same
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40",
          f"cd {work} && exec vim -N -u NONE -i NONE {files[0]}")
     t0 = time.monotonic()
@@ -63,7 +66,7 @@ def main():
                     cur = (cur + 1) % len(files)
                     tmux("send-keys", "-t", session, f":e {files[cur]}", "Enter", "G")
                 tmux("send-keys", "-t", session, "o")
-            time.sleep(min(rng.lognormvariate(2.08, 1.0), 300))
+            time.sleep(min(rng.lognormvariate(2.08, 1.0), 300, max(0.0, secs - now())))
     finally:
         subprocess.run(["tmux", "send-keys", "-t", session, "Escape", ":wqa!", "Enter"])
         time.sleep(1)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Helpers shared by the subcommands (src/cmd-*.c, src/cli/main.c). */
+/* Helpers shared by the verbs (src/cli/cmd-*.c) and main() (src/cli/main.c), in src/cli/cli.c. */
 
 #include <getopt.h>
 #include <stdint.h>
@@ -32,7 +32,8 @@ int cli_load_config(const char *path, Config *ret);
 int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device);
 
 
-/* Where the daemon and apply look for sysfs and device nodes (overridable for tests). */
+/* Where the verbs and the daemon look for sysfs, device nodes and /proc (overridable for tests):
+ * with arg_state_dir, the only command-line globals; every other option is a verb's own. */
 extern const char *arg_sysfs_root;
 extern const char *arg_dev_dir;
 extern const char *arg_proc_root;

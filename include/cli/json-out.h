@@ -10,6 +10,8 @@
  * (bench/run.sh).
  */
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -32,6 +34,24 @@ struct json_object *json_out_hex64(uint64_t v);
 struct json_object *json_out_string_or_null(const char *s);
 /* The 32 entries of an APST table as "0x%016x" strings. */
 struct json_object *json_out_apst_entries(const uint64_t *entries, size_t n);
+
+/* One latency hold as `status --json` shows it: an entry of the daemon's Manager1.Holds (doc/dbus-api.md). */
+typedef struct JsonHold {
+        uint32_t cookie;
+        char *controller;            /* "" = every controller */
+        uint64_t max_latency_usec;
+        char *application_id;
+        char *reason;
+        uint32_t uid, pid;
+        uint64_t since_usec;         /* CLOCK_REALTIME, µs since the epoch */
+} JsonHold;
+
+/**
+ * json_out_holds() - the holds as an array of objects
+ * @sets: for each hold, the controllers whose budget it sets (their HeldBy names it), NULL-terminated;
+ *        "in_effect" is whether there is any
+ */
+struct json_object *json_out_holds(const JsonHold *holds, size_t n, char **const *sets);
 
 /* @o on one line and a newline. Return: 0, -ENOMEM or -EIO. */
 int json_out_print(FILE *f, struct json_object *o, int flags);

@@ -47,3 +47,7 @@ int verb_calibrate(int argc, char *argv[]);
 
 /* `nvme-apstd observe`: the block layer's exact idle gaps, seen with eBPF (src/cli/cmd-observe.c, doc/watch.md). */
 int verb_observe(int argc, char *argv[]);
+
+/* `nvme-apstd hold -- COMMAND`: run COMMAND under a latency hold of the daemon's (src/cli/cmd-hold.c, doc/holds.md);
+ * returns COMMAND's exit status, or 125, 126, 127 as env(1) does. */
+int verb_hold(int argc, char *argv[]);

@@ -171,7 +171,8 @@ unsigned apst_stall_bounded(const IdCtrl *id, const unsigned *chain, unsigned n,
 
 /* Field helpers. */
 static inline uint64_t apst_entry_make(unsigned itps, uint32_t itpt_ms) {
-        return ((uint64_t) (itpt_ms & APST_ITPT_MAX) << APST_ITPT_SHIFT) | ((uint64_t) (itps & 0x1f) << APST_ITPS_SHIFT);
+        return ((uint64_t) (itpt_ms & APST_ITPT_MAX) << APST_ITPT_SHIFT) |
+               ((uint64_t) (itps & 0x1f) << APST_ITPS_SHIFT);
 }
 static inline unsigned apst_entry_itps(uint64_t e) {
         return (unsigned) (e >> APST_ITPS_SHIFT) & 0x1f;

@@ -15,6 +15,7 @@
  *                   energy_performance_preference, cpus
  *   [metrics]       path (a Prometheus text file for node_exporter; unset = off)
  *   [watch]         source (where the I/O watcher sees idle gaps: auto, bpf, stat)
+ *   [holds]         enable (latency holds over D-Bus: yes, no)
  *
  * Situation sections refine [apst], [cpu] and [device NAME] for one power
  * situation (situation.h): [apst on-battery], [cpu on-ac],
@@ -39,6 +40,10 @@
 #include "apst.h"
 #include "cpuset.h"
 #include "situation.h"
+
+/* The largest max_latency_us (and latency tolerance) accepted: 10 s, far above any PSD's
+ * enlat + exlat (at most a few 100 ms). Also the largest latency a hold may ask for. */
+#define CONFIG_LATENCY_US_MAX 10000000u
 
 /* Bits of DeviceSection.set: which [apst] keys the section gives itself. */
 typedef enum ApstKeyBit {
@@ -157,6 +162,11 @@ typedef struct WatchConfig {
         WatchSourceMode source;     /* default WATCH_SOURCE_AUTO */
 } WatchConfig;
 
+/* [holds]: latency holds taken over D-Bus (doc/dbus-api.md "Holds"). */
+typedef struct HoldsConfig {
+        bool enable;                /* default true; false: HoldLatency refused, holds in force end */
+} HoldsConfig;
+
 typedef enum OverlayTarget {
         OVERLAY_APST,               /* [apst WHEN] */
         OVERLAY_CPU,                /* [cpu WHEN] */
@@ -197,6 +207,7 @@ typedef struct Config {
         MetricsConfig metrics;      /* [metrics] */
         DaemonConfig daemon;        /* [daemon]: also what the verbs wait for a command */
         WatchConfig watch;          /* [watch] */
+        HoldsConfig holds;          /* [holds] */
         ConfigOverlay *overlays;    /* situation sections in file order; none in a config_situate() result */
         size_t n_overlays;
 } Config;

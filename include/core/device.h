@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "apst.h"
 #include "calib.h"
@@ -29,9 +30,14 @@ typedef enum DeviceVerdict {
 /* "managed", "unsupported", "disabled", "not-pcie"; NULL outside the enum. */
 const char *device_verdict_to_string(DeviceVerdict v);
 
+/* No latency hold caps the budget (device_plan_capped()). */
+#define DEVICE_NO_CAP UINT32_MAX
+
 typedef struct DevicePlan {
         DeviceVerdict verdict;
-        ApstParams params;         /* [apst] overlaid with the matching [device] section */
+        ApstParams params;         /* [apst] overlaid with the matching [device] section; max_latency_us
+                                    * lowered to the holds' cap when that is smaller */
+        uint32_t configured_max_latency_us; /* max_latency_us as the configuration says, before the cap */
         const char *section;       /* name of the matching [device] section, or NULL (points into Config) */
         ApstPlan plan;             /* valid when verdict is DEVICE_MANAGE */
         IdCtrl plan_id;            /* the descriptors the plan was made from: Identify's, with the exit
@@ -50,6 +56,11 @@ int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, co
  * descriptor's, unless use_calibration = no; the kernel policy always uses the descriptors. */
 int device_plan_calibrated(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
                            const IdCtrl *id, const Calibration *calib, DevicePlan *ret);
+
+/* The same, with max_latency_us lowered to @cap_us when that is smaller (a latency hold, holds.h;
+ * DEVICE_NO_CAP: none). A cap only tightens: the table is built for the smaller budget. */
+int device_plan_capped(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
+                       const IdCtrl *id, const Calibration *calib, uint32_t cap_us, DevicePlan *ret);
 
 /* What apst_build() needs to know of the platform: PCI ids from @sys, DMI strings from @plat
  * (either may be NULL). The strings point into @plat. Pure. */

@@ -30,6 +30,8 @@ typedef struct MetricsController {
         uint64_t kernel_overwrites;     /* times our table was found replaced (reset, resume) */
         uint64_t errors;                /* admin commands that failed, verifications that did not match */
         bool unresponsive;              /* an admin command outlived the deadline and has not returned */
+        uint32_t holds;                 /* latency holds in force on it (its own and those on every controller) */
+        uint64_t hold_us;               /* time spent with at least one of them, µs */
         bool have_watcher;              /* the I/O watcher ran: the next three are meaningful */
         const char *watch_source;       /* where it sees the I/O: "bpf" or "stat" */
         uint64_t observed_ios;          /* I/Os completed, as the watcher saw them in the block stats */
@@ -55,6 +57,7 @@ typedef struct MetricsState {
         double start_time_seconds;      /* CLOCK_REALTIME at start, seconds since the epoch */
         uint64_t config_reloads;        /* successful reloads (SIGHUP) */
         uint64_t config_reload_failures;/* rejected reloads (the old configuration was kept) */
+        uint64_t holds_taken;           /* latency holds taken since the start */
         const MetricsController *controllers;
         size_t n_controllers;
         const MetricsCpuPolicy *cpu_policies;

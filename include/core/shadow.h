@@ -79,6 +79,9 @@ typedef struct ShadowChain {
 void shadow_chain_from_table(const ShadowDrive *d, bool apste, const uint64_t entry[SHADOW_STATES],
                              ShadowChain *ret);
 
+/* The same chain: the same states entered at the same idle times. */
+bool shadow_chain_equal(const ShadowChain *x, const ShadowChain *y);
+
 /* Energy (µW·ns) of one idle gap of @gap_ns under @c, the wake that ends it included,
  * and the wait of the request that ends it (ns). */
 void shadow_gap_cost(const ShadowDrive *d, const ShadowChain *c, double gap_ns, double *ret_energy_uwns,
@@ -142,8 +145,9 @@ typedef enum ShadowVerdict {
 /**
  * shadow_guard() - is the applied table more than SHADOW_GUARD_TOLERANCE worse than
  * the kernel's over the window? Once the window holds SHADOW_GUARD_MIN_GAPS gaps:
- * on wake delay, when it holds SHADOW_GUARD_MIN_WAKE_NS of it; on energy, when it does not buy that much less wake delay in exchange (a table that spends energy to spare I/O its wake-ups, as a
- * stall budget asks, is a trade the user chose, not a failure). @why (may be NULL)
+ * on wake delay, when it holds SHADOW_GUARD_MIN_WAKE_NS of it; on energy, when it does not
+ * buy that much less wake delay in exchange (a table that spends energy to spare I/O its
+ * wake-ups, as a stall budget asks, is a trade the user chose, not a failure). @why (may be NULL)
  * gets the figures in words.
  */
 ShadowVerdict shadow_guard(const Shadow *s, char *why, size_t n);

@@ -32,6 +32,7 @@
  * never with the trace, and may answer "reprogram with table T".
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -140,6 +141,7 @@ typedef enum SimActivity {
         SIM_ACTIVITY_ENTER,        /* idle, entering ps */
         SIM_ACTIVITY_EXIT,         /* waking from ps for an I/O that waits */
         _SIM_ACTIVITY_MAX,
+        _SIM_ACTIVITY_INVALID = -EINVAL,
 } SimActivity;
 
 typedef struct SimStateChange {
@@ -195,6 +197,10 @@ typedef struct SimResult {
          * last completion, one entry per change, in time order; malloc'd. */
         SimStateChange *timeline;
         size_t n_timeline;
+        /* The block counters (as SimPolicy.sample() sees them) at the last completion:
+         * where a later copy of the trace carries on from (sim_run_repeat()). Filled
+         * for a policy with sample() only, zero otherwise. */
+        SimBlockStat end_stat;
 } SimResult;
 
 /**
@@ -209,6 +215,27 @@ typedef struct SimResult {
  */
 int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, const SimPolicy *pol,
             SimResult *ret);
+
+/* Upper bound on sim_run_repeat()'s copies: 1000 copies of a one-hour trace are six
+ * weeks of a daemon's learning, beyond any decay the policy applies, and bound the run. */
+#define SIM_COPIES_MAX 1000u
+
+/**
+ * sim_run_repeat() - the trace played @copies times back to back to one policy that keeps
+ * what it learned, only the last copy scored (a warm run; doc/simulator.md)
+ *
+ * Each copy is one sim_run() of the trace as given: the drive starts it in PS0 at its own
+ * t = 0, as a cold run does, so a policy that learns nothing scores the same in every copy.
+ * The policy sees one continuous time: copy k + 1 starts where copy k's last completion
+ * was (its now_ns carries the earlier copies' durations), and block counters carry on from
+ * copy k's end_stat, as the same daemon watching one disk would see them. @ret is the last
+ * copy's result, its times copy-relative; @copies = 1 is sim_run(). With @copies > 1 and
+ * @ret_first not NULL, the first copy's result goes there too (free it as @ret): it is a cold
+ * run's, as the first copy is one, so one call gives both figures.
+ * Return: as sim_run(), or -EINVAL unless 1 <= @copies <= SIM_COPIES_MAX.
+ */
+int sim_run_repeat(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, const SimPolicy *pol,
+                   unsigned copies, SimResult *ret, SimResult *ret_first);
 
 /**
  * sim_gap_optimum() - least energy to spend an idle gap of @gap_ns knowing its length:

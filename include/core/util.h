@@ -34,9 +34,31 @@ int safe_atou32_n(const char *s, size_t len, uint32_t *ret);
 int safe_atod(const char *s, double *ret);
 
 /**
+ * parse_time_span_usec() - a time span in microseconds: "1500", "1500us", "1.5ms", "2s"
+ * @s: digits, optionally a '.' and more digits, optionally a unit right after the number (no blank):
+ *     "us" (or "µs"), "ms", "s"; no unit means microseconds
+ * @ret: the span in µs, on success only
+ *
+ * The daemon's latencies are whole microseconds, so a fraction must come out whole ("1.5ms",
+ * "0.000001s"; trailing zeros are fine, "1.0005ms" is not): nothing is rounded behind the
+ * user's back. No sign, no blanks, no exponent, no other unit (the command line's --max-latency,
+ * and the configuration file's time keys once they take units).
+ * Return: 0; -EINVAL for an empty string, a sign, a missing digit, an unknown unit or a fraction
+ * finer than 1 µs; -ERANGE when the value does not fit in 64 bits.
+ */
+int parse_time_span_usec(const char *s, uint64_t *ret);
+
+/**
  * parse_boolean() - "1", "yes", "true", "on" or their opposites "0", "no",
  * "false", "off" (case-insensitive; systemd also takes y/t/n/f, we do not).
  *
  * Return: 1 for true, 0 for false, -EINVAL for anything else.
  */
 int parse_boolean(const char *s);
+
+/**
+ * utf8_char_len() - length of the UTF-8 sequence at @p (NUL-terminated), or 0 when it is not a
+ * valid one: no stray continuation byte, no overlong form, no surrogate (U+D800..U+DFFF), nothing
+ * past U+10FFFF (RFC 3629 section 4's table of well-formed sequences, which D-Bus also requires).
+ */
+size_t utf8_char_len(const char *p);

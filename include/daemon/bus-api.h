@@ -20,6 +20,13 @@
 #define BUS_API_IFACE_MANAGER    "io.github.nvme_apstd.Manager1"
 #define BUS_API_IFACE_CONTROLLER "io.github.nvme_apstd.Controller1"
 
+/* The errors of our own namespace (doc/dbus-api.md "Holds"). */
+#define BUS_ERROR_HOLDS_DISABLED          "io.github.nvme_apstd.Error.HoldsDisabled"
+#define BUS_ERROR_NO_SUCH_HOLD            "io.github.nvme_apstd.Error.NoSuchHold"
+#define BUS_ERROR_CONTROLLER_UNRESPONSIVE "io.github.nvme_apstd.Error.ControllerUnresponsive"
+#define BUS_ERROR_WRITE_FAILED            "io.github.nvme_apstd.Error.WriteFailed"
+#define BUS_ERROR_HOLD_ENDED              "io.github.nvme_apstd.Error.HoldEnded"
+
 typedef struct Manager Manager;
 typedef struct BusApi BusApi;
 

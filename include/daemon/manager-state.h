@@ -28,6 +28,7 @@
 #include "cpupin.h"
 #include "cpuset.h"
 #include "ctrljob.h"
+#include "holds.h"
 #include "situation.h"
 
 typedef struct Manager Manager;
@@ -87,6 +88,12 @@ struct ManagerCtrl {
         unsigned queued;           /* ManagerQueued bits */
         char sync_reason[64], replan_reason[64], restore_reason[64];
         ApstTable queued_table;
+        /* Latency holds (manager-holds.c writes these): the cap the holds on it put on its budget,
+         * planned with at its next re-plan (controller.latency_cap_us is the one its plan has);
+         * time spent with a hold on it (CLOCK_MONOTONIC µs: the total before @hold_since_usec, and
+         * since when, 0 = none now). */
+        uint32_t hold_cap_us;
+        uint64_t hold_usec, hold_since_usec;
 };
 
 struct Manager {
@@ -135,6 +142,8 @@ struct Manager {
         CpuPin *cpupin;
         CpuSet irq_cpus;           /* CPUs servicing the controllers' interrupts (cpus = nvme-irq) */
         struct ManagerMetrics *metrics; /* src/daemon/manager-metrics.c; NULL until the first update */
+        struct ManagerHolds *holds;     /* latency holds (manager-holds.c); NULL until the first is asked for */
+        struct BusHolds *bus_holds;     /* HoldLatency and ReleaseLatency on the bus; NULL without a bus */
         uint64_t config_reloads;   /* SIGHUPs that took effect */
         uint64_t config_reload_failures;  /* SIGHUPs whose file was rejected */
 
@@ -170,6 +179,9 @@ void manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *re
 /* Re-plan every controller from m->config, write what changed, give back what is no longer ours;
  * @reason: "reload", "on battery", ... Return: how many controllers' plans changed. */
 size_t manager_replan_all(Manager *m, const char *reason);
+
+/* The controller named @name ("nvme0"), or NULL. */
+ManagerCtrl *manager_ctrl_find(Manager *m, const char *name);
 
 /* Name an event source the daemon's own code created (sd_event_source_set_description()) and count
  * it until sd-event frees it. The count is the D-Bus property EventSources: with the sources libsystemd

@@ -64,6 +64,8 @@ typedef struct Controller {
                                     * plan's by every later sync (reset, resume, verify) until a replan
                                     * changes the parameters, verdict or planned table */
         ApstTable learned;
+        uint32_t latency_cap_us;   /* the latency holds' cap on the budget (DEVICE_NO_CAP: none): planned
+                                    * with by controller_replan(); the daemon sets it between steps */
         bool not_live_logged;      /* "not live" said once until it is live again */
         bool calib_error_logged;   /* a malformed calibration file said once until it reads again */
         /* Exit latencies the daemon measured passively (the eBPF source, passive-calib.h), µs per
@@ -137,7 +139,9 @@ int controller_sync(Controller *c, const ControllerContext *ctx, const char *rea
 int controller_program(Controller *c, const ControllerContext *ctx, const ApstTable *table, const char *reason,
                        ControllerOutcome *ret);
 
-/* The table controller_sync() writes: the learned one, else the plan's. */
+/* The table controller_sync() writes: the learned one while it fits the budget in force (a latency
+ * hold may have lowered it: the learned table is kept, and comes back when the hold ends), else
+ * the plan's. */
 const ApstTable *controller_table(const Controller *c);
 
 /**

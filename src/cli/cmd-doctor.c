@@ -497,7 +497,8 @@ static void read_ctrl_bounded(const SysCtrl *sys, DoctorCtrl *d, unsigned secs) 
                                 "no answer to an admin command within %u s: the controller is unresponsive", secs);
                 (void) snprintf(s, sizeof s, "%u", secs);
                 log_event(LOG_ERR, -ETIMEDOUT, MSGID_CTRL_UNRESPONSIVE,
-                          LOG_FIELDS({ "NVME_CTRL", sys->name }, { "APST_REASON", "doctor" }, { "NVME_DEADLINE_SEC", s }),
+                          LOG_FIELDS({ "NVME_CTRL", sys->name }, { "APST_REASON", "doctor" },
+                                     { "NVME_DEADLINE_SEC", s }),
                           "%s: no answer to an admin command for %u s; giving up on the controller.", sys->name, secs);
                 return;
         }

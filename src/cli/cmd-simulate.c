@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "adapt.h"
+#include "sim-adapt.h"
 #include "apst.h"
 #include "config-file.h"
 #include "device.h"
@@ -108,6 +109,7 @@ typedef struct Options {
         double exlat_scale;          /* real exit latency / advertised; 1 = honest drive */
         double hindsight_share;      /* --policy hindsight: wake delay allowed / the kernel's table's */
         AdaptSource source;          /* what the adaptive policy watches the drive with */
+        unsigned copies;             /* --repeat: the trace played this many times, the last scored */
         bool closed_loop, json, timeline;
 } Options;
 
@@ -134,6 +136,8 @@ static void help(void) {
                "  -W --watch-source S  what the adaptive policy observes: bpf (default: every idle\n"
                "                        gap and each wake-up's cost, as the eBPF source) or stat\n"
                "                        (/sys/block/X/stat sampled every 50 ms to 5 s)\n"
+               "     --repeat N         play the trace N times to the same policy, which keeps what it\n"
+               "                        learned; score the last copy only (a warm run; default 1)\n"
                "  -l --closed-loop      each I/O waits for the previous one (one synchronous job):\n"
                "                        lateness shifts every later I/O\n"
                "  -P --pci VVVV:DDDD    the drive's PCI vendor:device, for the kernel's quirks and\n"
@@ -206,6 +210,18 @@ static int parse_share(const char *arg, double *ret) {
         return 0;
 }
 
+/* --repeat: 1..SIM_COPIES_MAX copies of the trace. */
+static int parse_copies(const char *arg, unsigned *ret) {
+        uint32_t n;
+
+        if (safe_atou32(arg, &n) < 0 || n < 1 || n > SIM_COPIES_MAX) {
+                log_error("--repeat: expected a number of copies in 1..%u, got \"%s\"", SIM_COPIES_MAX, arg);
+                return -EINVAL;
+        }
+        *ret = n;
+        return 0;
+}
+
 /* --watch-source: bpf or stat. */
 static int parse_source(const char *arg, AdaptSource *ret) {
         AdaptSource s = adapt_source_from_string(arg);
@@ -244,7 +260,7 @@ static int options_complete(const Options *o, int argc, char *argv[]) {
 }
 
 /* simulate's long-only options */
-enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE, ARG_HINDSIGHT_SHARE };
+enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE, ARG_HINDSIGHT_SHARE, ARG_REPEAT };
 
 /* One option of simulate's. Return: 0, or -EINVAL (said why). */
 static int parse_option(int c, const char *arg, Options *o) {
@@ -304,6 +320,10 @@ static int parse_option(int c, const char *arg, Options *o) {
                 if (parse_share(arg, &o->hindsight_share) < 0)
                         return -EINVAL;
                 break;
+        case ARG_REPEAT:
+                if (parse_copies(arg, &o->copies) < 0)
+                        return -EINVAL;
+                break;
         case '?':
                 return -EINVAL;
         default:
@@ -329,6 +349,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "json", no_argument, NULL, 'j' },
                 { "timeline", no_argument, NULL, ARG_TIMELINE },
                 { "hindsight-share", required_argument, NULL, ARG_HINDSIGHT_SHARE },
+                { "repeat", required_argument, NULL, ARG_REPEAT },
                 CLI_COMMON_OPTIONS,
                 {}
         };
@@ -556,6 +577,7 @@ static int print_json(const Options *o, const IdCtrl *id, const SimDrive *d, con
         (void) json_object_object_add(doc, "trace", json_trace(o, t));
         (void) json_object_object_add(model, "service_us", json_out_fixed((double) o->service_ns / 1e3, 3));
         (void) json_object_object_add(model, "closed_loop", json_object_new_boolean(o->closed_loop));
+        (void) json_object_object_add(model, "copies", json_object_new_uint64(o->copies));
         (void) json_object_object_add(model, "exlat_scale", json_out_general(o->exlat_scale, 6));
         (void) json_object_object_add(model, "watch_source", json_object_new_string(adapt_source_to_string(o->source)));
         (void) json_object_object_add(doc, "model", model);
@@ -585,12 +607,14 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
         printf("\nModel:  %.0f µs per I/O, %s loop", (double) o->service_ns / 1e3, o->closed_loop ? "closed" : "open");
         if (o->exlat_scale != 1.0)
                 printf(", exit latencies %g x the advertised ones", o->exlat_scale);
+        if (o->copies > 1)
+                printf(", the last of %u copies scored (the policy kept what it learned)", o->copies);
         printf("\n");
         apst_describe(chosen_table, id, desc, sizeof desc);
         printf("Policy: %s%s%s%s: %s\n\n", chosen, section[0] ? " (config section " : "", section,
                section[0] ? ")" : "", desc);
 
-        printf("%-8s %11s %9s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n", "policy", "energy J", "mean W", "vs opt",
+        printf("%-14s %11s %9s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n", "policy", "energy J", "mean W", "vs opt",
                "I/Os", "stall s", "add mean", "add p99", "add p99.9", "add max", "wall +s", "wake-ups");
         for (size_t i = 0; i <= n_rows; i++) {
                 const Row *row = i < n_rows ? &rows[i] : opt;
@@ -601,7 +625,7 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
                         if (r->wakeups[s])
                                 off += (size_t) snprintf(wk + off, sizeof wk - off, "%sps%u:%" PRIu64, off ? " " : "",
                                                          s, r->wakeups[s]);
-                printf("%-8s %11.6f %9.6f %8.3f %8" PRIu64 " %9.6f %8.3fms %7.3fms %7.3fms %7.3fms %9.6f  %s\n",
+                printf("%-14s %11.6f %9.6f %8.3f %8" PRIu64 " %9.6f %8.3fms %7.3fms %7.3fms %7.3fms %9.6f  %s\n",
                        row->name, r->energy_j, r->mean_power_w, ratio(r->energy_j, opt->res.energy_j), r->ios,
                        (double) r->stall_ns * 1e-9, r->added_mean_ns * 1e-6, (double) r->added_p99_ns * 1e-6,
                        (double) r->added_p999_ns * 1e-6, (double) r->added_max_ns * 1e-6,
@@ -681,9 +705,11 @@ static int build_tables(const Options *o, const IdCtrl *id, const ApstParams *pa
 
 /* Run the trace through one row's table; @kind SIMULATE_POLICY_ADAPTIVE (with @params) runs the daemon's own
  * decision code in @adapt, fed what it would observe; adapt_init() writes its starting table into @table,
- * and on the exact source the row reports @adapt's shadow kernel. Return: 0 or -errno (said). */
+ * and on the exact source the row reports @adapt's shadow kernel. With --repeat, @first (may be NULL) gets
+ * the first copy's figures. Return: 0 or -errno (said). */
 static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const SimParams *sp,
-                        const ApstParams *params, SimulatePolicy kind, Adapt *adapt, ApstTable *table, Row *row) {
+                        const ApstParams *params, SimulatePolicy kind, Adapt *adapt, ApstTable *table, Row *row,
+                        Row *first) {
         SimPolicy pol;
         int r;
 
@@ -698,7 +724,7 @@ static int simulate_row(const Options *o, const IdCtrl *id, const SimDrive *d, c
                 } else
                         adapt_sim_policy(&pol, adapt);
         }
-        r = sim_run(d, t->io, t->n, sp, &pol, &row->res);
+        r = sim_run_repeat(d, t->io, t->n, sp, &pol, o->copies, &row->res, first ? &first->res : NULL);
         if (r < 0)
                 return log_error_errno(r, "simulating %s: %s", row->name, strerror(-r));
         return 0;
@@ -744,14 +770,18 @@ static int run(const Options *o) {
         if (r < 0)
                 goto finish;
 
-        /* Rows: the chosen policy, then the baselines every run reports. */
+        /* Rows: the chosen policy, then the baselines every run reports; with --repeat, the chosen
+         * policy's first copy (a cold run) last. */
+        char first_name[32];
         const char *names[3] = { simulate_policy_to_string(kind), "none", "kernel" };
+        bool with_first = o->copies > 1 && kind != SIMULATE_POLICY_HINDSIGHT;
+        (void) snprintf(first_name, sizeof first_name, "%s-copy1", names[0]);
         r = build_tables(o, &id, &params, kind, tables);
         if (r < 0)
                 goto finish;
 
         SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop, .timeline = o->timeline };
-        Row rows[3] = {}, opt = { .name = "optimum" };
+        Row rows[4] = { [3] = { .name = first_name } }, opt = { .name = "optimum" };
         size_t done = 0;
         adapt = calloc(1, sizeof(Adapt));
         if (!adapt) {
@@ -767,7 +797,8 @@ static int run(const Options *o) {
                         continue;
                 }
                 r = simulate_row(o, &id, &d, &t, &sp, done == 0 ? &params : NULL,
-                                 done == 0 ? kind : _SIMULATE_POLICY_INVALID, adapt, &tables[done], &rows[done]);
+                                 done == 0 ? kind : _SIMULATE_POLICY_INVALID, adapt, &tables[done], &rows[done],
+                                 done == 0 && with_first ? &rows[3] : NULL);
                 if (r < 0)
                         goto free_rows;
         }
@@ -778,9 +809,9 @@ static int run(const Options *o) {
         }
 
         if (o->json)
-                r = print_json(o, &id, &d, &t, names[0], section, rows, 3, &opt);
+                r = print_json(o, &id, &d, &t, names[0], section, rows, with_first ? 4 : 3, &opt);
         else
-                print_human(o, &id, &d, &t, names[0], section, rows, 3, &opt, &tables[0]);
+                print_human(o, &id, &d, &t, names[0], section, rows, with_first ? 4 : 3, &opt, &tables[0]);
         if (r < 0 || fflush(stdout) != 0 || ferror(stdout)) {
                 r = -EIO;
                 log_error("writing the output failed");
@@ -789,6 +820,7 @@ static int run(const Options *o) {
 free_rows:
         for (size_t i = 0; i < done; i++)
                 sim_result_done(&rows[i].res);
+        sim_result_done(&rows[3].res);
 finish:
         trace_done(&t);
         return r;
@@ -796,7 +828,7 @@ finish:
 
 int verb_simulate(int argc, char *argv[]) {
         Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS, .exlat_scale = 1.0,
-                      .hindsight_share = 1.0,
+                      .hindsight_share = 1.0, .copies = 1,
                       .source = ADAPT_SOURCE_BPF };
         int r;
 

@@ -10,6 +10,7 @@
  */
 
 #include <getopt.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,15 +30,21 @@
 #include "verbs.h"
 
 #define STATUS_MAX_PROPS 48
+/* Manager1.Holds (doc/dbus-api.md): an array of (cookie, controller, max_latency_usec, application_id,
+ * reason, uid, pid, since) */
+#define HOLDS_SIGNATURE "a(ustssuut)"
 
 typedef struct Prop {
         char name[48];
-        char type;                 /* 's', 'o', 't', 'b', or 'a' (at / ao) */
+        char type;                 /* 's', 'o', 't', 'b', 'a' (at / au / ao) or 'h' (the holds) */
+        char elem;                 /* of an 'a': 't', 'u' or 'o' */
         char *str;                 /* s, o */
         uint64_t u;                /* t, b */
-        uint64_t *arr;             /* at */
+        uint64_t *arr;             /* at, au */
         char **strv;               /* ao */
         size_t n_arr;
+        JsonHold *holds;           /* a(ustssuut): Manager1.Holds */
+        size_t n_holds;
 } Prop;
 
 typedef struct Props {
@@ -45,8 +52,18 @@ typedef struct Props {
         size_t n;
 } Props;
 
+static void holds_free(JsonHold *h, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(h[i].controller);
+                free(h[i].application_id);
+                free(h[i].reason);
+        }
+        free(h);
+}
+
 static void props_done(Props *ps) {
         for (size_t i = 0; i < ps->n; i++) {
+                holds_free(ps->p[i].holds, ps->p[i].n_holds);
                 free(ps->p[i].str);
                 free(ps->p[i].arr);
                 if (ps->p[i].strv)
@@ -74,6 +91,70 @@ static uint64_t prop_t(const Props *ps, const char *name) {
         return p ? p->u : 0;
 }
 
+/* An "at" or "au" variant into p->arr (64-bit either way). */
+static int read_numbers(sd_bus_message *m, const char *contents, Prop *p) {
+        const void *a;
+        size_t sz = 0, width = contents[1] == 't' ? sizeof(uint64_t) : sizeof(uint32_t);
+        int r;
+
+        p->type = 'a';
+        p->elem = contents[1];
+        r = sd_bus_message_enter_container(m, 'v', contents);
+        if (r >= 0)
+                r = sd_bus_message_read_array(m, contents[1], &a, &sz);
+        if (r < 0)
+                return r;
+        p->n_arr = sz / width;
+        if (p->n_arr > 0) {
+                p->arr = calloc(p->n_arr, sizeof(uint64_t));
+                if (!p->arr)
+                        return -ENOMEM;
+                for (size_t i = 0; i < p->n_arr; i++) {
+                        uint32_t u32;
+
+                        if (width == sizeof(uint64_t))
+                                memcpy(&p->arr[i], (const uint8_t *) a + i * width, width);
+                        else {
+                                memcpy(&u32, (const uint8_t *) a + i * width, width);
+                                p->arr[i] = u32;
+                        }
+                }
+        }
+        return sd_bus_message_exit_container(m);
+}
+
+/* Manager1.Holds, a(ustssuut) (doc/dbus-api.md): (cookie, controller, max latency, application id, reason,
+ * uid, pid, since) per hold. */
+static int read_holds(sd_bus_message *m, Prop *p) {
+        const char *ctrl, *app, *reason;
+        JsonHold h = {};
+        int r;
+
+        p->type = 'h';
+        r = sd_bus_message_enter_container(m, 'v', HOLDS_SIGNATURE);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'a', HOLDS_SIGNATURE + 1);
+        while (r >= 0 && (r = sd_bus_message_read(m, "(ustssuut)", &h.cookie, &ctrl, &h.max_latency_usec, &app,
+                                                  &reason, &h.uid, &h.pid, &h.since_usec)) > 0) {
+                JsonHold *n = reallocarray(p->holds, p->n_holds + 1, sizeof *n);
+
+                if (!n)
+                        return -ENOMEM;
+                p->holds = n;
+                h.controller = strdup(ctrl);
+                h.application_id = strdup(app);
+                h.reason = strdup(reason);
+                p->holds[p->n_holds++] = h;
+                if (!h.controller || !h.application_id || !h.reason)
+                        return -ENOMEM;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        return r;
+}
+
 static int read_variant(sd_bus_message *m, Prop *p) {
         const char *contents = NULL, *s;
         char type = 0;
@@ -94,35 +175,29 @@ static int read_variant(sd_bus_message *m, Prop *p) {
                 p->type = 't';
                 return sd_bus_message_read(m, "v", "t", &p->u);
         }
+        if (strcmp(contents, "u") == 0) {   /* a number like the others (EventSources) */
+                uint32_t u32;
+
+                p->type = 't';
+                r = sd_bus_message_read(m, "v", "u", &u32);
+                p->u = u32;
+                return r;
+        }
         if (strcmp(contents, "b") == 0) {
                 p->type = 'b';
                 r = sd_bus_message_read(m, "v", "b", &b);
                 p->u = b != 0;
                 return r;
         }
-        if (strcmp(contents, "at") == 0) {
-                const void *a;
-                size_t sz = 0;
-
-                p->type = 'a';
-                r = sd_bus_message_enter_container(m, 'v', "at");
-                if (r >= 0)
-                        r = sd_bus_message_read_array(m, 't', &a, &sz);
-                if (r < 0)
-                        return r;
-                p->n_arr = sz / sizeof(uint64_t);
-                if (p->n_arr > 0) {
-                        p->arr = malloc(sz);
-                        if (!p->arr)
-                                return -ENOMEM;
-                        memcpy(p->arr, a, sz);
-                }
-                return sd_bus_message_exit_container(m);
-        }
+        if (strcmp(contents, "at") == 0 || strcmp(contents, "au") == 0)
+                return read_numbers(m, contents, p);
+        if (strcmp(contents, HOLDS_SIGNATURE) == 0)
+                return read_holds(m, p);
         if (strcmp(contents, "ao") == 0) {
                 char **l = NULL;
 
                 p->type = 'a';
+                p->elem = 'o';
                 r = sd_bus_message_enter_container(m, 'v', "ao");
                 if (r >= 0)
                         r = sd_bus_message_read_strv(m, &l);
@@ -198,14 +273,16 @@ static void json_string(FILE *f, const char *s) {
         json_object_put(o);
 }
 
-static void json_props(const Props *ps, const char *skip) {
+/* Every property but those the caller prints itself (@skip_a, @skip_b; NULL for none). */
+static void json_props(const Props *ps, const char *skip_a, const char *skip_b) {
         bool first = true;
 
         for (size_t i = 0; i < ps->n; i++) {
                 const Prop *p = &ps->p[i];
                 char key[64];
 
-                if (skip && strcmp(p->name, skip) == 0)
+                if ((skip_a && strcmp(p->name, skip_a) == 0) || (skip_b && strcmp(p->name, skip_b) == 0) ||
+                    p->type == 'h')
                         continue;
                 snake_case(p->name, key, sizeof key);
                 printf("%s\"%s\": ", first ? "" : ", ", key);
@@ -225,7 +302,9 @@ static void json_props(const Props *ps, const char *skip) {
                         printf("[");
                         for (size_t j = 0; j < p->n_arr; j++) {
                                 printf(j ? ", " : "");
-                                if (p->arr)
+                                if (p->arr && p->elem == 'u')
+                                        printf("%" PRIu64, p->arr[j]);
+                                else if (p->arr)
                                         printf("\"0x%016" PRIx64 "\"", p->arr[j]);
                                 else
                                         json_string(stdout, p->strv[j]);
@@ -279,6 +358,20 @@ static const char *state_mark(const char *state) {
         return "○";
 }
 
+/* A hold sets the budget in force (HeldBy, EffectiveMaxLatencyUSec: doc/dbus-api.md "Holds"). */
+static void print_ctrl_held(const Props *c) {
+        const Prop *by = prop(c, "HeldBy");
+        char t[32];
+
+        if (!by || !by->arr || by->n_arr == 0)
+                return;
+        format_usec(prop_t(c, "EffectiveMaxLatencyUSec"), t, sizeof t);
+        printf("       Held: latency budget %s in force, set by hold", t);
+        for (size_t i = 0; i < by->n_arr; i++)
+                printf("%s %" PRIu64, i ? "," : "", by->arr[i]);
+        printf("\n");
+}
+
 static void print_ctrl(const Props *c) {
         const char *state = prop_s(c, "State"), *policy = prop_s(c, "Policy"), *section = prop_s(c, "DeviceSection");
         const char *fw = prop_s(c, "Firmware");
@@ -296,6 +389,7 @@ static void print_ctrl(const Props *c) {
                 if (section[0])
                         printf(", [device %s]", section);
                 printf("\n");
+                print_ctrl_held(c);
         } else if (strcmp(state, "unsupported") == 0)
                 printf("        Why: the controller does not support APST (apsta = 0)\n");
         else if (strcmp(state, "left-alone") == 0)
@@ -388,11 +482,146 @@ static bool is_not_running(const sd_bus_error *e) {
         return sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER);
 }
 
+/* ---- the holds ---- */
+
+/* Whether controller @c says hold @cookie sets its budget (its HeldBy). */
+static bool held_by(const Props *c, uint32_t cookie) {
+        const Prop *p = prop(c, "HeldBy");
+
+        for (size_t i = 0; p && p->arr && i < p->n_arr; i++)
+                if (p->arr[i] == cookie)
+                        return true;
+        return false;
+}
+
+/* For each hold, the names of the controllers whose budget it sets: NULL-terminated lists of pointers into
+ * @ctrls (freed with holds_sets_free()). NULL when out of memory. */
+static char ***holds_sets(const Prop *holds, const Props *ctrls, size_t n_ctrls) {
+        char ***sets = calloc(holds->n_holds + 1, sizeof *sets);
+
+        for (size_t i = 0; sets && i < holds->n_holds; i++) {
+                size_t k = 0;
+
+                sets[i] = calloc(n_ctrls + 1, sizeof *sets[i]);
+                if (!sets[i])
+                        return NULL;    /* the caller frees what there is */
+                for (size_t j = 0; j < n_ctrls; j++)
+                        if (held_by(&ctrls[j], holds->holds[i].cookie))
+                                sets[i][k++] = (char *) prop_s(&ctrls[j], "Name");
+        }
+        return sets;
+}
+
+static void holds_sets_free(char ***sets, size_t n) {
+        for (size_t i = 0; sets && i < n; i++)
+                free(sets[i]);
+        free(sets);
+}
+
+/* "uid 1000 (alice)" */
+static void format_uid(uint32_t uid, char *buf, size_t n) {
+        struct passwd pw, *found = NULL;
+        char text[1024];
+
+        if (getpwuid_r((uid_t) uid, &pw, text, sizeof text, &found) == 0 && found)
+                (void) snprintf(buf, n, "uid %" PRIu32 " (%s)", uid, found->pw_name);
+        else
+                (void) snprintf(buf, n, "uid %" PRIu32, uid);
+}
+
+static void print_holds(const Prop *holds, char ***sets) {
+        if (!holds)
+                return;
+        if (holds->n_holds == 0) {
+                printf("      Holds: none\n");
+                return;
+        }
+        printf("      Holds: %zu in force\n", holds->n_holds);
+        for (size_t i = 0; i < holds->n_holds; i++) {
+                const JsonHold *h = &holds->holds[i];
+                char lat[32], since[128], who[96];
+
+                format_usec(h->max_latency_usec, lat, sizeof lat);
+                format_since(h->since_usec, since, sizeof since);
+                format_uid(h->uid, who, sizeof who);
+                printf("             hold %" PRIu32 ": %s, at most %s; %s%s%s, %s, pid %" PRIu32 "\n", h->cookie,
+                       h->controller[0] ? h->controller : "every controller", lat,
+                       h->application_id[0] ? h->application_id : "(no application id)",
+                       h->reason[0] ? ": " : "", h->reason, who, h->pid);
+                printf("                     since %s; ", since);
+                if (sets && sets[i] && sets[i][0]) {
+                        printf("sets the budget of");
+                        for (size_t j = 0; sets[i][j]; j++)
+                                printf("%s %s", j ? "," : "", sets[i][j]);
+                        printf("\n");
+                } else
+                        printf("no effect: not below the budget in force\n");
+        }
+}
+
+/* ---- the daemon's state ---- */
+
+/* GetAll of every controller in @list into a new array (a controller removed meanwhile is left out). */
+static Props *get_controllers(sd_bus *bus, const Prop *list, size_t *ret_n) {
+        Props *ctrls = calloc(list && list->n_arr ? list->n_arr : 1, sizeof *ctrls);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        size_t n = 0;
+
+        for (size_t i = 0; ctrls && list && i < list->n_arr; i++) {
+                if (get_all(bus, list->strv[i], BUS_API_IFACE_CONTROLLER, &error, &ctrls[n]) < 0) {
+                        /* removed between the two calls */
+                        log_debug("%s: %s", list->strv[i], error.message ? error.message : "gone");
+                        sd_bus_error_free(&error);
+                        props_done(&ctrls[n]);
+                        continue;
+                }
+                n++;
+        }
+        *ret_n = n;
+        return ctrls;
+}
+
+static void print_json(const Props *man, const Props *ctrls, size_t n, char ***sets) {
+        const Prop *holds = prop(man, "Holds");
+
+        printf("{\"running\": true, ");
+        json_props(man, "Controllers", "Holds");
+        if (holds) {
+                _cleanup_(json_object_putp) struct json_object *a = json_out_holds(holds->holds, holds->n_holds, sets);
+                const char *text = a ? json_object_to_json_string_ext(a, JSON_OUT_FLAGS | JSON_C_TO_STRING_SPACED)
+                                     : NULL;
+
+                printf(", \"holds\": %s", text ? text : "null");
+        }
+        printf(", \"controllers\": [");
+        for (size_t i = 0; i < n; i++) {
+                printf("%s{", i ? ", " : "");
+                json_props(&ctrls[i], NULL, NULL);
+                printf("}");
+        }
+        printf("]}\n");
+}
+
+static void print_text(const Props *man, const Props *ctrls, size_t n, char ***sets) {
+        printf("● nvme-apstd %s - running\n", prop_s(man, "Version"));
+        printf("     Config: %s\n", prop_s(man, "ConfigFile"));
+        printf("      Power: %s, power profile: %s\n", prop_s(man, "PowerSource"),
+               prop_s(man, "ActiveProfile")[0] ? prop_s(man, "ActiveProfile") : "(none known)");
+        print_holds(prop(man, "Holds"), sets);
+        if (n == 0)
+                printf("\nNo NVMe controllers.\n");
+        for (size_t i = 0; i < n; i++) {
+                printf("\n");
+                print_ctrl(&ctrls[i]);
+        }
+}
+
 static int status_show(sd_bus *bus, bool json) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        Props man = {}, ctrl = {};
-        const Prop *list;
-        char power[64];
+        const Prop *holds;
+        Props man = {}, *ctrls;
+        char ***sets = NULL;
+        size_t n = 0;
         int r;
 
         r = get_all(bus, BUS_API_PATH, BUS_API_IFACE_MANAGER, &error, &man);
@@ -408,43 +637,22 @@ static int status_show(sd_bus *bus, bool json) {
                 props_done(&man);
                 return r;
         }
-        list = prop(&man, "Controllers");
-        if (json) {
-                printf("{\"running\": true, ");
-                json_props(&man, "Controllers");
-                printf(", \"controllers\": [");
-        } else {
-                (void) snprintf(power, sizeof power, "%s", prop_s(&man, "PowerSource"));
-                printf("● nvme-apstd %s - running\n", prop_s(&man, "Version"));
-                printf("     Config: %s\n", prop_s(&man, "ConfigFile"));
-                printf("      Power: %s, power profile: %s\n", power,
-                       prop_s(&man, "ActiveProfile")[0] ? prop_s(&man, "ActiveProfile") : "(none known)");
-                if (!list || list->n_arr == 0)
-                        printf("\nNo NVMe controllers.\n");
-        }
-        for (size_t i = 0; list && i < list->n_arr; i++) {
-                r = get_all(bus, list->strv[i], BUS_API_IFACE_CONTROLLER, &error, &ctrl);
-                if (r < 0) {
-                        /* removed between the two calls */
-                        log_debug("%s: %s", list->strv[i], error.message ? error.message : strerror(-r));
-                        sd_bus_error_free(&error);
-                        props_done(&ctrl);
-                        continue;
-                }
-                if (json) {
-                        printf("%s{", i ? ", " : "");
-                        json_props(&ctrl, NULL);
-                        printf("}");
-                } else {
-                        printf("\n");
-                        print_ctrl(&ctrl);
-                }
-                props_done(&ctrl);
-        }
-        if (json)
-                printf("]}\n");
+        ctrls = get_controllers(bus, prop(&man, "Controllers"), &n);
+        holds = prop(&man, "Holds");
+        if (ctrls && holds)
+                sets = holds_sets(holds, ctrls, n);
+        if (!ctrls || (holds && !sets))
+                r = log_error_errno(-ENOMEM, "Out of memory.");
+        else if (json)
+                print_json(&man, ctrls, n, sets);
+        else
+                print_text(&man, ctrls, n, sets);
+        holds_sets_free(sets, holds ? holds->n_holds : 0);
+        for (size_t i = 0; ctrls && i < n; i++)
+                props_done(&ctrls[i]);
+        free(ctrls);
         props_done(&man);
-        return 0;
+        return r < 0 ? r : 0;
 }
 
 /* Return: 1 to go on, 0 to exit 0 (--help, --version), 2 (bad usage). */

@@ -49,6 +49,38 @@ struct json_object *json_out_apst_entries(const uint64_t *entries, size_t n) {
         return a;
 }
 
+static struct json_object *hold_to_json(const JsonHold *h, char *const *sets) {
+        struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+        bool any = sets && sets[0];
+
+        if (!o || !a) {
+                json_object_put(o);
+                json_object_put(a);
+                return NULL;
+        }
+        for (size_t i = 0; sets && sets[i]; i++)
+                (void) json_object_array_add(a, json_object_new_string(sets[i]));
+        (void) json_object_object_add(o, "cookie", json_object_new_uint64(h->cookie));
+        (void) json_object_object_add(o, "controller", json_object_new_string(h->controller));
+        (void) json_object_object_add(o, "max_latency_usec", json_object_new_uint64(h->max_latency_usec));
+        (void) json_object_object_add(o, "application_id", json_object_new_string(h->application_id));
+        (void) json_object_object_add(o, "reason", json_object_new_string(h->reason));
+        (void) json_object_object_add(o, "uid", json_object_new_uint64(h->uid));
+        (void) json_object_object_add(o, "pid", json_object_new_uint64(h->pid));
+        (void) json_object_object_add(o, "since_usec", json_object_new_uint64(h->since_usec));
+        (void) json_object_object_add(o, "in_effect", json_object_new_boolean(any));
+        (void) json_object_object_add(o, "sets_budget_of", a);
+        return o;
+}
+
+struct json_object *json_out_holds(const JsonHold *holds, size_t n, char **const *sets) {
+        struct json_object *a = json_object_new_array_ext((int) n);
+
+        for (size_t i = 0; a && i < n; i++)
+                (void) json_object_array_add(a, hold_to_json(&holds[i], sets ? sets[i] : NULL));
+        return a;
+}
+
 int json_out_print(FILE *f, struct json_object *o, int flags) {
         const char *s = json_object_to_json_string_ext(o, flags);
 

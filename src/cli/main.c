@@ -22,7 +22,8 @@ static void help(void) {
                "  simulate   score a policy on an I/O trace: energy and added latency\n"
                "  doctor     look for APST, request size and CPU frequency problems; change nothing\n"
                "  calibrate  measure how long each power state really takes to wake\n"
-               "  observe    watch the block layer's idle gaps with eBPF; change nothing\n\n"
+               "  observe    watch the block layer's idle gaps with eBPF; change nothing\n"
+               "  hold       run a command with the drives kept quick to wake (-- COMMAND)\n\n"
                "Run `nvme-apstd COMMAND --help` for the options of each command.\n"
                "  -h --help      show this help\n"
                "     --version  show the version\n");

@@ -26,6 +26,7 @@ static const Verb verbs[] = {
         { "doctor",    0, ANY, verb_doctor },       /* nvmeX... */
         { "calibrate", 0, ANY, verb_calibrate },    /* nvmeX... */
         { "observe",   0, ANY, verb_observe },      /* DISK... */
+        { "hold",      1, ANY, verb_hold },         /* [nvmeX...] -- COMMAND [ARG...] (checked by hold itself) */
 };
 
 const Verb *verb_find(const char *name) {

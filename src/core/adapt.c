@@ -115,13 +115,20 @@ static void chain_to_table(const Adapt *a, const AdaptChain *c, ApstTable *ret) 
         apst_table_from_chain(&a->id, c->state, c->itpt_ms, c->n, ret);
 }
 
-static bool chain_equal(const AdaptChain *x, const AdaptChain *y) {
-        if (x->n != y->n)
-                return false;
-        for (unsigned k = 0; k < x->n; k++)
-                if (x->state[k] != y->state[k] || x->itpt_ms[k] != y->itpt_ms[k])
-                        return false;
-        return true;
+static void chain_to_shadow(const Adapt *a, const AdaptChain *c, ShadowChain *ret) {
+        ApstTable t;
+
+        chain_to_table(a, c, &t);
+        shadow_chain_from_table(&a->sd, t.apste, t.entry, ret);
+}
+
+/* Two chains that make the drive do the same (the shadow kernel's comparison). */
+static bool chain_equal(const Adapt *a, const AdaptChain *x, const AdaptChain *y) {
+        ShadowChain sx, sy;
+
+        chain_to_shadow(a, x, &sx);
+        chain_to_shadow(a, y, &sy);
+        return shadow_chain_equal(&sx, &sy);
 }
 
 void adapt_chain_describe(const AdaptChain *c, char *buf, size_t n) {
@@ -205,65 +212,94 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
         return 0;
 }
 
+void adapt_set_max_latency(Adapt *a, uint32_t max_latency_us) {
+        a->params.max_latency_us = max_latency_us;
+}
+
+/* The candidates: every chain of up to ADAPT_MAX_STEPS steps, states in apst_chain()'s order
+ * (those @usable accepts, all when NULL), entry times increasing on the grid, each handed to
+ * @visit, the chain with no transitions first. */
+typedef struct ChainWalk {
+        const Adapt *a;
+        bool (*usable)(const Adapt *a, unsigned state);
+        void (*visit)(void *userdata, const AdaptChain *c);
+        void *userdata;
+        AdaptChain cur;
+} ChainWalk;
+
+/* Step @k of the candidate: chain state index @j entered when the idle time reaches
+ * grid_ms[@g] (counted from the last completion), after the previous step's entry is
+ * over at @reach_ms. Return: false when the grid point comes too early or the state is
+ * not usable. */
+static bool walk_step(ChainWalk *w, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
+        unsigned state = w->a->chain[j];
+
+        if (grid_ms[g] <= reach_ms || (w->usable && !w->usable(w->a, state)))
+                return false;
+        w->cur.n = k + 1;
+        w->cur.state[k] = state;
+        w->cur.itpt_ms[k] = (uint32_t) (grid_ms[g] - reach_ms);
+        *ret_reach_ms = grid_ms[g] + ceil(w->a->id.psd[state].enlat_us / 1000.0);
+        return true;
+}
+
+static void chain_walk(ChainWalk *w) {
+        const unsigned nc = w->a->n_chain, ng = ELEMENTSOF(grid_ms);
+        double r1, r2, r3;
+
+        _Static_assert(ADAPT_MAX_STEPS == 3, "chain_walk() enumerates three steps");
+        w->cur.n = 0;
+        w->visit(w->userdata, &w->cur);
+        for (unsigned j1 = 0; j1 < nc; j1++)
+                for (unsigned g1 = 0; g1 < ng; g1++) {
+                        if (!walk_step(w, 0, j1, g1, 0, &r1))
+                                continue;
+                        w->visit(w->userdata, &w->cur);
+                        for (unsigned j2 = j1 + 1; j2 < nc; j2++)
+                                for (unsigned g2 = g1 + 1; g2 < ng; g2++) {
+                                        if (!walk_step(w, 1, j2, g2, r1, &r2))
+                                                continue;
+                                        w->visit(w->userdata, &w->cur);
+                                        for (unsigned j3 = j2 + 1; j3 < nc; j3++)
+                                                for (unsigned g3 = g2 + 1; g3 < ng; g3++)
+                                                        if (walk_step(w, 2, j3, g3, r2, &r3))
+                                                                w->visit(w->userdata, &w->cur);
+                                }
+                }
+}
+
 typedef struct Search {
         const Adapt *a;
         double xf, limit_ns;
-        AdaptChain cur, best;
+        AdaptChain best;
         double best_e, best_s;
         bool found;
 } Search;
 
-static void consider(Search *s) {
+static void consider(void *userdata, const AdaptChain *c) {
+        Search *s = userdata;
         double e, st;
 
-        chain_score(s->a, &s->cur, s->xf, &e, &st);
+        chain_score(s->a, c, s->xf, &e, &st);
         if (st <= s->limit_ns && (!s->found || e < s->best_e)) {
-                s->best = s->cur;
+                s->best = *c;
                 s->best_e = e;
                 s->best_s = st;
                 s->found = true;
         }
 }
 
-/* Step @k of the candidate: chain state index @j entered when the idle time reaches
- * grid_ms[@g] (counted from the last completion), after the previous step's entry is
- * over at @reach_ms. Return: false when the grid point comes too early. */
-static bool set_step(Search *s, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
-        unsigned state = s->a->chain[j];
-
-        if (grid_ms[g] <= reach_ms)
-                return false;
-        s->cur.n = k + 1;
-        s->cur.state[k] = state;
-        s->cur.itpt_ms[k] = (uint32_t) (grid_ms[g] - reach_ms);
-        *ret_reach_ms = grid_ms[g] + ceil(s->a->id.psd[state].enlat_us / 1000.0);
-        return true;
+/* A state the latency budget allows: its advertised entry and exit within max_latency_us, which a
+ * latency hold may have lowered since apst_chain() (adapt_set_max_latency()). */
+static bool within_max_latency(const Adapt *a, unsigned state) {
+        return (uint64_t) a->id.psd[state].enlat_us + a->id.psd[state].exlat_us <= a->params.max_latency_us;
 }
 
-/* Every chain of up to three steps, states in chain order, entry times increasing on the grid. */
+/* Every candidate, scored on the watcher's gaps. */
 static void search(Search *s) {
-        const unsigned nc = s->a->n_chain, ng = ELEMENTSOF(grid_ms);
-        double r1, r2, r3;
+        ChainWalk w = { .a = s->a, .usable = within_max_latency, .visit = consider, .userdata = s };
 
-        _Static_assert(ADAPT_MAX_STEPS == 3, "search() enumerates three steps");
-        s->cur.n = 0;
-        consider(s);
-        for (unsigned j1 = 0; j1 < nc; j1++)
-                for (unsigned g1 = 0; g1 < ng; g1++) {
-                        if (!set_step(s, 0, j1, g1, 0, &r1))
-                                continue;
-                        consider(s);
-                        for (unsigned j2 = j1 + 1; j2 < nc; j2++)
-                                for (unsigned g2 = g1 + 1; g2 < ng; g2++) {
-                                        if (!set_step(s, 1, j2, g2, r1, &r2))
-                                                continue;
-                                        consider(s);
-                                        for (unsigned j3 = j2 + 1; j3 < nc; j3++)
-                                                for (unsigned g3 = g2 + 1; g3 < ng; g3++)
-                                                        if (set_step(s, 2, j3, g3, r2, &r3))
-                                                                consider(s);
-                                }
-                }
+        chain_walk(&w);
 }
 
 static void update_exlat_factor(Adapt *a, const WatchReport *r) {
@@ -324,7 +360,7 @@ int adapt_feed(Adapt *a, uint64_t now_ns, const WatchStat *st, ApstTable *ret_ta
          * of the estimates does not flip tables. */
         s.limit_ns = MIN(0.8 * budget_ns, k_s);
         search(&s);
-        if (!s.found || chain_equal(&s.best, &a->current))
+        if (!s.found || chain_equal(a, &s.best, &a->current))
                 return 0;
         if (overrun) {
                 if (now_ns - a->last_program_ns < ADAPT_FIX_NS || s.best_s >= cur_s)
@@ -381,61 +417,75 @@ static const char *const adapt_source_table[_ADAPT_SOURCE_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(adapt_source, AdaptSource);
 
-static void chain_to_shadow(const Adapt *a, const AdaptChain *c, ShadowChain *ret) {
-        ApstTable t;
-
-        chain_to_table(a, c, &t);
-        shadow_chain_from_table(&a->sd, t.apste, t.entry, ret);
-}
-
 typedef struct GapSearch {
         const Adapt *a;
         double limit_ns;
-        double reference_ns;       /* the kernel's table's own wake delay: always within reach */
-        double kernel_ns;          /* what our tables may cost against the kernel's, margin included */
+        double kernel_ns;          /* the kernel's table's wake delay on the evidence */
         double kernel_wait[GAP_BUCKETS];   /* the kernel's table: mean wait of a gap in each bucket */
         double recent_limit_ns;    /* > 0: our tables' wake delay on the recent gaps at most this */
-        AdaptChain cur, best;
-        double best_e, best_w, best_margin;
+        double tolerance_ns;       /* what the bound on a candidate's excess over it may reach */
+        AdaptChain best;
+        double best_e, best_w, best_bound;
         bool found;
 } GapSearch;
 
-/* How much more wake delay than on the gaps seen a candidate may cost on the gaps to come,
- * against the kernel's table (see doc/policy.md, "Leaving the kernel's table"). Its excess
- * over the kernel's table is what it loses on the gap lengths where it waits longer (count x
- * difference per gap, summed over those buckets) less what it saves on the others. The counts
- * of the histogram are Poisson, so each sum has the variance sum of count x difference²; each
- * side is bounded on its own, ADAPT_CONFIDENCE_Z standard deviations the pessimistic way: the
- * loss up, the saving down (never below nothing). Every gap length of ADAPT_TRUST_MIN_GAP_NS
- * or more where the candidate waits longer counts as if ADAPT_DOUBT_GAPS gaps had been seen
- * there: a length not seen yet is no evidence that it will not come. A candidate that waits
- * no longer than the kernel's table at any gap length needs no margin. */
-static double gap_margin(const GapSearch *s, const ShadowChain *sc) {
-        double wait[GAP_BUCKETS], var_loss = 0, var_save = 0, saved = 0;
+/* Wilson score interval for a share: @k successes in @n trials, @z standard deviations
+ * above the estimate (@z > 0) or below it (@z < 0). */
+static double wilson(double k, double n, double z) {
+        if (n <= 0)
+                return z > 0 ? 1 : 0;
+        double p = MIN(MAX(k / n, 0.0), 1.0), z2 = z * z;
+        double c = (p + z2 / (2 * n) + z * sqrt(p * (1 - p) / n + z2 / (4 * n * n))) / (1 + z2 / n);
+        return MIN(MAX(c, 0.0), 1.0);
+}
+
+/* How much more wake delay than the kernel's table a candidate may cost on the gaps to come,
+ * at worst (see doc/policy.md, "The evidence"): per bucket of the evidence, the mean wait of a
+ * gap under each table; where the candidate waits longer, each gap costs it that difference.
+ * The share of gaps (of ADAPT_TRUST_MIN_GAP_NS or more) that fall where it waits longer is
+ * bounded above (Wilson, ADAPT_CONFIDENCE_Z), and the gaps that bound adds to those seen are
+ * taken at the worst difference there is, seen or not; the share where it waits less is
+ * bounded below the same way and scales what it saves. A candidate that waits no longer at
+ * any length has no bound to pay; one that gambles on lengths not seen pays in proportion to
+ * how little has been seen. */
+static double gap_excess_bound(const GapSearch *s, const ShadowChain *sc) {
+        double wait[GAP_BUCKETS], loss = 0, k_loss = 0, worst = 0, save = 0, k_save = 0, n = 0;
         const unsigned first = gaphist_bucket(ADAPT_TRUST_MIN_GAP_NS);
+        const double z = ADAPT_CONFIDENCE_Z;
 
         shadow_bucket_wait(&s->a->sd_cand, sc, wait);
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
-                double diff = wait[b] - s->kernel_wait[b], n = s->a->hist.gaps[b];
-                if (diff > 0)
-                        var_loss += (n + (b >= first ? ADAPT_DOUBT_GAPS : 0.0)) * diff * diff;
-                else {
-                        var_save += n * diff * diff;
-                        saved -= n * diff;
+                double diff = wait[b] - s->kernel_wait[b], c = s->a->hist.gaps[b];
+                if (b >= first)
+                        n += c;
+                if (diff > 0) {
+                        loss += c * diff;
+                        if (b >= first) {
+                                k_loss += c;
+                                worst = MAX(worst, diff);
+                        }
+                } else if (diff < 0) {
+                        save -= c * diff;
+                        if (b >= first)
+                                k_save += c;
                 }
         }
-        return ADAPT_CONFIDENCE_Z * sqrt(var_loss) + MIN(ADAPT_CONFIDENCE_Z * sqrt(var_save), saved);
+        if (worst > 0)
+                loss += MAX(n * wilson(k_loss, n, z) - k_loss, 0.0) * worst;
+        if (k_save > 0)
+                save *= MIN(n * wilson(k_save, n, -z) / k_save, 1.0);
+        return loss - save;
 }
 
-static void gap_consider(GapSearch *s, bool reference) {
+static void gap_consider(GapSearch *s, const AdaptChain *c, bool reference) {
         ShadowChain sc;
-        double e, w, margin = 0, limit = reference ? MAX(s->limit_ns, s->reference_ns) : s->limit_ns;
+        double e, w, bound = 0;
 
         /* The kernel's table is judged on what was measured, as the shadow kernel judges it;
          * our candidates with unmeasured states slowed like the measured ones. */
-        chain_to_shadow(s->a, &s->cur, &sc);
+        chain_to_shadow(s->a, c, &sc);
         shadow_hist_cost(reference ? &s->a->sd : &s->a->sd_cand, &sc, &s->a->hist, &e, &w);
-        if (w > limit || (s->found && e >= s->best_e))
+        if (w > s->limit_ns || (s->found && e >= s->best_e))
                 return;
         if (s->recent_limit_ns > 0 && !reference) {
                 double re, rw;
@@ -443,17 +493,18 @@ static void gap_consider(GapSearch *s, bool reference) {
                 if (rw > s->recent_limit_ns)
                         return;
         }
-        /* Our own tables must fit with the confidence margin; the kernel's is the reference.
-         * Computed only for a candidate that would be the best so far. */
+        /* Our own tables must also keep the bound on their excess over the kernel's table within
+         * the guard's tolerance; the kernel's is the reference. Computed only for a candidate that
+         * would be the best so far. */
         if (!reference) {
-                margin = gap_margin(s, &sc);
-                if (w + margin > s->kernel_ns)
+                bound = gap_excess_bound(s, &sc);
+                if (w > s->kernel_ns || bound > s->tolerance_ns)
                         return;
         }
-        s->best = s->cur;
+        s->best = *c;
         s->best_e = e;
         s->best_w = w;
-        s->best_margin = margin;
+        s->best_bound = bound;
         s->found = true;
 }
 
@@ -462,43 +513,16 @@ static bool state_usable(const Adapt *a, unsigned state) {
         return (uint64_t) a->sd.enlat_us[state] + shadow_exlat_us(&a->sd_cand, state) <= a->params.max_latency_us;
 }
 
-static bool gap_set_step(GapSearch *s, unsigned k, unsigned j, unsigned g, double reach_ms, double *ret_reach_ms) {
-        unsigned state = s->a->chain[j];
-
-        if (grid_ms[g] <= reach_ms || !state_usable(s->a, state))
-                return false;
-        s->cur.n = k + 1;
-        s->cur.state[k] = state;
-        s->cur.itpt_ms[k] = (uint32_t) (grid_ms[g] - reach_ms);
-        *ret_reach_ms = grid_ms[g] + ceil(s->a->id.psd[state].enlat_us / 1000.0);
-        return true;
+static void gap_visit(void *userdata, const AdaptChain *c) {
+        gap_consider(userdata, c, false);
 }
 
-/* Every chain of up to three steps on the grid, and the kernel's own. */
+/* The kernel's own table, then every candidate within max_latency_us. */
 static void gap_search(GapSearch *s) {
-        const unsigned nc = s->a->n_chain, ng = ELEMENTSOF(grid_ms);
-        double r1, r2, r3;
+        ChainWalk w = { .a = s->a, .usable = state_usable, .visit = gap_visit, .userdata = s };
 
-        s->cur = s->a->kernel;
-        gap_consider(s, true);
-        s->cur.n = 0;
-        gap_consider(s, false);
-        for (unsigned j1 = 0; j1 < nc; j1++)
-                for (unsigned g1 = 0; g1 < ng; g1++) {
-                        if (!gap_set_step(s, 0, j1, g1, 0, &r1))
-                                continue;
-                        gap_consider(s, false);
-                        for (unsigned j2 = j1 + 1; j2 < nc; j2++)
-                                for (unsigned g2 = g1 + 1; g2 < ng; g2++) {
-                                        if (!gap_set_step(s, 1, j2, g2, r1, &r2))
-                                                continue;
-                                        gap_consider(s, false);
-                                        for (unsigned j3 = j2 + 1; j3 < nc; j3++)
-                                                for (unsigned g3 = g2 + 1; g3 < ng; g3++)
-                                                        if (gap_set_step(s, 2, j3, g3, r2, &r3))
-                                                                gap_consider(s, false);
-                                }
-                }
+        gap_consider(s, &s->a->kernel, true);
+        chain_walk(&w);
 }
 
 /* The gaps in buckets @first and up. */
@@ -526,6 +550,22 @@ static double hist_decay_add(ShadowHist *h, double *elapsed_ns, const GapHist *d
         return f;
 }
 
+/* The evidence (@h, and the time it covers, *@elapsed_ns) takes in @delta, which covers @dt_ns:
+ * what it held fades by 1 / ADAPT_EVIDENCE_GAPS for each gap of ADAPT_TRUST_MIN_GAP_NS or more
+ * the delta brings, so it remembers about that many such gaps however long they took to come:
+ * seconds of a busy disk, hours of a quiet one. Return: the fading factor. */
+static double evidence_add(ShadowHist *h, double *elapsed_ns, const GapHist *delta, uint64_t dt_ns) {
+        double m = 0, f;
+
+        for (unsigned b = gaphist_bucket(ADAPT_TRUST_MIN_GAP_NS); b < GAP_BUCKETS; b++)
+                m += (double) delta->gaps[b];
+        f = pow(1.0 - 1.0 / ADAPT_EVIDENCE_GAPS, m);
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                h->gaps[b] = h->gaps[b] * f + (double) delta->gaps[b];
+        *elapsed_ns = *elapsed_ns * f + (double) dt_ns;
+        return f;
+}
+
 /* Total variation distance between the shapes of two histograms (0..1). */
 static double hist_distance(const ShadowHist *x, const ShadowHist *y) {
         double nx = hist_total(x), ny = hist_total(y), d = 0;
@@ -546,10 +586,15 @@ static bool evidence_changed(const Adapt *a, uint64_t now_ns) {
                 if (fabs(is - was) > ADAPT_RETRY_EXLAT_CHANGE * MAX(was, 1.0))
                         return true;
         }
-        return hist_distance(&a->hist, &a->fallback_hist) > ADAPT_RETRY_HIST_DISTANCE;
+        /* A gap histogram that moved, or evidence of which that share is new since the fallback
+         * (the evidence remembers ADAPT_EVIDENCE_GAPS gaps: on a busy disk that is the same
+         * test, on a quiet one its shape moves slowly and the new gaps are what counts). */
+        double renewed = 1.0 - pow(1.0 - 1.0 / ADAPT_EVIDENCE_GAPS, a->gaps_seen - a->fallback_gaps);
+        return renewed >= ADAPT_RETRY_HIST_DISTANCE ||
+               hist_distance(&a->hist, &a->fallback_hist) > ADAPT_RETRY_HIST_DISTANCE;
 }
 
-static int program(Adapt *a, const AdaptChain *c, const ApstTable *t, AdaptDecision *d, uint64_t now_ns,
+static int return_new_table(Adapt *a, const AdaptChain *c, const ApstTable *t, AdaptDecision *d, uint64_t now_ns,
                    ApstTable *ret_table, AdaptDecision *ret_why) {
         d->t_ns = now_ns;
         d->chain = *c;
@@ -608,26 +653,25 @@ static void update_exlat(Adapt *a) {
                         a->sd_cand.exlat_seen_us[s] = (uint32_t) MIN(a->sd.exlat_us[s] * factor, (double) UINT32_MAX);
 }
 
-/* The wake delay a table may cost on the observed gaps: the kernel's table's (@k_w); while
- * little is known (@trust < 1), or always when the user set it, also the stall budget's. */
-static double allowed(const Adapt *a, double k_w, double budget_w, double trust) {
-        if (a->budget_explicit)
+/* The wake delay a table may cost on the evidence: the kernel's table's (@k_w); while little
+ * is known (@hold), or always when the user set it, no more than the stall budget's either. */
+static double allowed_wake_ns(const Adapt *a, double k_w, double budget_w, bool hold) {
+        if (a->budget_explicit || hold)
                 return MIN(k_w, budget_w);
-        if (k_w > budget_w)
-                return budget_w + trust * (k_w - budget_w);
         return k_w;
 }
 
-/* Take in the gaps of @delta (@now_ns never before the last call): the decayed decision histogram, the evidence, passive calibration, and what
+/* Take in the gaps of @delta (@now_ns never before the last call): the evidence, the recent
+ * histogram, the count of gaps seen, passive calibration, and what
  * the table in force (@ret_applied) and the kernel's cost on them. */
 static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, ShadowChain *ret_applied) {
         ShadowChain applied;
         PassiveCalibReach reach;
         double f;
 
-        /* The decision histogram: decayed, plus this delta; the recent one the same, forgetting in
-         * seconds. */
-        f = hist_decay_add(&a->hist, &a->hist_elapsed_ns, delta, now_ns - a->gaps_last_ns, ADAPT_GAPS_HALF_LIFE_NS);
+        /* The evidence: the last ADAPT_EVIDENCE_GAPS gaps, plus this delta; the recent histogram
+         * forgets in seconds. */
+        f = evidence_add(&a->hist, &a->hist_elapsed_ns, delta, now_ns - a->gaps_last_ns);
         (void) hist_decay_add(&a->recent, &a->recent_elapsed_ns, delta, now_ns - a->gaps_last_ns,
                               ADAPT_GAPS_FAST_HALF_LIFE_NS);
         /* Evidence: the time this delta covers, up to the period a busy disk is read at (an idle
@@ -674,14 +718,16 @@ static int gaps_guard(Adapt *a, uint64_t now_ns, ApstTable *ret_table, AdaptDeci
                         a->shadow.fallbacks++;
                         memcpy(a->fallback_exlat_us, a->sd.exlat_seen_us, sizeof a->fallback_exlat_us);
                         a->fallback_hist = a->hist;
+                        a->fallback_gaps = a->gaps_seen;
                         d.guard = true;
                         if (snprintf(d.reason, sizeof d.reason, "the kernel's table again: the table in force spent %s",
                                      why) < 0)
                                 d.reason[0] = 0;
                         *ret_done = true;
-                        if (chain_equal(&a->current, &a->kernel) && apst_table_equal(&a->current_table, &a->kernel_table))
+                        if (chain_equal(a, &a->current, &a->kernel) &&
+                            apst_table_equal(&a->current_table, &a->kernel_table))
                                 return 0;
-                        return program(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
+                        return return_new_table(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
                 }
         } else {
                 if (!evidence_changed(a, now_ns)) {
@@ -697,7 +743,7 @@ static int gaps_guard(Adapt *a, uint64_t now_ns, ApstTable *ret_table, AdaptDeci
 /* The largest measured / advertised exit latency over the states measured so far (1 when none
  * wakes slower than it says). Each state over EXLAT_LIE_SAY is named in @buf ("; measured wake-ups:
  * ps3 1.0 ms not 0.3, ps4 30.1 ms not 10.0"), so a decision on a drive that lies says so. */
-static double measured_lie(const Adapt *a, char *buf, size_t n) {
+static double worst_exlat_ratio(const Adapt *a, char *buf, size_t n) {
         double worst = 1.0;
         size_t l = 0;
 
@@ -717,55 +763,45 @@ static double measured_lie(const Adapt *a, char *buf, size_t n) {
         return worst;
 }
 
-/* The least-energy table within the wake delay allowed on the gaps seen, programmed when it gains enough. */
-static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_ns, ApstTable *ret_table,
-                       AdaptDecision *ret_why) {
-        AdaptDecision d = {};
+/* The decision's figures and its reason in words, for @s's choice. */
+static void gaps_describe(const Adapt *a, const GapSearch *s, double k_e, double k_w, double limit, bool shift,
+                          AdaptDecision *d) {
+        char chain[160];
 
-        if (now_ns - a->gaps_decide_ns < ADAPT_GAPS_DECIDE_NS || a->gaps_seen < ADAPT_GAPS_WARMUP)
-                return 0;
-        a->gaps_decide_ns = now_ns;
+        adapt_chain_describe(&s->best, chain, sizeof chain);
+        d->io_rate = a->hist_elapsed_ns > 0 ? hist_total(&a->hist) / (a->hist_elapsed_ns * 1e-9) : 0;
+        d->expected_stall = a->hist_elapsed_ns > 0 ? s->best_w / a->hist_elapsed_ns : 0;
+        d->kernel_stall = a->hist_elapsed_ns > 0 ? k_w / a->hist_elapsed_ns : 0;
+        d->limit_stall = a->hist_elapsed_ns > 0 ? limit / a->hist_elapsed_ns : 0;
+        d->energy_vs_kernel = k_e > 0 ? s->best_e / k_e : 1;
+        char lie[160], risk[128] = "";
+        d->exlat_factor = worst_exlat_ratio(a, lie, sizeof lie);
+        /* A choice that waits longer than the kernel's table at some gap lengths says what it
+         * risks there, at worst. */
+        if (s->best_bound > 0 &&
+            snprintf(risk, sizeof risk,
+                     "; at worst %.1f ms more wake delay than the kernel's table (tolerated %.1f ms)",
+                     s->best_bound / 1e6, s->tolerance_ns / 1e6) < 0)
+                risk[0] = 0;
+        /* So does a change of workload. */
+        const char *busier = shift ? "; the last seconds' gaps woke it more than the kernel's table would" : "";
+        if (snprintf(d->reason, sizeof d->reason,
+                     "%.0f gaps of evidence (%.2g/s)%s: %s would wait %.2f%% of the time for wake-ups "
+                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s%s",
+                     hist_total(&a->hist), d->io_rate, lie, chain, 100 * d->expected_stall, 100 * d->kernel_stall,
+                     100 * d->limit_stall, 100 * d->energy_vs_kernel, risk, busier) < 0)
+                d->reason[0] = 0;
+}
 
-        /* The wake delay allowed on these gaps: the kernel's table's; while little is known
-         * (or always, when the user set a stall budget), also the stall budget's share of the time. */
-        double k_e, k_w, cur_e, cur_w;
-        shadow_hist_cost(&a->sd, &a->kernel_sc, &a->hist, &k_e, &k_w);
-        shadow_hist_cost(&a->sd_cand, applied_chain, &a->hist, &cur_e, &cur_w);
-        /* The stall budget holds over the window with what was already paid: wake delay the
-         * tables in force spent beyond it is taken off what the next table may spend. */
-        double budget_w = MAX((double) a->hist_elapsed_ns, (double) ADAPT_BUDGET_MIN_SPAN_NS) * a->budget_pct_x100 /
-                          10000.0;
-        /* A new table must fit in ADAPT_BUDGET_FILL of it: the gaps to come are not exactly
-         * the gaps seen, and a table right at the limit would overrun as often as not. */
-        budget_w = MAX(ADAPT_BUDGET_FILL * budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);
-        double trust = MIN(MAX(a->gaps_seen - ADAPT_TRUST_HOLD_GAPS, 0.0) / ADAPT_TRUST_RAMP_GAPS, 1.0);
-        /* The gaps to come are not exactly the gaps seen: when the tables in force cost more
-         * wake delay than the kernel's would have over the guard's window, the excess is taken
-         * off what the next table may spend, so the guard has nothing to find. The kernel's
-         * table itself stays allowed (its wake delay is the reference, not an estimate). */
-        ShadowSums wa, wk;
-        shadow_window(&a->shadow, &wa, &wk);
-        double k_ref = k_w;
-        k_w = MAX(k_w - MAX(wa.wake_ns - wk.wake_ns, 0.0), 0.0);
-        double limit = allowed(a, k_w, budget_w, trust);
-
-        /* And wake delay they saved over the window pays for confidence (ADAPT_SURPLUS_KEEP),
-         * at once when that saving cost energy the kernel's table would not have spent. */
-        bool in_debt = trust >= 1.0 && wk.gaps >= SHADOW_GUARD_MIN_GAPS && wa.energy_uwns > wk.energy_uwns;
-        double surplus = in_debt || wk.wake_ns >= (double) ADAPT_SURPLUS_MIN_NS
-                                 ? MAX(ADAPT_SURPLUS_KEEP * wk.wake_ns - wa.wake_ns, 0.0)
-                                 : 0.0;
-
-        GapSearch s = { .a = a,
-                        .limit_ns = limit,
-                        .reference_ns = allowed(a, k_ref, budget_w, trust),
-                        .kernel_ns = k_w + surplus };
-        shadow_bucket_wait(&a->sd, &a->kernel_sc, s.kernel_wait);
-        /* A change of workload (ADAPT_SHIFT_HORIZON_NS): on the recent gaps, and enough of
-         * them, the table in force spends more than the kernel's would, fast enough to use up
-         * what the window saved within the horizon. Choose again at once; for the horizon,
-         * candidates must stay within that rate on the recent gaps too. */
+/* A change of workload (ADAPT_SHIFT_HORIZON_NS): on the recent gaps, and enough of them, the
+ * table in force (@applied_chain) spends more than the kernel's would, fast enough to use up
+ * what the guard's window saved within the horizon. Return: true to choose again at once;
+ * until the horizon, candidates must stay within that rate on the recent gaps too (@s). */
+static bool workload_shift(Adapt *a, const ShadowChain *applied_chain, uint64_t now_ns, GapSearch *s) {
         double rk_e, rk_w, rc_e, rc_w;
+        ShadowSums wa, wk;
+
+        shadow_window(&a->shadow, &wa, &wk);
         shadow_hist_cost(&a->sd, &a->kernel_sc, &a->recent, &rk_e, &rk_w);
         shadow_hist_cost(&a->sd_cand, applied_chain, &a->recent, &rc_e, &rc_w);
         double headroom = MAX(wk.wake_ns - wa.wake_ns, 0.0);
@@ -775,9 +811,44 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         if (shift)
                 a->shift_until_ns = now_ns + ADAPT_SHIFT_HORIZON_NS;
         if (now_ns < a->shift_until_ns)
-                s.recent_limit_ns = recent_limit;
+                s->recent_limit_ns = recent_limit;
+        return shift;
+}
+
+/* The least-energy table whose wake delay on the evidence is within what is allowed, and whose
+ * bound on its excess over the kernel's table is within the guard's tolerance; programmed when
+ * it gains enough. */
+static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_ns, ApstTable *ret_table,
+                       AdaptDecision *ret_why) {
+        AdaptDecision d = {};
+
+        if (now_ns - a->gaps_decide_ns < ADAPT_GAPS_DECIDE_NS || a->gaps_seen < ADAPT_GAPS_WARMUP)
+                return 0;
+        a->gaps_decide_ns = now_ns;
+
+        /* The wake delay allowed on the evidence: the kernel's table's; while little is known
+         * (or always, when the user set a stall budget), also the stall budget's share of the time. */
+        double k_e, k_w, cur_e, cur_w;
+        shadow_hist_cost(&a->sd, &a->kernel_sc, &a->hist, &k_e, &k_w);
+        shadow_hist_cost(&a->sd_cand, applied_chain, &a->hist, &cur_e, &cur_w);
+        /* The stall budget holds over the time the evidence covers with what was already paid:
+         * wake delay the tables in force spent beyond it is taken off what the next may spend. */
+        double budget_w = MAX((double) a->hist_elapsed_ns, (double) ADAPT_BUDGET_MIN_SPAN_NS) * a->budget_pct_x100 /
+                          10000.0;
+        /* A new table must fit in ADAPT_BUDGET_FILL of it: the gaps to come are not exactly
+         * the gaps seen, and a table right at the limit would overrun as often as not. */
+        budget_w = MAX(ADAPT_BUDGET_FILL * budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);
+        bool hold = a->gaps_seen < ADAPT_TRUST_HOLD_GAPS;
+        double limit = allowed_wake_ns(a, k_w, budget_w, hold);
+
+        GapSearch s = { .a = a,
+                        .limit_ns = limit,
+                        .kernel_ns = k_w,
+                        .tolerance_ns = SHADOW_GUARD_TOLERANCE * k_w };
+        shadow_bucket_wait(&a->sd, &a->kernel_sc, s.kernel_wait);
+        bool shift = workload_shift(a, applied_chain, now_ns, &s);
         gap_search(&s);
-        if (!s.found || chain_equal(&s.best, &a->current))
+        if (!s.found || chain_equal(a, &s.best, &a->current))
                 return 0;
         bool overrun = shift || cur_w > limit * 1.05 + 1e6;
         if (!overrun && ((a->programs > 0 && now_ns - a->last_program_ns < ADAPT_GAPS_ENERGY_NS) ||
@@ -785,30 +856,9 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
                 return 0;
 
         ApstTable t;
-        char chain[160];
         chain_to_table(a, &s.best, &t);
-        adapt_chain_describe(&s.best, chain, sizeof chain);
-        d.io_rate = a->hist_elapsed_ns > 0 ? hist_total(&a->hist) / (a->hist_elapsed_ns * 1e-9) : 0;
-        d.expected_stall = a->hist_elapsed_ns > 0 ? s.best_w / a->hist_elapsed_ns : 0;
-        d.kernel_stall = a->hist_elapsed_ns > 0 ? k_w / a->hist_elapsed_ns : 0;
-        d.limit_stall = a->hist_elapsed_ns > 0 ? limit / a->hist_elapsed_ns : 0;
-        d.energy_vs_kernel = k_e > 0 ? s.best_e / k_e : 1;
-        char lie[160], paid[96] = "";
-        d.exlat_factor = measured_lie(a, lie, sizeof lie);
-        /* A choice the surplus made possible says so. */
-        if (surplus > 0 && s.best_w + s.best_margin > k_w &&
-            snprintf(paid, sizeof paid, "; its margin paid by %.0f ms of wake delay saved over the last %.0f s",
-                     surplus / 1e6, (double) SHADOW_WINDOW_NS / 1e9) < 0)
-                paid[0] = 0;
-        /* So does a change of workload. */
-        const char *busier = shift ? "; the last seconds' gaps woke it more than the kernel's table would" : "";
-        if (snprintf(d.reason, sizeof d.reason,
-                     "%.0f recent gaps (%.1f/s)%s: %s would wait %.2f%% of the time for wake-ups "
-                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s%s",
-                     hist_total(&a->hist), d.io_rate, lie, chain, 100 * d.expected_stall, 100 * d.kernel_stall,
-                     100 * d.limit_stall, 100 * d.energy_vs_kernel, paid, busier) < 0)
-                d.reason[0] = 0;
-        return program(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
+        gaps_describe(a, &s, k_e, k_w, limit, shift, &d);
+        return return_new_table(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
 }
 
 int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTable *ret_table,
@@ -879,63 +929,4 @@ void adapt_savings(const Adapt *a, ShadowSums *ret_total_applied, ShadowSums *re
         *ret_total_applied = a->shadow.total_applied;
         *ret_total_kernel = a->shadow.total_kernel;
         shadow_window(&a->shadow, ret_window_applied, ret_window_kernel);
-}
-
-static int sim_start(void *userdata, ApstTable *ret_table) {
-        const Adapt *a = userdata;
-
-        *ret_table = a->current_table;
-        return 0;
-}
-
-static int sim_sample(void *userdata, uint64_t now_ns, const SimBlockStat *st, ApstTable *ret_table) {
-        Adapt *a = userdata;
-        WatchStat w;
-
-        if (now_ns < adapt_next(a))
-                return 0;
-        w = (WatchStat) {
-                .ios = st->read_ios + st->write_ios + st->discard_ios + st->flush_ios,
-                .ticks_ms = st->read_ticks + st->write_ticks + st->discard_ticks + st->flush_ticks,
-                .in_flight = st->in_flight,
-                .io_ticks_ms = st->io_ticks,
-        };
-        return adapt_feed(a, now_ns, &w, ret_table, NULL);
-}
-
-static void sim_reason(void *userdata, char *buf, size_t n) {
-        const Adapt *a = userdata;
-
-        if (n > 0 && snprintf(buf, n, "%s", a->last.reason) < 0)
-                buf[0] = 0;
-}
-
-static int sim_gaps(void *userdata, uint64_t now_ns, const GapHist *delta, ApstTable *ret_table) {
-        return adapt_observe_gaps(userdata, delta, now_ns, ret_table, NULL);
-}
-
-static int sim_start_exact(void *userdata, ApstTable *ret_table) {
-        return adapt_start_exact(userdata, ret_table);
-}
-
-void adapt_sim_policy_gaps(SimPolicy *ret, Adapt *a) {
-        *ret = (SimPolicy) {
-                .name = "adaptive",
-                .sample_period_ns = ADAPT_GAPS_PERIOD_NS,
-                .start = sim_start_exact,
-                .gaps = sim_gaps,
-                .reason = sim_reason,
-                .userdata = a,
-        };
-}
-
-void adapt_sim_policy(SimPolicy *ret, Adapt *a) {
-        *ret = (SimPolicy) {
-                .name = "adaptive",
-                .sample_period_ns = WATCH_FAST_NS,
-                .start = sim_start,
-                .sample = sim_sample,
-                .reason = sim_reason,
-                .userdata = a,
-        };
 }

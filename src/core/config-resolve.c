@@ -59,6 +59,7 @@ static int config_copy_plain(const Config *c, Config *x) {
         x->cpu = c->cpu;
         x->cpu.governor = x->cpu.epp = NULL;
         x->watch = c->watch;
+        x->holds = c->holds;
         if (strdup_maybe(&x->path, c->path) < 0 || strdup_maybe(&x->cpu.governor, c->cpu.governor) < 0 ||
             strdup_maybe(&x->cpu.epp, c->cpu.epp) < 0 || strdup_maybe(&x->metrics.path, c->metrics.path) < 0)
                 return -ENOMEM;

@@ -43,7 +43,7 @@
 #include "util.h"
 
 /* Bounds of the numbers, documented in nvme-apstd.conf(5). */
-#define LATENCY_US_MAX 10000000u      /* 10 s: far above any PSD's enlat + exlat (at most a few 100 ms) */
+#define LATENCY_US_MAX CONFIG_LATENCY_US_MAX   /* config.h says why */
 #define RELEASE_AFTER_MS_MAX 3600000u /* 1 h: longer would mean "pin = always" */
 #define FREQ_KHZ_MAX 10000000u        /* 10 GHz in kHz: above any CPU; the daemon clamps to cpuinfo_* */
 #define GOVERNOR_MAX 15u              /* CPUFREQ_NAME_LEN - 1 in the kernel */
@@ -71,6 +71,7 @@ typedef enum SectionKind {
         SECTION_METRICS,
         SECTION_DAEMON,
         SECTION_WATCH,
+        SECTION_HOLDS,
         _SECTION_KIND_MAX,
         _SECTION_KIND_INVALID = -EINVAL,
 } SectionKind;
@@ -103,7 +104,7 @@ typedef struct Parser {
         size_t overlay;         /* the current section is overlays[overlay - 1]; 0 = a plain section */
         char section_name[SECTION_NAME_MAX + 1];  /* as written between the brackets */
         unsigned section_line;
-        bool seen_apst, seen_cpu, seen_metrics, seen_daemon, seen_watch;
+        bool seen_apst, seen_cpu, seen_metrics, seen_daemon, seen_watch, seen_holds;
         unsigned *key_line;     /* per row: line where the current section set it, 0 = not yet */
         unsigned min_freq_line, max_freq_line;
 
@@ -462,13 +463,24 @@ static const ConfigKey config_keys[] = {
           1, UNRESPONSIVE_AFTER_SEC_MAX, 0 },
 
         { "source", SEC(SECTION_WATCH), parse_watch_source, offsetof(WatchConfig, source), 0, 0, 0 },
+
+        { "enable", SEC(SECTION_HOLDS), parse_bool, offsetof(HoldsConfig, enable), 0, 0, 0 },
 };
 
-static const ConfigKey *key_find(const char *name) {
-        for (size_t i = 0; i < ELEMENTSOF(config_keys); i++)
-                if (strcmp(config_keys[i].name, name) == 0)
+/* The key @name of @section; else the first key of that name (for the "it belongs in" message). Two
+ * sections may have a key of the same name ([device] and [holds] both have enable). */
+static const ConfigKey *key_find(const char *name, SectionKind section) {
+        const ConfigKey *first = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(config_keys); i++) {
+                if (strcmp(config_keys[i].name, name) != 0)
+                        continue;
+                if (config_keys[i].sections & SEC(section))
                         return &config_keys[i];
-        return NULL;
+                if (!first)
+                        first = &config_keys[i];
+        }
+        return first;
 }
 
 void config_init(Config *c) {
@@ -483,6 +495,9 @@ void config_init(Config *c) {
                 },
                 .daemon = {
                         .unresponsive_after_sec = UNRESPONSIVE_AFTER_SEC_DEFAULT,
+                },
+                .holds = {
+                        .enable = true,
                 },
         };
 }
@@ -805,7 +820,7 @@ static int section_begin(Parser *p, const char *name, size_t len) {
         nw = section_words(name, len, w, wl, ELEMENTSOF(w));
         if (nw == 0)
                 return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics], "
-                            "[daemon], [watch] or [device NAME])", q);
+                            "[daemon], [watch], [holds] or [device NAME])", q);
 
         if (word_is(w[0], wl[0], "apst") || word_is(w[0], wl[0], "cpu")) {
                 bool apst = w[0][0] == 'a';
@@ -828,6 +843,8 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 return plain_section_begin(p, q, nw, "daemon", SECTION_DAEMON, &p->seen_daemon);
         if (word_is(w[0], wl[0], "watch"))
                 return plain_section_begin(p, q, nw, "watch", SECTION_WATCH, &p->seen_watch);
+        if (word_is(w[0], wl[0], "holds"))
+                return plain_section_begin(p, q, nw, "holds", SECTION_HOLDS, &p->seen_holds);
         if (word_is(w[0], wl[0], "device")) {
                 const char *dn = nw > 1 ? w[1] : NULL;
                 size_t dl = nw > 1 ? wl[1] : 0;
@@ -840,7 +857,8 @@ static int section_begin(Parser *p, const char *name, size_t len) {
                 return device_situation_begin(p, q, dn, dl, w[2], wl[2]);
         }
 
-        return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])", q);
+        return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics], [daemon], "
+                    "[watch], [holds] or [device NAME])", q);
 }
 
 static bool is_blank(char c) {
@@ -967,6 +985,8 @@ static void *key_base(Parser *p, const ConfigKey *k) {
                 return &p->config.daemon;
         case SECTION_WATCH:
                 return &p->config.watch;
+        case SECTION_HOLDS:
+                return &p->config.holds;
         case SECTION_NONE:
         case _SECTION_KIND_MAX:
         case _SECTION_KIND_INVALID:
@@ -983,7 +1003,8 @@ static const ConfigKey *key_check(Parser *p, const char *section, const char *na
 
         if (p->section == SECTION_NONE) {
                 fail_key(p, name, value, -EINVAL,
-                         "outside any section; put it under [apst], [cpu], [metrics], [daemon], [watch] or [device NAME]");
+                         "outside any section; put it under [apst], [cpu], [metrics], [daemon], [watch], [holds] "
+                         "or [device NAME]");
                 return NULL;
         }
         if (strcmp(section, p->section_name) != 0) {
@@ -996,7 +1017,7 @@ static const ConfigKey *key_check(Parser *p, const char *section, const char *na
                 return NULL;
         }
 
-        k = key_find(name);
+        k = key_find(name, p->section);
         if (!k) {
                 fail_key(p, name, value, -EINVAL, "unknown key");
                 return NULL;
@@ -1007,6 +1028,7 @@ static const ConfigKey *key_check(Parser *p, const char *section, const char *na
                          k->sections & SEC(SECTION_METRICS) ? "[metrics]" :
                          k->sections & SEC(SECTION_DAEMON) ? "[daemon]" :
                          k->sections & SEC(SECTION_WATCH) ? "[watch]" :
+                         k->sections & SEC(SECTION_HOLDS) ? "[holds]" :
                          k->sections & SEC(SECTION_APST) ? "[apst] or [device NAME]" : "[device NAME]");
                 return NULL;
         }

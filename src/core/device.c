@@ -68,6 +68,11 @@ int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, co
 
 int device_plan_calibrated(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
                            const IdCtrl *id, const Calibration *calib, DevicePlan *ret) {
+        return device_plan_capped(cfg, plat, name, sys, id, calib, DEVICE_NO_CAP, ret);
+}
+
+int device_plan_capped(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
+                       const IdCtrl *id, const Calibration *calib, uint32_t cap_us, DevicePlan *ret) {
         DevicePlan d = { .plan_id = *id };
         ApstPlatform ap;
         DeviceIdent ident = {
@@ -89,6 +94,9 @@ int device_plan_calibrated(const Config *cfg, const SysPlatform *plat, const cha
                 *ret = d;
                 return 0;
         }
+        d.configured_max_latency_us = d.params.max_latency_us;
+        if (cap_us < d.params.max_latency_us)
+                d.params.max_latency_us = cap_us;
         if (sys && strcmp(sys->transport, "pcie") != 0) {
                 d.verdict = DEVICE_NOT_PCIE;
                 *ret = d;

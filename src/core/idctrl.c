@@ -473,8 +473,8 @@ int idctrl_parse_any_why(const void *buf, size_t len, IdCtrl *ret, char *reason,
         if (len == IDCTRL_SIZE) {
                 int r = idctrl_parse_binary(buf, len, ret);
 
-                return r == -ERANGE ? fail(&why, r, "npss %u is larger than %u", ((const uint8_t *) buf)[IDCTRL_OFF_NPSS],
-                                           IDCTRL_MAX_PS - 1)
+                return r == -ERANGE ? fail(&why, r, "npss %u is larger than %u",
+                                           ((const uint8_t *) buf)[IDCTRL_OFF_NPSS], IDCTRL_MAX_PS - 1)
                                     : r;
         }
         return fail(&why, -EBADMSG, "%zu bytes: neither the %u bytes of `nvme id-ctrl -b` nor JSON", len,

@@ -182,8 +182,8 @@ static bool sum_equal(const PassiveCalibSum *a, const PassiveCalibSum *b) {
 
 bool learned_equal(const Learned *a, const Learned *b) {
         if (strcmp(a->model, b->model) != 0 || strcmp(a->firmware, b->firmware) != 0 ||
-            a->serial_hash != b->serial_hash || a->gaps_seen != b->gaps_seen || a->hist_elapsed_ms != b->hist_elapsed_ms ||
-            !sum_equal(&a->awake, &b->awake))
+            a->serial_hash != b->serial_hash || a->gaps_seen != b->gaps_seen ||
+            a->hist_elapsed_ms != b->hist_elapsed_ms || !sum_equal(&a->awake, &b->awake))
                 return false;
         for (unsigned i = 0; i < GAP_BUCKETS; i++)
                 if (a->hist_milli[i] != b->hist_milli[i])

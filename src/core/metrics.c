@@ -14,33 +14,14 @@
 
 #include "macro.h"
 #include "metrics.h"
+#include "util.h"
 
-
-/* Length of the UTF-8 sequence starting at @p, or 0 when it is not a valid one. */
-static size_t utf8_len(const unsigned char *p) {
-        size_t n;
-
-        if (p[0] < 0x80)
-                return 1;
-        if (p[0] >= 0xc2 && p[0] <= 0xdf)
-                n = 2;
-        else if (p[0] >= 0xe0 && p[0] <= 0xef)
-                n = 3;
-        else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-                n = 4;
-        else
-                return 0;
-        for (size_t i = 1; i < n; i++)
-                if ((p[i] & 0xc0) != 0x80)
-                        return 0;
-        return n;
-}
 
 static void label_value(FILE *f, const char *v) {
         const unsigned char *p = (const unsigned char *) strempty(v);
 
         while (*p) {
-                size_t n = utf8_len(p);
+                size_t n = utf8_char_len((const char *) p);
 
                 if (*p == '\\' || *p == '"')
                         fprintf(f, "\\%c", *p);
@@ -86,10 +67,13 @@ typedef enum CtrlFamily {
         CTRL_TABLE_WRITES,
         CTRL_KERNEL_OVERWRITES,
         CTRL_ERRORS,
+        CTRL_HOLDS,
+        CTRL_HOLD_SECONDS,
         CTRL_OBSERVED_IOS,
         CTRL_OBSERVED_STALL,
         CTRL_GUARD_FALLBACKS,
         _CTRL_FAMILY_MAX,
+        _CTRL_FAMILY_INVALID = -EINVAL,
 } CtrlFamily;
 
 /* Which controllers have a sample: a figure a controller does not have is left out, not written as 0. */
@@ -124,6 +108,13 @@ static const struct {
         [CTRL_ERRORS] = { "nvme_apstd_errors_total", "counter",
                           "Failed admin commands and table verifications.",
                           CTRL_SET_ALL, false },
+        [CTRL_HOLDS] = { "nvme_apstd_holds", "gauge",
+                         "Latency holds in force on the controller (its own and those on every controller).",
+                         CTRL_SET_ALL, false },
+        [CTRL_HOLD_SECONDS] = { "nvme_apstd_hold_seconds_total", "counter",
+                                "Time the controller spent with at least one latency hold on it (as of the "
+                                "daemon's last event).",
+                                CTRL_SET_ALL, true },
         [CTRL_OBSERVED_IOS] = { "nvme_apstd_observed_ios_total", "counter",
                                 "I/Os completed on the controller's namespaces, as the I/O watcher saw them.",
                                 CTRL_SET_WATCHED, false },
@@ -162,6 +153,10 @@ static uint64_t ctrl_value(const MetricsController *c, CtrlFamily k) {
                 return c->kernel_overwrites;
         case CTRL_ERRORS:
                 return c->errors;
+        case CTRL_HOLDS:
+                return c->holds;
+        case CTRL_HOLD_SECONDS:
+                return c->hold_us;
         case CTRL_OBSERVED_IOS:
                 return c->observed_ios;
         case CTRL_OBSERVED_STALL:
@@ -169,6 +164,7 @@ static uint64_t ctrl_value(const MetricsController *c, CtrlFamily k) {
         case CTRL_GUARD_FALLBACKS:
                 return c->guard_fallbacks;
         case _CTRL_FAMILY_MAX:
+        case _CTRL_FAMILY_INVALID:
                 break;
         }
         return 0;
@@ -199,6 +195,8 @@ static void format_daemon(FILE *f, const MetricsState *s) {
         family(f, "nvme_apstd_config_reload_failures_total", "counter",
                "Configuration reloads rejected (the running configuration was kept).");
         fprintf(f, "nvme_apstd_config_reload_failures_total %" PRIu64 "\n", s->config_reload_failures);
+        family(f, "nvme_apstd_holds_taken_total", "counter", "Latency holds taken over D-Bus since the start.");
+        fprintf(f, "nvme_apstd_holds_taken_total %" PRIu64 "\n", s->holds_taken);
 }
 
 /* Every controller: what it is, its budget and table, its counters. */

@@ -184,7 +184,7 @@ static void add(ShadowSums *x, double e, double w, double gaps, double wakes) {
         x->wakes += wakes;
 }
 
-static bool chain_equal(const ShadowChain *x, const ShadowChain *y) {
+bool shadow_chain_equal(const ShadowChain *x, const ShadowChain *y) {
         if (x->n != y->n)
                 return false;
         for (unsigned k = 0; k < x->n; k++)
@@ -196,7 +196,7 @@ static bool chain_equal(const ShadowChain *x, const ShadowChain *y) {
 void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied, const ShadowChain *kernel,
                     const GapHist *delta, double awake_svc_ns, uint64_t now_ns) {
         /* When the kernel's table is the one in force, what it cost is what was measured. */
-        bool same = chain_equal(applied, kernel);
+        bool same = shadow_chain_equal(applied, kernel);
 
         advance(s, now_ns);
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
@@ -340,7 +340,8 @@ void shadow_residency_describe(const ShadowSums *x, char *buf, size_t n) {
                 int w;
                 if (x->resident_ns[i] <= 0)
                         continue;
-                w = snprintf(buf + off, n - off, "%sps%u %.1f%%", off ? ", " : "", i, 100.0 * x->resident_ns[i] / total);
+                w = snprintf(buf + off, n - off, "%sps%u %.1f%%", off ? ", " : "", i,
+                             100.0 * x->resident_ns[i] / total);
                 if (w < 0)
                         return;
                 off += (size_t) w;
@@ -366,8 +367,9 @@ void shadow_describe(const ShadowSums *a, const ShadowSums *k, char *buf, size_t
                 return;
         format_seconds(a->wake_ns, wa, sizeof wa);
         format_seconds(k->wake_ns, wk, sizeof wk);
-        if (snprintf(buf, n, fabs(diff) >= 10 ? "%.0f J (%.0f%%) %s than the kernel's table, wake delay %s against its %s"
-                                              : "%.2g J (%.0f%%) %s than the kernel's table, wake delay %s against its %s",
+        if (snprintf(buf, n,
+                     fabs(diff) >= 10 ? "%.0f J (%.0f%%) %s than the kernel's table, wake delay %s against its %s"
+                                      : "%.2g J (%.0f%%) %s than the kernel's table, wake delay %s against its %s",
                      fabs(diff), ek > 0 ? 100.0 * fabs(diff) / ek : 0.0, diff >= 0 ? "less" : "more", wa, wk) < 0)
                 buf[0] = 0;
 }

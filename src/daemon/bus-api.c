@@ -20,6 +20,7 @@
 #include "config-build.h"
 #include "controller.h"
 #include "log.h"
+#include "manager-holds.h"
 #include "manager-state.h"
 #include "manager-watch.h"
 
@@ -38,7 +39,10 @@ typedef struct CtrlView {
         uint64_t raw[APST_ENTRIES];
         size_t n_raw;                     /* 0: nothing written yet */
         uint64_t worst_wake_usec;
-        uint64_t max_latency_usec;
+        uint64_t max_latency_usec;        /* configured */
+        uint64_t effective_max_latency_usec;   /* lowered by the latency holds */
+        uint32_t held_by[HOLDS_MAX];      /* the holds that set it */
+        size_t n_held_by;
         ManagerCtrlStats stats;
         bool watched;
         char watch_source[8];
@@ -56,6 +60,7 @@ typedef enum FieldKind {
         FIELD_U64,
         FIELD_BOOL,
         FIELD_RAW,
+        FIELD_COOKIES,
 } FieldKind;
 
 typedef struct Field {
@@ -73,6 +78,8 @@ static const Field ctrl_fields[] = {
         F("Policy", FIELD_STRING, policy),
         F("DeviceSection", FIELD_STRING, section),
         F("MaxLatencyUSec", FIELD_U64, max_latency_usec),
+        F("EffectiveMaxLatencyUSec", FIELD_U64, effective_max_latency_usec),
+        F("HeldBy", FIELD_COOKIES, held_by),
         F("Table", FIELD_STRING, table),
         F("TableDescription", FIELD_STRING, description),
         F("TableEnabled", FIELD_BOOL, apste),
@@ -119,9 +126,24 @@ static const char *ctrl_state(const ManagerCtrl *c) {
                 return "left-alone";
         case DEVICE_NOT_PCIE:
                 return "not-pcie";
-        default:
-                return "unknown";
+        case _DEVICE_VERDICT_MAX:
+        case _DEVICE_VERDICT_INVALID:
+                break;
         }
+        return "unknown";
+}
+
+/* The budget: configured, in force, and the holds that set it (holds.h). */
+static void ctrl_view_holds(const ManagerCtrl *c, CtrlView *v) {
+        const Controller *k = &c->controller;
+        const HoldSet *set = manager_holds_set(c->manager);
+        uint32_t cap = manager_holds_cap(c->manager, k->name);
+
+        v->max_latency_usec = k->plan.configured_max_latency_us;
+        v->effective_max_latency_usec = holds_effective_us(k->plan.configured_max_latency_us, cap);
+        for (size_t i = 0; i < set->n && v->n_held_by < ELEMENTSOF(v->held_by); i++)
+                if (hold_sets_budget(&set->holds[i], k->name, k->plan.configured_max_latency_us, cap))
+                        v->held_by[v->n_held_by++] = set->holds[i].cookie;
 }
 
 static void ctrl_view(const ManagerCtrl *c, CtrlView *v) {
@@ -136,7 +158,7 @@ static void ctrl_view(const ManagerCtrl *c, CtrlView *v) {
         if (manage) {
                 (void) snprintf(v->policy, sizeof v->policy, "%s", apst_policy_to_string(k->plan.params.policy));
                 (void) snprintf(v->section, sizeof v->section, "%s", strempty(k->plan.section));
-                v->max_latency_usec = k->plan.params.max_latency_us;
+                ctrl_view_holds(c, v);
         }
         if (k->have_written) {
                 apst_summary(&k->written, v->table, sizeof v->table);
@@ -187,6 +209,9 @@ static bool field_equal(const Field *f, const CtrlView *a, const CtrlView *b) {
                 return memcmp(pa, pb, sizeof(bool)) == 0;
         case FIELD_RAW:
                 return a->n_raw == b->n_raw && memcmp(a->raw, b->raw, sizeof a->raw) == 0;
+        case FIELD_COOKIES:
+                return a->n_held_by == b->n_held_by &&
+                       memcmp(a->held_by, b->held_by, a->n_held_by * sizeof a->held_by[0]) == 0;
         }
         return false;
 }
@@ -207,6 +232,8 @@ static int field_append(sd_bus_message *reply, const Field *f, const CtrlView *v
                 return sd_bus_message_append(reply, "b", (int) b);
         case FIELD_RAW:
                 return sd_bus_message_append_array(reply, 't', v->raw, v->n_raw * sizeof(uint64_t));
+        case FIELD_COOKIES:
+                return sd_bus_message_append_array(reply, 'u', v->held_by, v->n_held_by * sizeof(uint32_t));
         }
         return -EINVAL;
 }
@@ -351,6 +378,8 @@ static const sd_bus_vtable ctrl_vtable[] = {
         SD_BUS_PROPERTY("Policy", "s", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("DeviceSection", "s", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("MaxLatencyUSec", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("EffectiveMaxLatencyUSec", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("HeldBy", "au", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("Table", "s", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("TableDescription", "s", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("TableEnabled", "b", ctrl_get, 0, CHANGES),

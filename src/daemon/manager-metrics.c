@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The daemon's metrics file glue (see manager-metrics.h): builds a MetricsState from
- * the Manager and hands it to the writer (metrics.h), which replaces the file
+ * the Manager and hands it to the writer (metrics-file.h), which replaces the file
  * only when its text changed. Called after the loop has handled an event, so
  * it adds no wake-up of its own; an idle daemon writes nothing.
  *
@@ -21,6 +21,7 @@
 
 #include "cpuset.h"
 #include "log.h"
+#include "manager-holds.h"
 #include "manager-metrics.h"
 #include "manager-watch.h"
 #include "metrics-file.h"
@@ -65,9 +66,13 @@ static const char *ctrl_policy(const ManagerCtrl *mc) {
                 return apst_policy_to_string(c->plan.params.policy);
         case DEVICE_UNSUPPORTED:
                 return "unsupported";
-        default:
-                return "unmanaged";
+        case DEVICE_DISABLED:
+        case DEVICE_NOT_PCIE:
+        case _DEVICE_VERDICT_MAX:
+        case _DEVICE_VERDICT_INVALID:
+                break;
         }
+        return "unmanaged";
 }
 
 /* Bring the list of policies up to date with the pins in force now. */
@@ -138,6 +143,16 @@ static int metrics_ensure(Manager *m) {
         return 0;
 }
 
+/* Its latency holds: how many apply, how long it had one. */
+static void metrics_controller_holds(const ManagerCtrl *c, MetricsController *row) {
+        const HoldSet *set = manager_holds_set(c->manager);
+
+        for (size_t i = 0; i < set->n; i++)
+                if (hold_applies(&set->holds[i], c->controller.name))
+                        row->holds++;
+        row->hold_us = manager_holds_ctrl_usec(c);
+}
+
 /* One controller's row; @table (of @size bytes) holds the table text the row points at. */
 static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t size, MetricsController *row) {
         ctrl_table(&c->controller, c->failed, table, size, &row->worst_wake_us);
@@ -151,6 +166,7 @@ static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t siz
         row->table_writes = c->stats.table_writes;
         row->kernel_overwrites = c->stats.kernel_overwrites;
         row->errors = c->stats.errors;
+        metrics_controller_holds(c, row);
         row->have_watcher = manager_watch_observed(c, &row->observed_ios, &row->observed_stall_us);
         row->watch_source = manager_watch_source(c);
         ManagerSavings sv;
@@ -207,6 +223,7 @@ void manager_metrics_update(Manager *m) {
                                           .start_time_seconds = mm->start_time_seconds,
                                           .config_reloads = m->config_reloads,
                                           .config_reload_failures = m->config_reload_failures,
+                                          .holds_taken = manager_holds_taken(m),
                                           .controllers = ctl,
                                           .n_controllers = m->n_ctrls,
                                           .cpu_policies = pol,

@@ -80,7 +80,8 @@ static void manager_situation_switch(Manager *m) {
         src = power_source_to_string(m->situation.power_source);
         (void) snprintf(nchanged, sizeof nchanged, "%zu", changed);
         log_event(LOG_INFO, 0, MSGID_SITUATION_CHANGED,
-                  LOG_FIELDS({ "POWER_SOURCE", src }, { "POWER_PROFILE", m->situation.profile[0] ? m->situation.profile : NULL },
+                  LOG_FIELDS({ "POWER_SOURCE", src },
+                             { "POWER_PROFILE", m->situation.profile[0] ? m->situation.profile : NULL },
                              { "SITUATION_REASON", why }, { "APST_TABLES_CHANGED", nchanged }),
                   "Power situation changed: %s%s%s%s; %zu controller table%s changed.", why,
                   streq(why, now) ? "" : " (now ", streq(why, now) ? "" : now, streq(why, now) ? "" : ")", changed,

@@ -7,6 +7,7 @@
  */
 
 #include <assert.h>
+#include <string.h>
 
 #include "manager-state.h"
 
@@ -48,6 +49,16 @@ int manager_device_monitor(Manager *m, const char *subsystem, sd_device_monitor_
         (void) sd_event_source_set_description(sd_device_monitor_get_event_source(mon), description);
         *ret = TAKE_PTR(mon);
         return 0;
+}
+
+
+/* ---- the controllers ---- */
+
+ManagerCtrl *manager_ctrl_find(Manager *m, const char *name) {
+        for (size_t i = 0; i < m->n_ctrls; i++)
+                if (strcmp(m->ctrls[i]->controller.name, name) == 0)
+                        return m->ctrls[i];
+        return NULL;
 }
 
 

@@ -338,6 +338,12 @@ static void tick_act(ManagerWatch *w, bool program, const AdaptDecision *why, co
                      bool verify) {
         ManagerCtrl *c = w->ctrl;
 
+        if (program && apst_worst_wake_us(table, &c->controller.id) > c->controller.plan.params.max_latency_us) {
+                /* a latency hold lowered the budget: the policy goes on observing, its choice waits */
+                log_debug("%s: the adaptive policy's choice wakes slower than the held budget (%" PRIu32 " us); "
+                          "not written.", c->controller.name, c->controller.plan.params.max_latency_us);
+                program = false;
+        }
         if (program) {
                 if (why->guard)
                         log_guard(c, why, &w->adapt->shadow);
@@ -561,9 +567,19 @@ static bool wants_adapt(const ManagerCtrl *c) {
         return ct->identified && ct->plan.verdict == DEVICE_MANAGE && ct->plan.params.policy == APST_POLICY_ADAPTIVE;
 }
 
+/* The controller's parameters as configured: a latency hold's cap is not a new configuration, the
+ * policy goes on under it with its choices bounded (adapt_set_max_latency()). */
+static ApstParams configured_params(const Controller *ct) {
+        ApstParams p = ct->plan.params;
+
+        p.max_latency_us = ct->plan.configured_max_latency_us;
+        return p;
+}
+
 /* Start the policy for the configuration in force; NULL adapt on failure (watch only). */
 static void adapt_start(ManagerWatch *w, uint64_t now) {
         const Controller *ct = &w->ctrl->controller;
+        ApstParams configured = configured_params(ct);
         ApstPlatform plat;
         ApstTable initial;
         int r;
@@ -575,14 +591,15 @@ static void adapt_start(ManagerWatch *w, uint64_t now) {
                 return;
         }
         device_apst_platform(&w->ctrl->manager->platform, &ct->sys, &plat);
-        r = adapt_init(w->adapt, &ct->plan.plan_id, &plat, &ct->plan.params, now * NS_PER_USEC, &initial);
+        r = adapt_init(w->adapt, &ct->plan.plan_id, &plat, &configured, now * NS_PER_USEC, &initial);
         if (r < 0) {
                 log_warning_errno(r, "%s: cannot start the adaptive policy: %m; keeping the initial table.", ct->name);
                 free(w->adapt);
                 w->adapt = NULL;
                 return;
         }
-        w->params = ct->plan.params;
+        adapt_set_max_latency(w->adapt, ct->plan.params.max_latency_us);
+        w->params = configured;
         w->report = (ShadowReport) {};
         learned_take(w);
         log_debug("%s: adaptive policy started.", ct->name);
@@ -725,11 +742,13 @@ void manager_watch_ctrl(ManagerCtrl *c) {
         }
         /* Restart the policy when the configuration for this controller changed: other knobs,
          * or the engine dropped the table the policy had chosen (controller_replan()). */
-        if (!w->adapt || !apst_params_equal(&w->params, &c->controller.plan.params) ||
+        ApstParams configured = configured_params(&c->controller);
+        if (!w->adapt || !apst_params_equal(&w->params, &configured) ||
             (w->adapt->programs > 0 && !c->controller.have_learned)) {
                 adapt_start(w, now);
                 watch_arm(w, now, now);
-        }
+        } else
+                adapt_set_max_latency(w->adapt, c->controller.plan.params.max_latency_us);
 }
 
 void manager_watch_all(Manager *m) {

@@ -33,12 +33,14 @@
 #include "cpufreq-sysfs.h"
 #include "apstd-ids.h"
 #include "bus-api.h"
+#include "bus-holds.h"
 #include "clock.h"
 #include "config-build.h"
 #include "ctrljob.h"
 #include "log.h"
 #include "manager.h"
 #include "manager-cpu.h"
+#include "manager-holds.h"
 #include "manager-metrics.h"
 #include "manager-power.h"
 #include "manager-qos.h"
@@ -61,13 +63,6 @@ static ManagerCtrl *manager_ctrl_free(ManagerCtrl *c) {
         sd_event_source_disable_unref(c->qos);
         manager_watch_free(c->watch);
         free(c);
-        return NULL;
-}
-
-static ManagerCtrl *manager_find(Manager *m, const char *name) {
-        for (size_t i = 0; i < m->n_ctrls; i++)
-                if (strcmp(m->ctrls[i]->controller.name, name) == 0)
-                        return m->ctrls[i];
         return NULL;
 }
 
@@ -99,6 +94,7 @@ void manager_status_text(const Manager *m, char *buf, size_t n) {
 static void manager_do_publish(Manager *m, const char *prefix) {
         char status[4096];
 
+        manager_holds_check(m);   /* the HoldLatency callers whose tables are now in force, or failed */
         manager_status_text(m, status, sizeof status);
         /* only what changed: every step's return publishes, and a notification socket that is not read
          * at once (a test's) holds few datagrams before sd_notify() blocks */
@@ -108,6 +104,7 @@ static void manager_do_publish(Manager *m, const char *prefix) {
         }
         manager_metrics_update(m);
         bus_api_emit_changes(m->bus_api);
+        bus_holds_emit_changes(m->bus_holds);
 }
 
 /* ---- one controller ---- */
@@ -324,6 +321,7 @@ static void manager_ctrl_request(ManagerCtrl *c, CtrlJobKind kind, const ApstTab
 static bool manager_ctrl_replan(ManagerCtrl *c, const char *reason) {
         bool diff = false;
 
+        c->controller.latency_cap_us = c->hold_cap_us;   /* the latency holds' cap (manager-holds.c) */
         if (!c->controller.identified)
                 return false;
         if (controller_replan(&c->controller, &c->manager->ctx, &diff) < 0 || !diff)
@@ -470,7 +468,7 @@ static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 static int manager_add_controller(Manager *m, const char *name, const char *reason) {
         ManagerCtrl *c, **t;
 
-        if (manager_find(m, name))
+        if (manager_ctrl_find(m, name))
                 return 0;
         c = calloc(1, sizeof *c);
         if (!c)
@@ -487,6 +485,7 @@ static int manager_add_controller(Manager *m, const char *name, const char *reas
         /* its transport and state now (no command): CPU pinning's nvme-irq and status need them before
          * the engine's first step comes back */
         (void) sysfs_read_controller(m->sysfs_root, name, &c->controller.sys);
+        manager_holds_ctrl_added(m, c);
         manager_ctrl_sync(c, reason);
         return 0;
 }
@@ -500,6 +499,7 @@ static void manager_remove_controller(Manager *m, const char *name) {
                           LOG_FIELDS({ "NVME_CTRL", name }, { "NVME_MODEL", controller_model(&c->controller) },
                                      { "NVME_FIRMWARE", controller_firmware(&c->controller) }),
                           "%s: controller removed; forgetting it.", name);
+                manager_holds_ctrl_removed(m, c);
                 controller_forget(&c->controller, &m->ctx);
                 manager_ctrl_free(c);
                 memmove(m->ctrls + i, m->ctrls + i + 1, (m->n_ctrls - i - 1) * sizeof *m->ctrls);
@@ -544,7 +544,7 @@ static int on_uevent(sd_device_monitor *mon, sd_device *dev, void *userdata) {
                 break;
         case SD_DEVICE_CHANGE:
                 (void) sd_device_get_property_value(dev, "NVME_EVENT", &ev);
-                c = manager_find(m, name);
+                c = manager_ctrl_find(m, name);
                 if (!c)
                         (void) manager_add_controller(m, name, "change");
                 else if (ev && strcmp(ev, "connected") == 0)
@@ -640,6 +640,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 return 0;
         }
         m->config_reloads++;
+        manager_holds_reloaded(m);   /* [holds] enable = no ends them; the re-plan below follows the caps */
 
         if (!m->reloading)
                 m->reload_changed = 0;
@@ -747,6 +748,7 @@ static void manager_check_settled(Manager *m) {
 
 static void manager_begin_stop(Manager *m) {
         m->stopping = true;
+        manager_holds_stop(m);
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring the original APST tables...");
         /* nothing but the restores from here: no timer or watch may start work or pin a CPU again
          * (pin = busy's watchers would) while the loop runs on for them */
@@ -876,6 +878,8 @@ Manager *manager_free(Manager *m) {
         ctrljob_queue_unref(m->jobs);
         manager_power_free(m);
         sd_bus_slot_unref(m->sleep_slot);
+        bus_holds_free(m->bus_holds);   /* its polkit questions first: they point into the holds */
+        manager_holds_free(m);
         bus_api_free(m->bus_api);
         sd_bus_flush_close_unref(m->bus);
         sd_device_monitor_unref(m->monitor);
@@ -1023,6 +1027,9 @@ static void manager_connect_api(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Cannot publish the D-Bus API: %m; `nvme-apstd status` will not reach the "
                                      "daemon.");
+        r = bus_holds_new(m, m->bus, &m->bus_holds);
+        if (r < 0)
+                log_warning_errno(r, "Cannot offer latency holds on the bus: %m");
 }
 
 static int manager_connect_verify_timer(Manager *m) {
@@ -1121,6 +1128,7 @@ void manager_stop(Manager *m) {
         /* the loop ended without SIGTERM (an error): restore what answers within the deadline, here */
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring the original APST tables...");
         m->stopping = true;
+        manager_holds_stop(m);
         if (m->cpupin)
                 (void) cpupin_release(m->cpupin, "stop");
         for (size_t i = 0; i < m->n_ctrls; i++) {

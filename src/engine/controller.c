@@ -22,7 +22,7 @@
 #include "sysfs.h"
 
 void controller_init(Controller *c, const char *name) {
-        *c = (Controller) {};
+        *c = (Controller) { .latency_cap_us = DEVICE_NO_CAP };
         (void) snprintf(c->name, sizeof c->name, "%s", name);
 }
 
@@ -287,8 +287,12 @@ static void log_left_alone(const Controller *c, const ControllerContext *ctx, bo
                           "%s: left alone: %s.", c->name, device_verdict_reason(c->plan.verdict));
 }
 
+static bool learned_in_force(const Controller *c) {
+        return c->have_learned && apst_worst_wake_us(&c->learned, &c->id) <= c->plan.params.max_latency_us;
+}
+
 const ApstTable *controller_table(const Controller *c) {
-        return c->have_learned ? &c->learned : &c->plan.plan.table;
+        return learned_in_force(c) ? &c->learned : &c->plan.plan.table;
 }
 
 static int step_write(Controller *c, const ControllerContext *ctx, AdminHandle *ctrl, bool first, const char *reason,
@@ -297,7 +301,7 @@ static int step_write(Controller *c, const ControllerContext *ctx, AdminHandle *
         ApplyTarget t = controller_target(c, reason);
         RecordHook hook = { .c = c, .ctx = ctx };
         const ApstTable *want = controller_table(c);
-        uint32_t worst = c->have_learned ? apst_worst_wake_us(want, &c->id) : c->plan.plan.worst_wake_us;
+        uint32_t worst = learned_in_force(c) ? apst_worst_wake_us(want, &c->id) : c->plan.plan.worst_wake_us;
         int r;
 
         t.leaving = leaving_hook;
@@ -378,7 +382,8 @@ int controller_program(Controller *c, const ControllerContext *ctx, const ApstTa
                 return outcome_fail(ret, CONTROLLER_STEP_PLAN, -EINVAL, 0);
         if (apst_table_check(table, &c->id) < 0)
                 return outcome_fail(ret, CONTROLLER_STEP_PLAN,
-                                    log_error_errno(-EINVAL, "%s: refusing an invalid table (%s).", c->name, reason), 0);
+                                    log_error_errno(-EINVAL, "%s: refusing an invalid table (%s).", c->name, reason),
+                                    0);
         worst = apst_worst_wake_us(table, &c->id);
         if (worst > c->plan.params.max_latency_us)
                 return outcome_fail(ret, CONTROLLER_STEP_PLAN,
@@ -461,6 +466,15 @@ static void log_calibration_used(const Controller *c, const Calibration *calib) 
                   c->name, states, meas, adv, with, without);
 }
 
+/* The same parameters from the configuration: as configured, before a hold's cap. */
+static bool plan_same_configuration(const DevicePlan *a, const DevicePlan *b) {
+        ApstParams x = a->params, y = b->params;
+
+        x.max_latency_us = a->configured_max_latency_us;
+        y.max_latency_us = b->configured_max_latency_us;
+        return apst_params_equal(&x, &y);
+}
+
 int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_changed) {
         DevicePlan old = c->plan;
         ApstTable old_table = *controller_table(c);
@@ -469,16 +483,18 @@ int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_cha
         Calibration calib;
         bool have_calib = merge_passive(c, load_calibration(c, ctx, &calib), &calib);
 
-        r = device_plan_calibrated(ctx->config, ctx->platform, c->name, &c->sys, &c->id,
-                                   have_calib ? &calib : NULL, &c->plan);
+        r = device_plan_capped(ctx->config, ctx->platform, c->name, &c->sys, &c->id, have_calib ? &calib : NULL,
+                               c->latency_cap_us, &c->plan);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot plan the APST table: %m", c->name);
         if (ctx->mode == CONTROLLER_MODE_DAEMON && c->plan.calib_changed_table &&
             (!old.calib_changed_table || !apst_table_equal(&old.plan.table, &c->plan.plan.table)))
                 log_calibration_used(c, &calib);
-        /* What a policy learned at run time holds for the configuration it learned under. */
-        if (old.verdict != c->plan.verdict || !apst_params_equal(&old.params, &c->plan.params) ||
-            !apst_table_equal(&old.plan.table, &c->plan.plan.table))
+        /* What a policy learned at run time holds for the configuration it learned under; a hold's cap
+         * alone changes the budget, not that (controller_table() leaves out a learned table above it). */
+        if (old.verdict != c->plan.verdict || !plan_same_configuration(&old, &c->plan) ||
+            (old.params.max_latency_us == c->plan.params.max_latency_us &&
+             !apst_table_equal(&old.plan.table, &c->plan.plan.table)))
                 c->have_learned = false;
         if (ret_changed)
                 *ret_changed = old.verdict != c->plan.verdict || !apst_table_equal(&old_table, controller_table(c));

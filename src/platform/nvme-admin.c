@@ -103,6 +103,12 @@ int admin_open_namespace(const char *devdir, const char *ns_name, uint32_t nsid,
         return 0;
 }
 
+/* The fields every libnvme argument struct here shares: where the result and the data go, the
+ * struct's size (libnvme's ABI check), the handle, and the kernel's own timeout (ADMIN_TIMEOUT_MS:
+ * never shorter). One place, so no command can be sent with another timeout. */
+#define LIBNVME_ARGS_COMMON(c, res, buffer)                                                                 \
+        .result = (res), .data = (buffer), .args_size = sizeof args, .fd = (c)->fd, .timeout = ADMIN_TIMEOUT_MS
+
 int admin_read_block(AdminHandle *c, uint64_t slba, uint16_t *ret_nvme_status) {
         uint32_t result = 0;
         int r;
@@ -111,11 +117,7 @@ int admin_read_block(AdminHandle *c, uint64_t slba, uint16_t *ret_nvme_status) {
                 return -EPERM;
         struct nvme_io_args args = {
                 .slba = slba,
-                .result = &result,
-                .data = c->buf,
-                .args_size = sizeof args,
-                .fd = c->fd,
-                .timeout = ADMIN_TIMEOUT_MS,
+                LIBNVME_ARGS_COMMON(c, &result, c->buf),
                 .nsid = c->nsid,
                 .data_len = c->lba_bytes,
                 .nlb = 0,          /* 0-based: one block */
@@ -174,11 +176,7 @@ static int admin_submit_one(AdminHandle *c, AdminCmd cmd, void *buf, uint32_t cd
                 if (!admin_command_allowed(CTRL_OPC_IDENTIFY, CTRL_CNS_CONTROLLER))
                         return -EPERM;
                 struct nvme_identify_args args = {
-                        .result = &result,
-                        .data = buf,
-                        .args_size = sizeof args,
-                        .fd = c->fd,
-                        .timeout = ADMIN_TIMEOUT_MS,
+                        LIBNVME_ARGS_COMMON(c, &result, buf),
                         .cns = NVME_IDENTIFY_CNS_CTRL,
                         .csi = NVME_CSI_NVM,
                         .nsid = NVME_NSID_NONE,
@@ -193,11 +191,7 @@ static int admin_submit_one(AdminHandle *c, AdminCmd cmd, void *buf, uint32_t cd
                 if (!admin_command_allowed(CTRL_OPC_GET_FEATURES, CTRL_FID_APST | (NVME_GET_FEATURES_SEL_CURRENT << 8)))
                         return -EPERM;
                 struct nvme_get_features_args args = {
-                        .result = &result,
-                        .data = buf,
-                        .args_size = sizeof args,
-                        .fd = c->fd,
-                        .timeout = ADMIN_TIMEOUT_MS,
+                        LIBNVME_ARGS_COMMON(c, &result, buf),
                         .nsid = 0,
                         .sel = NVME_GET_FEATURES_SEL_CURRENT,
                         .data_len = 256,
@@ -208,11 +202,7 @@ static int admin_submit_one(AdminHandle *c, AdminCmd cmd, void *buf, uint32_t cd
         }
         case ADMIN_CMD_SET_APST: {
                 struct nvme_set_features_args args = {
-                        .result = &result,
-                        .data = buf,
-                        .args_size = sizeof args,
-                        .fd = c->fd,
-                        .timeout = ADMIN_TIMEOUT_MS,
+                        LIBNVME_ARGS_COMMON(c, &result, buf),
                         .nsid = 0,
                         .cdw11 = cdw11,
                         .data_len = 256,

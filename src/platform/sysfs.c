@@ -97,12 +97,18 @@ int sysfs_read_controller(const char *sysroot, const char *name, SysCtrl *ret) {
         return 0;
 }
 
-static int ctrl_index(const char *name) {
-        return atoi(name + 4); /* validated by sysfs_is_ctrl_name() */
+/* digits only (sysfs_is_ctrl_name()); a number past 32 bits sorts last instead of overflowing atoi() */
+static uint32_t ctrl_index(const char *name) {
+        uint32_t i = UINT32_MAX;
+
+        (void) safe_atou32(name + 4, &i);
+        return i;
 }
 
 static int cmp_ctrl(const void *a, const void *b) {
-        return ctrl_index(((const SysCtrl *) a)->name) - ctrl_index(((const SysCtrl *) b)->name);
+        uint32_t x = ctrl_index(((const SysCtrl *) a)->name), y = ctrl_index(((const SysCtrl *) b)->name);
+
+        return (x > y) - (x < y);
 }
 
 int sysfs_list_controllers(const char *sysroot, SysCtrl **ret, size_t *ret_n) {

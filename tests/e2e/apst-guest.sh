@@ -318,6 +318,12 @@ if [ -x "$D/apst-daemon.sh" ]; then
 	. "$D/apst-daemon.sh"
 fi
 
+# Latency holds (nvme-apstd hold, polkit), after the daemon's part and with its choice of controller.
+if [ -x "$D/apst-hold.sh" ] && [ -x "$D/apst-daemon.sh" ]; then
+	# shellcheck disable=SC1091
+	. "$D/apst-hold.sh"
+fi
+
 step "done"
 echo "1..$n"
 echo "E2E_RESULT tests=$n failed=$fails"

@@ -161,6 +161,7 @@ apst_guest() {
 	[ -f "$HERE/apst-calibrate.sh" ] && install -m755 "$HERE/apst-calibrate.sh" "$d/apst-calibrate.sh"
 	[ -f "$HERE/apst-passive.sh" ] && install -m755 "$HERE/apst-passive.sh" "$d/apst-passive.sh"
 	[ -f "$HERE/apst-adaptive.sh" ] && install -m755 "$HERE/apst-adaptive.sh" "$d/apst-adaptive.sh"
+	[ -f "$HERE/apst-hold.sh" ] && install -m755 "$HERE/apst-hold.sh" "$d/apst-hold.sh"
 	install -m755 "$WORK/apst-sysfs-watch" "$d/apst-sysfs-watch"
 	install -m644 "$WORK/apst.env" "$d/apst.env"
 	mkdir -p "$1/etc/systemd/system/nvme-apstd-e2e.service.d"

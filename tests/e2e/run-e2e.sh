@@ -206,8 +206,9 @@ fi
 # Packages: the base list plus whatever Debian package provides each library
 # the installed executables link (so a new dependency needs no edit here).
 # procps: /bin/kill, which the unit's ExecReload= runs (minbase lacks it; every
-# standard Debian install has it). jq: the guest script's JSON assertions.
-PKGS="systemd systemd-sysv udev dbus kmod procps nvme-cli libnvme1 libsystemd0 libcpupower1 libinih1 jq"
+# standard Debian install has it). jq: the guest script's JSON assertions. polkitd: what authorises
+# latency holds (apst-hold.sh; the package recommends it, apt-get installs recommends by default).
+PKGS="systemd systemd-sysv udev dbus kmod procps nvme-cli libnvme1 libsystemd0 libcpupower1 libinih1 jq polkitd"
 # ... and what the package depends on, so that apt-get installs it offline.
 [ "$PKG" = 0 ] || PKGS="$PKGS $(dpkg-deb -f "$DEB1" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/ //g')"
 libpkgs() {

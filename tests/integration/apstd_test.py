@@ -5,6 +5,7 @@ COMMAND, so $FAKE_NVME_STATE and $FAKE_NVME_CTL_PROG are set, /sys and /dev
 are the testbed's, and every admin command is checked by the harness's
 allow-list oracle (the harness exits 1 on a violation even if we pass)."""
 
+import getpass
 import json
 import os
 import re
@@ -61,9 +62,9 @@ def require_harness():
         skip("not running under the fake controller harness (FAKE_NVME_STATE unset)")
 
 
-def read_table(name):
-    """(apste, [32 ints]) as the fake controller holds it now."""
-    with open(os.path.join(STATE, f"{name}.table")) as f:
+def read_table(name, state=None):
+    """(apste, [32 ints]) as the fake controller holds it now (or as a copy of its state in @state holds it)."""
+    with open(os.path.join(state or STATE, f"{name}.table")) as f:
         words = f.read().split()
     apste = None
     entries = []
@@ -82,11 +83,11 @@ def write_table_file(path, apste, entries):
             f.write(f"0x{e:016x}\n")
 
 
-def read_log(name):
-    """Admin commands the controller saw, as dicts (opc, cdw10, cdw11, status/errno)."""
+def read_log(name, state=None):
+    """Admin commands the controller saw, as dicts (opc, cdw10, cdw11, status/errno); @state as read_table()."""
     out = []
     try:
-        with open(os.path.join(STATE, f"{name}.log")) as f:
+        with open(os.path.join(state or STATE, f"{name}.log")) as f:
             for line in f:
                 d = dict(re.findall(r"(\w+)=(\S+)", line))
                 d["line"] = line.strip()
@@ -162,6 +163,24 @@ def wait_for(pred, timeout=10.0, what="condition"):
         time.sleep(0.02)
     print(f"timed out after {timeout}s waiting for {what}")
     return None
+
+
+def start_system_bus(bus_dir, extra_policy=""):
+    """A dbus-daemon in @bus_dir that enforces what the system bus enforces (the default policy of
+    dbus-daemon's system.conf, tests/integration/system-bus.conf.in) plus the shipped
+    dbus/io.github.nvme_apstd.conf and @extra_policy (<policy> elements). Returns (Popen, address)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    policy = os.path.abspath(os.path.join(here, "..", "..", "dbus", "io.github.nvme_apstd.conf"))
+    addr = f"unix:path={bus_dir}/bus"
+    with open(os.path.join(here, "system-bus.conf.in")) as f:
+        text = f.read().replace("@POLICY@", policy).replace("@USER@", getpass.getuser())
+    conf = os.path.join(bus_dir, "bus.conf")
+    with open(conf, "w") as f:
+        f.write(text.replace("</busconfig>", extra_policy + "</busconfig>"))
+    proc = subprocess.Popen([shutil.which("dbus-daemon") or "dbus-daemon", f"--config-file={conf}", "--nofork",
+                             f"--address={addr}", "--print-address=1"], stdout=subprocess.PIPE, text=True)
+    proc.stdout.readline()
+    return proc, addr
 
 
 class PrivateBus:

@@ -16,7 +16,6 @@ Run as the harness's COMMAND: test-bus.py SCENARIO
 Covers: src/daemon/bus-api.c, src/cli/cmd-status.c, dbus/io.github.nvme_apstd.conf.
 """
 
-import getpass
 import json
 import os
 import shutil
@@ -42,8 +41,6 @@ BUSCTL = shutil.which("busctl")
 if not DBUS_DAEMON or not BUSCTL:
     skip("dbus-daemon or busctl not installed")
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-POLICY = os.path.abspath(os.path.join(SRC, "dbus", "io.github.nvme_apstd.conf"))
 SAMSUNG = os.path.join(DATA, "idctrl", "05-samsung-ssd-970-evo-plus-2tb.bin")
 WDC = os.path.join(DATA, "idctrl", "14-wdc-wds500g2b0c-00pxh0.bin")
 INTEL = os.path.join(DATA, "idctrl", "00-intel-ssdpekkw256g7.bin")
@@ -60,19 +57,13 @@ def ctrl_path(name):
 
 def start_bus(policy):
     bdir = tempfile.mkdtemp(prefix="apstd-bus-")
-    addr = f"unix:path={bdir}/bus"
     if policy:
-        with open(os.path.join(os.path.dirname(__file__), "system-bus.conf.in")) as f:
-            text = f.read()
-        conf = os.path.join(bdir, "bus.conf")
-        with open(conf, "w") as f:
-            f.write(text.replace("@POLICY@", POLICY).replace("@USER@", getpass.getuser()))
-        args = [f"--config-file={conf}"]
+        bus, addr = start_system_bus(bdir)
     else:
-        args = ["--session"]
-    bus = subprocess.Popen([DBUS_DAEMON, *args, "--nofork", f"--address={addr}", "--print-address=1"],
-                           stdout=subprocess.PIPE, text=True)
-    bus.stdout.readline()
+        addr = f"unix:path={bdir}/bus"
+        bus = subprocess.Popen([DBUS_DAEMON, "--session", "--nofork", f"--address={addr}", "--print-address=1"],
+                               stdout=subprocess.PIPE, text=True)
+        bus.stdout.readline()
     conn = Gio.DBusConnection.new_for_address_sync(
         addr, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
         None, None)
@@ -153,17 +144,25 @@ def introspect(addr, path):
     return out if p.returncode == 0 else None
 
 
+# The only methods and signal of our own: the latency holds (doc/dbus-api.md "Holds"), on Manager1.
+HOLD_MEMBERS = {("HoldLatency", "method", "stss"), ("ReleaseLatency", "method", "u"),
+                ("LatencyReleased", "signal", "us")}
+
+
 def check_introspection(addr, path, iface):
-    """Only read-only properties on our interface; returns their names."""
+    """Only read-only properties on our interface, and on Manager1 the holds' methods and signal;
+    returns the properties' names."""
     i = introspect(addr, path)
     if not check(i is not None and iface in i, f"{path}: busctl introspect shows {iface}"):
         return []
     members = i[iface]
-    check(all(m[1] == "property" for m in members), f"{iface}: properties only, no method or signal of our own")
+    others = {m[:3] for m in members if m[1] != "property"}
+    want = HOLD_MEMBERS if iface == M_IFACE else set()
+    check(others == want, f"{iface}: properties only, and the holds' methods and signal on Manager1 ({others})")
     check(not any("writable" in m[3] for m in members), f"{iface}: no writable property")
     ours = [k for k in i if k.startswith("io.github.nvme_apstd")]
     check(ours == [iface], f"{path}: no other interface of ours ({ours})")
-    return [m[0] for m in members]
+    return [m[0] for m in members if m[1] == "property"]
 
 
 def status_env(addr):
@@ -194,7 +193,8 @@ def scenario_api():
 
         # every property, read one by one with busctl
         mprops = check_introspection(addr, ROOT, M_IFACE)
-        check(set(mprops) == {"Version", "ConfigFile", "PowerSource", "ActiveProfile", "Controllers", "EventSources"},
+        check(set(mprops) == {"Version", "ConfigFile", "PowerSource", "ActiveProfile", "Controllers", "EventSources",
+                              "Holds"},
               f"Manager1 properties: {mprops}")
         m = {k: get(addr, ROOT, M_IFACE, k) for k in mprops}
         print(f"manager: {m}")

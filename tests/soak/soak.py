@@ -92,8 +92,16 @@ PROFILES = ["", "balanced", "power-saver", "performance"]
 WEIGHTS = {
     "reset": 10, "resume": 6, "add": 3, "remove": 2, "reload": 6, "reload-broken": 3, "hup-storm": 2,
     "supply": 5, "profile": 5, "io": 14, "silence": 4, "fault": 7, "clear": 3, "not-live": 3, "pmqos": 2,
-    "dbus-read": 4, "sigkill": 2, "stop-start": 1, "hang": 1,
+    "dbus-read": 4, "sigkill": 2, "stop-start": 1, "hang": 1, "hold": 5, "unhold": 4,
 }
+# Latency holds: `nvme-apstd hold` clients on every controller, taken, ended (SIGTERM or SIGINT passed
+# on to their command, or the client and its command killed with SIGKILL) and retaken by the clients
+# themselves after a restart. Their latencies are the two whose tables `plan` says without a cap of
+# its own: 0 (no idle state, APSTE 0) and the largest allowed, 10 s, at or above every configured
+# budget (no effect). At most HOLDERS_MAX clients live at once.
+HOLD_LATENCIES = [0, 0, 10000000]
+HOLDERS_MAX = 6
+HELD_TABLE = (0, [0] * 32)
 # The long hang: a drive that holds one Get Features for 20 s (past the deadline, as a failing drive
 # holds it up to the kernel's 60 s admin timeout); the storm goes on meanwhile. Only Get Features:
 # a held Set would land after a later daemon's write, as on a real drive, and the oracle could not
@@ -185,7 +193,15 @@ def generate(seed, n_events):
             ev["leave_not_live"] = rng.choice([None] + names)
         elif k == "hang":
             ev["ctrl"] = rng.choice(names)
+        elif k == "hold":
+            ev["latency"] = rng.choice(HOLD_LATENCIES)
+        elif k == "unhold":
+            ev["how"] = rng.choice(["term", "int", "kill"])
+            ev["pick"] = rng.random()
         out.append(ev)
+        if k in ("reset", "hang") and rng.random() < 0.5:
+            # a hold asked for while the controller resets or its command hangs
+            out.append({"kind": "hold", "latency": rng.choice(HOLD_LATENCIES)})
         since_check += 1
         if since_check >= gap:
             out.append({"kind": "quiet"})
@@ -329,6 +345,9 @@ class Soak:
         self.hang_until = 0.0     # CLOCK_MONOTONIC when the last held command returns
         self.event_times = []     # (time.time() at its start, event index): which events a long gap spans
         self.expect_dead = False
+        self.holders = []         # the `nvme-apstd hold` clients started: dict(proc, latency, marker, err)
+        # clients started, refused (125), ended by a signal passed on, killed; quiet checks under a hold at 0
+        self.hold_stats = {"started": 0, "refused": 0, "ended": 0, "killed": 0, "checks_held": 0}
         self.workdir = tempfile.mkdtemp(prefix="apstd-soak-")
         self.conf = os.path.join(self.workdir, "nvme-apstd.conf")
         self.rdir = os.path.join(self.workdir, "run")
@@ -816,9 +835,13 @@ class Soak:
         names = {p.rsplit("/", 1)[1] for p in objs if "/controller/" in p}
         if names != set(self.model):
             out.append(f"D-Bus controllers {sorted(names)} != present {sorted(self.model)}")
+        held = self.check_holds(out)
         for n, c in self.model.items():
             want, policy = self.expected(n)
             have = self.table(n)
+            if want is not None and held:
+                # the policy capped by the live holds: one at 0 leaves no idle state, whatever the policy
+                want, policy = HELD_TABLE, "held"
             props = objs.get(f"{ROOT}/controller/{n}", {}).get("io.github.nvme_apstd.Controller1", {})
             self.checks += 1
             if want is None:
@@ -834,9 +857,99 @@ class Soak:
                 if props.get("Policy") != "adaptive":
                     out.append(f"{n}: plan says adaptive, D-Bus Policy is {props.get('Policy')!r}")
             elif have != want:
-                out.append(f"{n}: holds {fmt(have)}, plan says {fmt(want)} (config {self.config}, "
+                out.append(f"{n}: holds {fmt(have)}, {'a live hold at 0 says' if policy == 'held' else 'plan says'} "
+                           f"{fmt(want)} (config {self.config}, "
                            f"{'ac' if self.ac else 'battery'}, profile {self.profile!r})")
         return out
+
+    # -- latency holds
+    def hold_start(self, latency):
+        self.holders = [h for h in self.holders if h["proc"].poll() is None or self.hold_reap(h)]
+        if len(self.holders) >= HOLDERS_MAX:
+            return
+        i = self.hold_stats["started"]
+        self.hold_stats["started"] += 1
+        marker = os.path.join(self.workdir, f"hold-{self.done}-{i}.started")
+        err = os.path.join(self.workdir, f"hold-{self.done}-{i}.err")
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.bus.addr, NVME_APSTD_LOG_TARGET="console")
+        with open(err, "w") as f:
+            # a session of its own: SIGKILL of the group ends the client and its command together
+            proc = subprocess.Popen([T.NVME_APSTD, "hold", "--max-latency", str(latency), "--app-id", "soak",
+                                     "--reason", f"event {self.done}", "--", "sh", "-c",
+                                     f'touch "{marker}"; exec sleep 100000'],
+                                    env=env, stdout=subprocess.DEVNULL, stderr=f, start_new_session=True)
+        self.holders.append({"proc": proc, "latency": latency, "marker": marker, "err": err, "reaped": False})
+
+    def hold_reap(self, h):
+        """A client that ended: counted once; False (it is no holder any more)."""
+        if not h["reaped"]:
+            h["reaped"] = True
+            self.hold_stats["refused" if h["proc"].returncode == 125 else "ended"] += 1
+        return False
+
+    def hold_end(self, how, pick):
+        live = [h for h in self.holders if h["proc"].poll() is None]
+        if not live:
+            return
+        h = live[int(pick * len(live))]
+        sig = {"term": signal.SIGTERM, "int": signal.SIGINT, "kill": signal.SIGKILL}[how]
+        if how == "kill":
+            os.killpg(h["proc"].pid, signal.SIGKILL)   # the client and its command: the connection closes
+            self.hold_stats["killed"] += 1
+        else:
+            h["proc"].send_signal(sig)                 # passed on to the command, whose death is the client's
+        try:
+            rc = h["proc"].wait(10 * self.slow)
+        except subprocess.TimeoutExpired:
+            self.fail(f"an `nvme-apstd hold` client did not end within 10 s of {sig.name}")
+            os.killpg(h["proc"].pid, signal.SIGKILL)
+            rc = h["proc"].wait()
+        started = os.path.exists(h["marker"])
+        if how != "kill" and rc not in (-int(sig), 128 + int(sig)) and not (rc == 125 and not started):
+            self.fail(f"`nvme-apstd hold` ended by {sig.name} exited {rc}, not by {sig.name}: "
+                      f"{open(h['err']).read()[-2000:]}")
+        if how == "kill":
+            h["reaped"] = True
+        else:
+            self.hold_reap(h)
+
+    def hold_in_force(self, h):
+        """The client runs its command, and its last word about the hold is not that it lost it."""
+        if h["proc"].poll() is not None or not os.path.exists(h["marker"]):
+            return False
+        with open(h["err"]) as f:
+            text = f.read()
+        last_lost = max(text.rfind("without it"), text.rfind("gone until it is back"))
+        return text.rfind("in force again") >= last_lost   # neither (-1, -1): never lost
+
+    def check_holds(self, out):
+        """The daemon's Holds are the live clients' (a dead client's hold is gone); returns whether one at 0 lives."""
+        for h in self.holders:
+            if h["proc"].poll() is not None:
+                self.hold_reap(h)
+        live = [h for h in self.holders if self.hold_in_force(h)]
+        try:
+            r = self.bus.conn.call_sync(BUSNAME, ROOT, "org.freedesktop.DBus.Properties", "Get",
+                                        self.GLib.Variant("(ss)", ("io.github.nvme_apstd.Manager1", "Holds")),
+                                        None, self.Gio.DBusCallFlags.NONE, int(20000 * self.slow), None)
+            holds = r.unpack()[0]
+        except Exception as e:  # noqa: BLE001
+            out.append(f"Manager1.Holds cannot be read: {e}")
+            return any(h["latency"] == 0 for h in live)
+        self.checks += 1
+        waiting = sum(1 for h in self.holders if h["proc"].poll() is None and not os.path.exists(h["marker"]))
+        if not len(live) <= len(holds) <= len(live) + waiting:
+            out.append(f"the daemon lists {len(holds)} holds, {len(live)} clients hold one "
+                       f"({waiting} still waiting for theirs): {holds}")
+        held = any(h["latency"] == 0 for h in live)
+        self.hold_stats["checks_held"] += held
+        return held
+
+    def hold_stop_all(self):
+        for h in self.holders:
+            if h["proc"].poll() is None:
+                os.killpg(h["proc"].pid, signal.SIGKILL)
+                h["proc"].wait()
 
     # -- events
     def reset(self, name):
@@ -1033,6 +1146,10 @@ class Soak:
             self.end_daemon(kill=True)
             time.sleep(ev["restart_ms"] / 1000)
             self.start_daemon()
+        elif k == "hold":
+            self.hold_start(ev["latency"])
+        elif k == "unhold":
+            self.hold_end(ev["how"], ev["pick"])
         elif k == "stop-start":
             self.normalise()
             self.settle()
@@ -1097,6 +1214,7 @@ class Soak:
             pass
         finally:
             self.reader_stop = True
+            self.hold_stop_all()
             if self.daemon and self.daemon.proc.poll() is None:
                 self.daemon.proc.kill()
                 self.daemon.proc.wait()
@@ -1111,7 +1229,7 @@ class Soak:
                  "bus_no_reply": self.bus_errors, "instances": self.instances,
                  "max_watchdog_gap_s": round(gaps, 2), "peak_event_sources": self.peak_sources,
                  "long_hangs": self.hangs,
-                 "journal_entries": self.journal_entries_seen,
+                 "journal_entries": self.journal_entries_seen, "holds": self.hold_stats,
                  "violations": len(self.violations)}
         if self.bus_errors:
             self.violations.append(f"{self.bus_errors} D-Bus call(s) without a reply from a running daemon")

@@ -198,7 +198,7 @@ typedef struct Case {
 } Case;
 
 static const Case table_cases[] = {
-        /* ---------------- kernel policy, six drives, defaults ---------------- */
+        /* ---------------- kernel policy, six of the sample drives, defaults ---------------- */
 
         /* Seed. Walk ps4..ps0. ps4: N, exlat 10000 <= 100000, total 12000 <= 15000 -> primary,
          * last=1, target ps4@100. ps3: gets ps4@100; total 10300 is primary again but last==1 ->
@@ -229,7 +229,7 @@ static const Case table_cases[] = {
         { "/apst/kernel/ebs", EBS, NULL, {}, PARAMS(K, 100000), APST_OUTCOME_PROGRAM, true, {}, 0, false, 0,
           "no idle transitions", "none" },
 
-        /* ---------------- budget policy, six drives, defaults (B = 100000 µs, P0 = 300000 µW, 1%) ----------------
+        /* ---------- budget policy, six of the sample drives, defaults (B = 100000 µs, P0 = 300000 µW, 1%) ----------
          * Each chain state starts (from the last completion) at the latest of its break-even time,
          * the kernel's tier for its enlat + exlat (100 ms up to 15000 µs, else 2000 ms) and
          * (enlat + exlat) / 1%; a step's ITPT is that start minus when the previous entry is over

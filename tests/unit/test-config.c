@@ -64,6 +64,7 @@ static void assert_defaults(const Config *c) {
         CHECK(cpuset_is_empty(&c->cpu.cpus));
         CHECK(!c->metrics.path);
         CHECK(c->watch.source == WATCH_SOURCE_AUTO);
+        CHECK(c->holds.enable);
 }
 
 /* ---- good files ---- */
@@ -133,7 +134,7 @@ static void check_cpu_relative(const Config *c) {
         cpuset_format(&c->cpu.cpus, buf, sizeof(buf));
         CHECK(strcmp(buf, "0-3,6") == 0);
         assert_defaults(&(Config) { .apst = c->apst, .cpu = (CpuConfig) { .release_after_ms = 2000 },
-                                    .daemon = c->daemon });
+                                    .daemon = c->daemon, .holds = c->holds });
 }
 
 static void check_cpu_khz(const Config *c) {
@@ -164,6 +165,16 @@ static void check_watch_stat(const Config *c) {
 
 static void check_watch_bpf(const Config *c) {
         CHECK(c->watch.source == WATCH_SOURCE_BPF);
+}
+
+static void check_holds_off(const Config *c) {
+        CHECK(!c->holds.enable);
+        CHECK(c->n_devices == 0);   /* [holds] enable is not [device] enable */
+}
+
+static void check_holds_on_device_off(const Config *c) {
+        CHECK(c->holds.enable);
+        CHECK(c->n_devices == 1 && !c->devices[0].enable);
 }
 
 static void check_metrics_path(const Config *c) {
@@ -235,6 +246,10 @@ static const GoodCase good_cases[] = {
         { "/config/good/watch/empty-section-is-auto", "[watch]\n", check_defaults },
         { "/config/good/watch/stat", "[watch]\nsource = stat\n", check_watch_stat },
         { "/config/good/watch/bpf", "[watch]\nsource = bpf\n", check_watch_bpf },
+        { "/config/good/holds/default-on", "[holds]\n", check_defaults },
+        { "/config/good/holds/off", "[holds]\nenable = no\n", check_holds_off },
+        { "/config/good/holds/device-enable-apart", "[holds]\nenable = yes\n[device a]\nmatch_name = nvme0\nenable = no\n",
+          check_holds_on_device_off },
         { "/config/good/stall/half", "[apst]\npolicy = adaptive\nstall_budget_pct = 0.5\n", check_stall_half },
         { "/config/good/stall/trailing-zeros", "[apst]\npolicy = adaptive\nstall_budget_pct = 0.500\n", check_stall_half },
         { "/config/good/stall/whole", "[apst]\nstall_budget_pct = 3\n", check_stall_whole },
@@ -662,9 +677,9 @@ static const BadCase bad_cases[] = {
         { "/config/bad/stall/dot", "[apst]\nstall_budget_pct = 2.\n", -EINVAL,
           "2: [apst] stall_budget_pct = 2.: not a percentage (a decimal number such as 2 or 0.5, at most two decimals)" },
         { "/config/bad/section/unknown", "[apst]\n[foo]\n", -EINVAL,
-          "2: [foo]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])" },
+          "2: [foo]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch], [holds] or [device NAME])" },
         { "/config/bad/section/unknown-empty-at-end", "[apst]\nforce = no\n[cpus]\n", -EINVAL,
-          "3: [cpus]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])" },
+          "3: [cpus]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch], [holds] or [device NAME])" },
         { "/config/bad/section/apst-twice", "[apst]\nforce = no\n[apst]\npolicy = kernel\n", -EINVAL,
           "3: [apst]: section given twice" },
         { "/config/bad/section/cpu-twice", "[cpu]\n[cpu]\n", -EINVAL, "2: [cpu]: section given twice" },
@@ -679,7 +694,7 @@ static const BadCase bad_cases[] = {
           "1: [device a b]: no [device a] section above it (a situation section refines one that has the "
           "match_ keys)" },
         { "/config/bad/section/device-glued", "[devicea]\n", -EINVAL,
-          "1: [devicea]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])" },
+          "1: [devicea]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch], [holds] or [device NAME])" },
         { "/config/bad/section/device-without-match",
           "[device everything]\nmax_latency_us = 0\n[apst]\n", -EINVAL,
           "1: [device everything]: no match_ key (match_name, match_model, match_serial, match_pci or "
@@ -757,6 +772,13 @@ static const BadCase bad_cases[] = {
           "2: [apst] unresponsive_after_sec = 5: unknown key in this section (it belongs in [daemon])" },
 
         /* [metrics] */
+        { "/config/bad/holds/not-bool", "[holds]\nenable = maybe\n", -EINVAL,
+          "2: [holds] enable = maybe: not a boolean (yes/no, true/false, on/off, 1/0)" },
+        { "/config/bad/holds/situation", "[holds on-battery]\n", -EINVAL,
+          "1: [holds on-battery]: [holds] is the same in every situation" },
+        { "/config/bad/holds/twice", "[holds]\n[holds]\n", -EINVAL, "2: [holds]: section given twice" },
+        { "/config/bad/holds/key-elsewhere", "[holds]\nsource = bpf\n", -EINVAL,
+          "2: [holds] source = bpf: unknown key in this section (it belongs in [watch])" },
         { "/config/bad/watch/unknown-source", "[watch]\nsource = ebpf\n", -EINVAL,
           "2: [watch] source = ebpf: unknown source (auto, bpf or stat)" },
         { "/config/bad/watch/situation", "[watch on-battery]\n", -EINVAL,
@@ -781,7 +803,7 @@ static const BadCase bad_cases[] = {
 
         /* keys */
         { "/config/bad/key/outside-section", "policy = kernel\n[apst]\n", -EINVAL,
-          "1: policy = kernel: outside any section; put it under [apst], [cpu], [metrics], [daemon], [watch] or [device NAME]" },
+          "1: policy = kernel: outside any section; put it under [apst], [cpu], [metrics], [daemon], [watch], [holds] or [device NAME]" },
         { "/config/bad/key/unknown", "[apst]\nmax_latency = 5\n", -EINVAL,
           "2: [apst] max_latency = 5: unknown key" },
         { "/config/bad/key/cpu-key-in-apst", "[apst]\npin = busy\n", -EINVAL,
@@ -1017,7 +1039,7 @@ static void test_null_filename(void) {
         Config c;
 
         CHECK(config_parse_string("[x]\n", NULL, &c, &error) == -EINVAL);
-        CHECK(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch] or [device NAME])") == 0);
+        CHECK(strcmp(error, "<string>:1: [x]: unknown section (expected [apst], [cpu], [metrics], [daemon], [watch], [holds] or [device NAME])") == 0);
         CHECK(config_parse_string("", NULL, &c, NULL) == 0);
         CHECK(strcmp(c.path, "<string>") == 0);
         config_done(&c);

@@ -3,7 +3,8 @@
  * The engine's learned table (controller.c), on the parts that need no device:
  * controller_program() refuses a table beyond max_latency_us or invalid for the
  * controller before anything is opened, and controller_replan() keeps the learned
- * table for an unchanged configuration and drops it for a changed one.
+ * table for an unchanged configuration and drops it for a changed one, and keeps
+ * it aside under a latency hold's cap it does not fit.
  * And a removal caught between the gate and the open: the /dev node gone while
  * sysfs still said live at the gate.
  */
@@ -189,6 +190,33 @@ int main(void) {
         CHECK(controller_replan(&c, &ctx, &changed) == 0);
         CHECK(!changed && c.have_learned);
         printf("ok: an unchanged configuration keeps the learned table\n");
+
+        /* a latency hold's cap: below ps3's wake, the plan has no idle state; the learned table is
+         * kept but not written (it wakes slower than the cap), and is what a sync writes again when
+         * the cap goes */
+        c.latency_cap_us = 1000;
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(changed && c.have_learned);
+        CHECK(c.plan.params.max_latency_us == 1000 && c.plan.configured_max_latency_us == 5000);
+        CHECK(apst_worst_wake_us(&c.plan.plan.table, &c.id) == 0);   /* no idle state within 1 ms */
+        CHECK(apst_table_equal(controller_table(&c), &c.plan.plan.table));
+        printf("ok: a cap below the learned table's wake plans for the cap, the learned table kept aside\n");
+        /* a table the adaptive policy chooses under the cap must fit the cap */
+        CHECK(controller_program(&c, &ctx, &t, "adaptive", &o) == -ERANGE);
+        CHECK(apst_table_equal(&c.learned, &t));
+        printf("ok: under the cap the adaptive policy's choice is bounded by it\n");
+        c.latency_cap_us = DEVICE_NO_CAP;
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(changed && c.have_learned && c.plan.params.max_latency_us == 5000);
+        CHECK(apst_table_equal(controller_table(&c), &t));
+        printf("ok: the cap gone, the learned table is what is written again\n");
+        /* a cap above the configured budget changes nothing */
+        c.latency_cap_us = 200000;
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(!changed && c.plan.params.max_latency_us == 5000 && apst_table_equal(controller_table(&c), &t));
+        c.latency_cap_us = DEVICE_NO_CAP;
+        CHECK(controller_replan(&c, &ctx, &changed) == 0 && !changed);
+        printf("ok: a cap above the configured budget changes nothing\n");
 
         /* a changed knob (the stall budget) drops it: the plan's table is written again */
         cfg.apst.stall_budget_pct_x100 = 50;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Identify Controller decoding: the six sample drives in both formats, values worked
+ * Identify Controller decoding: the seventeen sample drives in both formats, values worked
  * out by hand from the bytes (tests/data/idctrl/), and broken input of every kind.
  */
 
@@ -18,10 +18,21 @@
 
 static const char *const drives[] = {
         "00-intel-ssdpekkw256g7",
+        "02-intel-ssdpedmw012t4",
         "05-samsung-ssd-970-evo-plus-2tb",
+        "06-zhitai-tipro7000-1tb",
+        "07-zhitai-tiplus5000-1tb",
         "08-kingston-sa2000m81000g",
+        "09-t-force-tm8fpl500g",
         "10-samsung-980-pro-with-heatsink-1tb",
         "14-wdc-wds500g2b0c-00pxh0",
+        "16-kingston-rbusns8154p3128gj1",
+        "18-patriot-m-2-p310-240gb",
+        "20-670p-ssdpeknu512gz-nvme-intel-512gb",
+        "21-sk-hynix-bc501-hfm256gdjtng-8310a",
+        "23-ct1000e100ssd8",
+        "26-kbg30zms256g-nvme-toshiba-256gb",
+        "27-bg6-kioxia-512gb",
         "28-amazon-elastic-block-store",
 };
 
@@ -175,13 +186,16 @@ static void test_seed_values(void) {
 /* /idctrl/others/values: the scale bit on the other drives (JSON "max_power", "flags").
  *   Kingston A2000 ps3: 450, flags 3 -> 450 x 100 µW = 45 mW; ps4: 40, flags 3 -> 4 mW.
  *   980 PRO ps3: 4, flags 2 -> 4 x 10000 µW = 40 mW (no MXPS). SN550 ps3: 250, flags 3 -> 25 mW.
- *   EBS: npss 0, ps0 operational, 1 x 0.01 W, latencies 1000000 µs, firmware "2.0". */
+ *   EBS: npss 0, ps0 operational, 1 x 0.01 W, latencies 1000000 µs, firmware "2.0".
+ *   ZHITAI TiPro7000 ps4: 2, flags 2 -> 20 mW, exit 60000 µs. KIOXIA BG6 ps4: 30, flags 3 -> 3 mW. */
 static void test_other_values(void) {
         size_t len;
-        char *kingston = read_file(drives[2], "json", &len);
-        char *pro = read_file(drives[3], "bin", &len);
-        char *wdc = read_file(drives[4], "bin", &len);
-        char *ebs = read_file(drives[5], "bin", &len);
+        char *kingston = read_file("08-kingston-sa2000m81000g", "json", &len);
+        char *pro = read_file("10-samsung-980-pro-with-heatsink-1tb", "bin", &len);
+        char *wdc = read_file("14-wdc-wds500g2b0c-00pxh0", "bin", &len);
+        char *ebs = read_file("28-amazon-elastic-block-store", "bin", &len);
+        char *zhitai = read_file("06-zhitai-tipro7000-1tb", "bin", &len);
+        char *kioxia = read_file("27-bg6-kioxia-512gb", "bin", &len);
         IdCtrl id;
 
         CHECK(idctrl_parse_json(kingston, &id) == 0);
@@ -201,6 +215,14 @@ static void test_other_values(void) {
         CHECK(idctrl_parse_binary(ebs, len, &id) == 0);
         CHECK(id.npss == 0 && !id.psd[0].non_operational && id.psd[0].max_power_uw == 10000);
         CHECK(id.psd[0].enlat_us == 1000000 && strcmp(id.firmware, "2.0") == 0);
+
+        CHECK(idctrl_parse_binary(zhitai, len, &id) == 0);
+        CHECK(strcmp(id.model, "ZHITAI TiPro7000 1TB") == 0 && id.npss == 4);
+        CHECK(id.psd[4].max_power_uw == 20000 && id.psd[4].exlat_us == 60000 && id.psd[4].non_operational);
+        CHECK(idctrl_parse_binary(kioxia, len, &id) == 0);
+        CHECK(id.psd[4].max_power_uw == 3000 && id.psd[4].enlat_us == 3000 && id.psd[4].exlat_us == 25000);
+        free(zhitai);
+        free(kioxia);
         free(kingston);
         free(pro);
         free(wdc);

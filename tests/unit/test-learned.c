@@ -17,6 +17,7 @@
 #include "check.h"
 #include "learned-store.h"
 #include "learned.h"
+#include "sim-adapt.h"
 #include "sim.h"
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
@@ -184,6 +185,60 @@ static void test_restore(void) {
         free(b);
 }
 
+/* The evidence of yesterday counts today. An hour of a quiet machine (a 20 s gap at a time,
+ * each ended by a wake-up from ps4) takes the policy off the kernel's table; what it learned,
+ * through the file's text, lets the next run leave it at its first delta, where a run with
+ * nothing learned is still on the kernel's. */
+static void quiet_delta(Adapt *a, uint64_t *now) {
+        GapHist delta = {};
+        ApstTable t;
+        AdaptDecision why;
+
+        gaphist_add_gap(&delta, MS(20000), MS(8.1));
+        *now += MS(20000);
+        CHECK(adapt_observe_gaps(a, &delta, *now, &t, &why) >= 0);
+}
+
+static void test_restore_evidence(void) {
+        IdCtrl id = drive();
+        ApstParams p = APST_PARAMS_DEFAULT;
+        ApstTable t;
+        Adapt *a = calloc(1, sizeof(Adapt)), *b = calloc(1, sizeof(Adapt)), *c = calloc(1, sizeof(Adapt));
+        Learned l, back;
+        char *text = NULL;
+        uint64_t now = 0;
+
+        current = "restore-evidence";
+        REQUIRE(a && b && c);
+        p.policy = APST_POLICY_ADAPTIVE;
+        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &t) == 0);
+        REQUIRE(adapt_start_exact(a, &t) == 0);
+        for (unsigned i = 0; i < 180; i++)
+                quiet_delta(a, &now);
+        CHECK(!apst_table_equal(&a->current_table, &a->kernel_table));
+
+        adapt_learned_capture(a, &l);
+        CHECK(learned_format(&l, &text) == 0);
+        CHECK(text && learned_parse(text, strlen(text), &back, NULL) == 0);
+        REQUIRE(adapt_init(b, &id, NULL, &p, 0, &t) == 0);
+        CHECK(adapt_learned_restore(b, &back) == 0);
+        REQUIRE(adapt_start_exact(b, &t) == 0);
+        REQUIRE(adapt_init(c, &id, NULL, &p, 0, &t) == 0);
+        REQUIRE(adapt_start_exact(c, &t) == 0);
+        now = 0;
+        quiet_delta(b, &now);
+        now = 0;
+        quiet_delta(c, &now);
+        CHECK(b->programs == 1 && !apst_table_equal(&b->current_table, &b->kernel_table));
+        CHECK(c->programs == 0 && apst_table_equal(&c->current_table, &c->kernel_table));
+        if (getenv("TEST_VERBOSE"))
+                fprintf(stderr, "before: %s\nafter the restart: %s\n", a->last.reason, b->last.reason);
+        free(text);
+        free(a);
+        free(b);
+        free(c);
+}
+
 static void test_store(void) {
         char dir[] = "/tmp/test-learned-XXXXXX", *path = NULL, *err = NULL;
         Learned l, back;
@@ -222,6 +277,7 @@ int main(void) {
         test_strict();
         test_path();
         test_restore();
+        test_restore_evidence();
         test_store();
         printf("%u checks, %u failed\n", n_checks, n_failed);
         return n_failed ? 1 : 0;

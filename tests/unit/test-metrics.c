@@ -31,6 +31,8 @@ static const MetricsController example_ctrls[] = {
                 .table_writes = 3,
                 .kernel_overwrites = 2,
                 .errors = 1,
+                .holds = 2,
+                .hold_us = 86400000000 + 500000,   /* a day and half a second */
                 .have_watcher = true,
                 .watch_source = "bpf",
                 .observed_ios = 1234567,
@@ -62,6 +64,7 @@ static const MetricsState example = {
         .start_time_seconds = 1764572400.25,
         .config_reloads = 2,
         .config_reload_failures = 1,
+        .holds_taken = 7,
         .controllers = example_ctrls,
         .n_controllers = ELEMENTSOF(example_ctrls),
         .cpu_policies = example_policies,
@@ -78,6 +81,9 @@ static const char example_text[] =
         "# HELP nvme_apstd_config_reload_failures_total Configuration reloads rejected (the running configuration was kept).\n"
         "# TYPE nvme_apstd_config_reload_failures_total counter\n"
         "nvme_apstd_config_reload_failures_total 1\n"
+        "# HELP nvme_apstd_holds_taken_total Latency holds taken over D-Bus since the start.\n"
+        "# TYPE nvme_apstd_holds_taken_total counter\n"
+        "nvme_apstd_holds_taken_total 7\n"
         "# HELP nvme_apstd_controller_info NVMe controller seen by the daemon: model, firmware, APST policy and the table in force (value 1).\n"
         "# TYPE nvme_apstd_controller_info gauge\n"
         "nvme_apstd_controller_info{controller=\"nvme0\",model=\"INTEL SSDPEKKW256G7\",firmware=\"PSF121C\",policy=\"budget\",table=\"ps3@100ms\xe2\x86\x92ps4@2000ms\"} 1\n"
@@ -107,6 +113,14 @@ static const char example_text[] =
         "# TYPE nvme_apstd_errors_total counter\n"
         "nvme_apstd_errors_total{controller=\"nvme0\"} 1\n"
         "nvme_apstd_errors_total{controller=\"nvme1\"} 0\n"
+        "# HELP nvme_apstd_holds Latency holds in force on the controller (its own and those on every controller).\n"
+        "# TYPE nvme_apstd_holds gauge\n"
+        "nvme_apstd_holds{controller=\"nvme0\"} 2\n"
+        "nvme_apstd_holds{controller=\"nvme1\"} 0\n"
+        "# HELP nvme_apstd_hold_seconds_total Time the controller spent with at least one latency hold on it (as of the daemon's last event).\n"
+        "# TYPE nvme_apstd_hold_seconds_total counter\n"
+        "nvme_apstd_hold_seconds_total{controller=\"nvme0\"} 86400.500000\n"
+        "nvme_apstd_hold_seconds_total{controller=\"nvme1\"} 0.000000\n"
         "# HELP nvme_apstd_observed_ios_total I/Os completed on the controller's namespaces, as the I/O watcher saw them.\n"
         "# TYPE nvme_apstd_observed_ios_total counter\n"
         "nvme_apstd_observed_ios_total{controller=\"nvme0\"} 1234567\n"
@@ -169,8 +183,8 @@ static void test_empty(void) {
                 else
                         samples++;
         }
-        CHECK(help == 14 && type == 14);
-        CHECK(samples == 3);
+        CHECK(help == 17 && type == 17);
+        CHECK(samples == 4);
         CHECK(strstr(t, "\nnvme_apstd_start_time_seconds 0.000\n"));
         CHECK(!strstr(t, "nvme_apstd_estimated_energy_joules_total") && !strstr(t, "nvme_apstd_wake_delay_seconds_total") &&
               !strstr(t, "nvme_apstd_guard_fallbacks_total"));

@@ -4,7 +4,9 @@
  * comments; nothing here recomputes the model). Units in comments: ms, mW, mJ
  * (1 mW x 1 ms = 1 µJ, so 0.2 W x 13.2 ms = 2.64 mJ).
  */
+#include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -596,6 +598,128 @@ static void test_table_check(void) {
         sim_result_done(&r);
 }
 
+/* Two results equal in every figure the benchmark reads (the same arithmetic, so exactly). */
+static bool same_result(const SimResult *a, const SimResult *b) {
+        return a->ios == b->ios && a->duration_ns == b->duration_ns && a->energy_j == b->energy_j &&
+               a->stall_ns == b->stall_ns && a->wakeups_total == b->wakeups_total &&
+               a->added_p99_ns == b->added_p99_ns && a->added_max_ns == b->added_max_ns &&
+               a->added_wall_ns == b->added_wall_ns && a->transition_ns == b->transition_ns &&
+               memcmp(a->resident_ns, b->resident_ns, sizeof a->resident_ns) == 0;
+}
+
+/* sim_run_repeat(), a static table: every copy starts as a cold run does (PS0 at its own 0),
+ * so three copies score what one does; 0 copies or more than SIM_COPIES_MAX are refused. */
+static void test_repeat_static(void) {
+        SimDrive d = drive_b();
+        ApstTable t = table_b();
+        SimPolicy pol;
+        TraceIo io[] = { { .t_ns = MS(3) }, { .t_ns = MS(20) }, { .t_ns = MS(100) }, { .t_ns = MS(300) } };
+        SimResult cold, warm, r;
+
+        current = "repeat/static";
+        sim_policy_static(&pol, "static", &t);
+        CHECK(sim_run(&d, io, 4, &params_100us, &pol, &cold) == 0);
+        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, 3, &warm, NULL) == 0);
+        CHECK(same_result(&cold, &warm));
+        /* not a vacuous equality: the drive sleeps in this trace. Served 3..3.1 (3 ms idle: no
+         * entry); at 20 it rests in ps1 (entered 13.1..14.1): 1 ms exit; at 100 and at 300 it
+         * rests in ps2 (ps1 50 ms, then 5 ms entry): 20 ms exits. Three wake-ups, 41 ms. */
+        CHECK(cold.wakeups_total == 3 && cold.stall_ns == MS(41));
+        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, 0, &r, NULL) == -EINVAL);
+        CHECK(sim_run_repeat(&d, io, 4, &params_100us, &pol, SIM_COPIES_MAX + 1, &r, NULL) == -EINVAL);
+        sim_result_done(&cold);
+        sim_result_done(&warm);
+}
+
+/* sim_run_repeat(), a sampled policy that never reprograms: the same figures as cold, and what
+ * it saw is one continuous disk. test_counters' trace (served 0..5, 10..15, 20..25, 40..45;
+ * samples at 12, 24, 36; last completion 45): copy 2's samples come at 45 + 12 = 57, 69, 81,
+ * and its first one's counters are copy 1's totals (1 read, 1 write, 1 flush, 1 discard,
+ * io_ticks 20) plus copy 2's own at 12 (1 read, io_ticks 7, the write in flight). */
+static void test_repeat_clock(void) {
+        SimDrive d = drive_a();
+        Probe cold_probe = { .reprogram_at = UINT64_MAX }, probe = { .reprogram_at = UINT64_MAX };
+        SimPolicy cold_pol = { .name = "probe", .sample_period_ns = MS(12), .start = probe_start,
+                               .sample = probe_sample, .userdata = &cold_probe };
+        SimPolicy pol = cold_pol;
+        SimParams p = { .service_ns = MS(5) };
+        TraceIo io[] = {
+                { .t_ns = 0, .bytes = 4096, .op = TRACE_OP_READ },
+                { .t_ns = MS(10), .bytes = 8192, .op = TRACE_OP_WRITE },
+                { .t_ns = MS(20), .bytes = 0, .op = TRACE_OP_FLUSH },
+                { .t_ns = MS(40), .bytes = 512, .op = TRACE_OP_DISCARD },
+        };
+        SimResult cold, warm;
+
+        current = "repeat/clock";
+        pol.userdata = &probe;
+        CHECK(sim_run(&d, io, 4, &p, &cold_pol, &cold) == 0);
+        CHECK(sim_run_repeat(&d, io, 4, &p, &pol, 2, &warm, NULL) == 0);
+        CHECK(same_result(&cold, &warm));
+        CHECK(cold.end_stat.io_ticks == 20 && cold.end_stat.discard_ios == 1 && cold.end_stat.in_flight == 0);
+        CHECK(probe.n == 6);
+        CHECK(probe.when[2] == MS(36) && probe.when[3] == MS(57) && probe.when[5] == MS(81));
+        CHECK(probe.st[3].read_ios == 2 && probe.st[3].write_ios == 1 && probe.st[3].flush_ios == 1);
+        CHECK(probe.st[3].discard_ios == 1 && probe.st[3].discard_sectors == 1);
+        CHECK(probe.st[3].io_ticks == 27 && probe.st[3].in_flight == 1);
+        sim_result_done(&cold);
+        sim_result_done(&warm);
+}
+
+/* A policy that learns: APST off until it has been sampled @after times, then its table;
+ * it starts a later copy on what it holds. */
+typedef struct Learner {
+        unsigned samples, after;
+        ApstTable holds, learned;
+} Learner;
+
+static int learner_start(void *userdata, ApstTable *ret_table) {
+        *ret_table = ((Learner *) userdata)->holds;
+        return 0;
+}
+
+static int learner_sample(void *userdata, uint64_t now_ns, const SimBlockStat *st, ApstTable *ret_table) {
+        Learner *l = userdata;
+
+        (void) now_ns;
+        (void) st;
+        if (++l->samples != l->after)
+                return 0;
+        l->holds = l->learned;
+        *ret_table = l->holds;
+        return 1;
+}
+
+/* sim_run_repeat(), a learning policy: on test_reprogram's trace (0 and 100 ms, drive A,
+ * samples every 20 ms) it learns at its 5th sample, which a cold run reaches at 100 ms, while
+ * the last I/O is served (100..100.1): APST is off in effect, 100.1 ms x 200 mW = 20.02 mJ. Warm (two copies)
+ * the second copy starts on ps0 -> ps1 after 10 ms: ps1 entry 10.1..11.1, rest until 100, exit
+ * 2 ms, served 102..102.1: P0 0.1 + 10 + 1 + 2 + 0.1 = 13.2 ms x 200 = 2.64 mJ, ps1 88.9 ms x 10
+ * = 0.889 mJ; 3.529 mJ, and one wake-up. */
+static void test_repeat_learns(void) {
+        SimDrive d = drive_a();
+        Learner cold_l = { .after = 5, .learned = table_a() }, warm_l = cold_l;
+        SimPolicy pol = { .name = "learner", .sample_period_ns = MS(20), .start = learner_start,
+                          .sample = learner_sample, .userdata = &cold_l };
+        TraceIo io[] = { { .t_ns = 0 }, { .t_ns = MS(100) } };
+        SimResult cold, warm, first;
+
+        current = "repeat/learns";
+        CHECK(sim_run(&d, io, 2, &params_100us, &pol, &cold) == 0);
+        CHECK_J(cold.energy_j, 20.02);
+        CHECK(cold.wakeups_total == 0);
+        pol.userdata = &warm_l;
+        CHECK(sim_run_repeat(&d, io, 2, &params_100us, &pol, 2, &warm, &first) == 0);
+        CHECK_J(warm.energy_j, 3.529);
+        /* the first copy is the cold run */
+        CHECK(same_result(&first, &cold) && first.n_reprograms == 2 && cold.n_reprograms == 2);
+        CHECK(warm.wakeups_total == 1 && warm.stall_ns == MS(2));
+        CHECK(warm.reprograms[0].t_ns == 0 && apst_table_equal(&warm.reprograms[0].table, &warm_l.learned));
+        sim_result_done(&cold);
+        sim_result_done(&warm);
+        sim_result_done(&first);
+}
+
 int main(void) {
         test_one_step_rest();
         test_one_step_during_entry();
@@ -610,6 +734,9 @@ int main(void) {
         test_reprogram();
         test_ticks_include_wake();
         test_table_check();
+        test_repeat_static();
+        test_repeat_clock();
+        test_repeat_learns();
 
         printf("%u checks, %u failed\n", n_checks, n_failed);
         return n_failed ? 1 : 0;

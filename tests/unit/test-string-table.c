@@ -2,8 +2,8 @@
 /*
  * include/core/string-table.h (headers only): the macro on enums of its own, then every table
  * the sources define with it (adapt.c, apst.c, config.c, cpufreq-policy.c, device.c, doctor.c,
- * sim.c, situation.c, trace.c, engine/apply.c): each value has a name, names are distinct, each
- * name parses back to its value, and a value outside the table has no name.
+ * holds.c, sim.c, situation.c, trace.c, engine/apply.c): each value has a name, names are
+ * distinct, each name parses back to its value, and a value outside the table has no name.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -17,6 +17,7 @@
 #include "cpufreq-policy.h"
 #include "device.h"
 #include "doctor.h"
+#include "holds.h"
 #include "sim.h"
 #include "situation.h"
 #include "string-table.h"
@@ -136,6 +137,7 @@ static void test_tables(void) {
         CHECK_TABLE(cpufreq_attr_to_string, _CPUFREQ_ATTR_MAX);
         CHECK_TABLE(device_verdict_to_string, _DEVICE_VERDICT_MAX);
         CHECK_TABLE(doctor_finding_id_to_string, _DOCTOR_FINDING_MAX);
+        CHECK_TABLE(hold_arg_to_string, _HOLD_ARG_MAX);
         CHECK_TABLE(power_source_to_string, _POWER_SOURCE_MAX);
         CHECK_TABLE(sim_activity_to_string, _SIM_ACTIVITY_MAX);
         CHECK_TABLE(trace_format_to_string, _TRACE_FORMAT_MAX);

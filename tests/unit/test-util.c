@@ -56,6 +56,97 @@ static void test_safe_atou32(void) {
         CHECK(safe_atou32_n("123", 0, &v) == -EINVAL);
 }
 
+static void test_parse_time_span_usec(void) {
+        static const struct {
+                const char *in;
+                int r;
+                uint64_t usec;
+        } cases[] = {
+                { "0", 0, 0 },
+                { "1500", 0, 1500 },
+                { "1500us", 0, 1500 },
+                { "7\xc2\xb5s", 0, 7 },
+                { "1ms", 0, 1000 },
+                { "1.5ms", 0, 1500 },
+                { "0.001ms", 0, 1 },
+                { "2.50ms", 0, 2500 },
+                { "1.0000ms", 0, 1000 },          /* trailing zeros past 1 µs are fine */
+                { "2s", 0, 2000000 },
+                { "0.000001s", 0, 1 },
+                { "007ms", 0, 7000 },
+                { "18446744073709551615", 0, UINT64_MAX },
+                { "18446744073709551615us", 0, UINT64_MAX },
+                { "18446744073709s", 0, UINT64_C(18446744073709000000) },
+                { "18446744073709.551615s", 0, UINT64_MAX },
+                /* overflow: of the digits, and of the product with the unit */
+                { "18446744073709551616", -ERANGE, 0 },
+                { "18446744073710s", -ERANGE, 0 },
+                { "18446744073709.551616s", -ERANGE, 0 },
+                { "99999999999999999999999ms", -ERANGE, 0 },
+                /* a fraction finer than a microsecond is refused, not rounded */
+                { "1.5", -EINVAL, 0 },
+                { "1.5us", -EINVAL, 0 },
+                { "1.0005ms", -EINVAL, 0 },
+                { "0.0000001s", -EINVAL, 0 },
+                /* no sign, blank, exponent, other unit or half a number */
+                { "", -EINVAL, 0 },
+                { "-1", -EINVAL, 0 },
+                { "-1ms", -EINVAL, 0 },
+                { "+1", -EINVAL, 0 },
+                { " 1", -EINVAL, 0 },
+                { "1 ms", -EINVAL, 0 },
+                { "1ms ", -EINVAL, 0 },
+                { "1e3", -EINVAL, 0 },
+                { "1min", -EINVAL, 0 },
+                { "1h", -EINVAL, 0 },
+                { "1MS", -EINVAL, 0 },
+                { "1ns", -EINVAL, 0 },
+                { "ms", -EINVAL, 0 },
+                { ".5ms", -EINVAL, 0 },
+                { "1.ms", -EINVAL, 0 },
+                { "1..5ms", -EINVAL, 0 },
+                { "1.5.1ms", -EINVAL, 0 },
+                { "0x10", -EINVAL, 0 },
+                { "1msms", -EINVAL, 0 },
+        };
+        uint64_t v;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                int r;
+
+                v = 42;
+                r = parse_time_span_usec(cases[i].in, &v);
+                current = cases[i].in;
+                CHECK(r == cases[i].r);
+                CHECK(r != 0 || v == cases[i].usec);
+                CHECK(r == 0 || v == 42);   /* not written on failure */
+        }
+        current = "NULL";
+        CHECK(parse_time_span_usec(NULL, &v) == -EINVAL);
+        current = "";
+}
+
+/* utf8_char_len(): RFC 3629's well-formed sequences only. */
+static void test_utf8_char_len(void) {
+        static const struct {
+                const char *in;
+                size_t len;
+        } cases[] = {
+                { "a", 1 }, { "\x7f", 1 }, { "\xc3\xa9", 2 }, { "\xe2\x86\x92", 3 }, { "\xf0\x9f\x92\xbe", 4 },
+                { "\xef\xbf\xbf", 3 }, { "\xf4\x8f\xbf\xbf", 4 },   /* U+FFFF, U+10FFFF */
+                { "\x80", 0 }, { "\xc0\xaf", 0 }, { "\xc1\xbf", 0 },          /* stray, overlong */
+                { "\xe0\x80\xaf", 0 }, { "\xf0\x80\x80\xaf", 0 },          /* overlong */
+                { "\xed\xa0\x80", 0 }, { "\xf4\x90\x80\x80", 0 }, { "\xf5\x80\x80\x80", 0 },
+                { "\xe2\x86", 0 }, { "\xc3", 0 },                          /* cut short */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                current = cases[i].in;
+                CHECK(utf8_char_len(cases[i].in) == cases[i].len);
+        }
+        current = "";
+}
+
 static void test_runtime_directory(void) {
         _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
 
@@ -96,6 +187,8 @@ static void test_pin_mode(void) {
 int main(void) {
         test_safe_atou32();
         test_safe_atod();
+        test_parse_time_span_usec();
+        test_utf8_char_len();
         test_runtime_directory();
         test_retry();
         test_pin_mode();
