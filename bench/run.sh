@@ -158,7 +158,7 @@ ${CC:-cc} -O2 -std=gnu11 -D_GNU_SOURCE -o "$tmp/tracegen" "$root/bench/tracegen.
 # to suit one. A recorded family added later belongs to neither until it is written here,
 # before its first result: to the half with fewer hour-long recordings (A on a tie).
 half_a="desktop hyperexp seed adversarial real-apt real-build real-editor-hour real-idle real-quiet real-guest-idle-hour"
-half_b="writeback poisson seed-x3 regime real-browser-hour real-desktop real-git real-idle-hour real-sqlite"
+half_b="writeback poisson seed-x3 regime real-browser-hour real-desktop real-git real-sqlite"
 
 families="desktop writeback hyperexp poisson seed seed-x3 adversarial regime"
 if [ "$real" = yes ]; then

@@ -67,7 +67,9 @@ expect_has() {
         echo "ok   '$line' has $*"
 }
 
-expect "nvme-apstd " "apply calibrate doctor hold observe plan run simulate status"
+expect "nvme-apstd " "apply calibrate config doctor hold observe plan run simulate status"
+expect "nvme-apstd config --r" "--root"
+expect "nvme-apstd plan --ro" "--root"
 expect "nvme-apstd ca" "calibrate"
 expect "nvme-apstd s" "simulate status"
 expect "nvme-apstd h" "hold"

@@ -28,6 +28,11 @@ const char *cli_config_path(const char *given, char *buf, size_t n, bool *ret_mi
  */
 int cli_load_config(const char *path, Config *ret);
 
+/* Print each line of @errors (config_load_all()'s), or "@path: strerror" when NULL. Return: @error. */
+int cli_log_config_errors(int error, const char *errors, const char *path);
+/* --root of plan and config: the configuration (main file and drop-ins) read under it; NULL = / */
+extern const char *arg_config_root;
+
 /* "8086:f1a5": exactly four hex digits, ':', four hex digits. Return 0 or -EINVAL. */
 int cli_parse_pci_id(const char *s, uint16_t *ret_vendor, uint16_t *ret_device);
 

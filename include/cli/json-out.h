@@ -53,6 +53,19 @@ typedef struct JsonHold {
  */
 struct json_object *json_out_holds(const JsonHold *holds, size_t n, char **const *sets);
 
+/* A power state the plan gave a larger exit latency than its descriptor's: an entry of the daemon's
+ * Controller1.ExitLatencies (doc/dbus-api.md). */
+typedef struct JsonExitLatency {
+        uint32_t ps;
+        uint32_t advertised_us;
+        uint32_t planned_us;
+        char source[16];             /* "configuration" or "measured" */
+} JsonExitLatency;
+
+/* The entries as objects with `plan --json`'s names: "ps", "exlat_us" (advertised), "planned_exlat_us",
+ * "from_configuration"; and "source" as the daemon said it ("measured": by calibrate or the eBPF source). */
+struct json_object *json_out_exit_latencies(const JsonExitLatency *l, size_t n);
+
 /* @o on one line and a newline. Return: 0, -ENOMEM or -EIO. */
 int json_out_print(FILE *f, struct json_object *o, int flags);
 

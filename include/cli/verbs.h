@@ -36,6 +36,9 @@ int verb_apply(int argc, char *argv[]);
 /* `nvme-apstd simulate`: score APST policies on a trace (src/cli/cmd-simulate.c, doc/simulator.md). */
 int verb_simulate(int argc, char *argv[]);
 
+/* `nvme-apstd config`: the merged configuration and its origins; --check (src/cli/cmd-config.c). */
+int verb_config(int argc, char *argv[]);
+
 /* `nvme-apstd doctor`: read-only diagnosis (src/cli/cmd-doctor.c, src/core/doctor.c). */
 int verb_doctor(int argc, char *argv[]);
 

@@ -47,6 +47,12 @@ const char *apst_policy_to_string(ApstPolicyKind p);
 ApstPolicyKind apst_policy_from_string(const char *s);
 
 /* The knobs, named and defaulted like nvme_core's module parameters (doc/kernel-apst.md). */
+/* Exit latencies per power state, in µs: bit N of @mask says psN's is in us[N]. */
+typedef struct ApstExlat {
+        uint32_t mask;
+        uint32_t us[IDCTRL_MAX_PS];
+} ApstExlat;
+
 typedef struct ApstParams {
         ApstPolicyKind policy;             /* default APST_POLICY_ADAPTIVE */
         uint32_t max_latency_us;           /* default 100000; 0 = APST off (APSTE=0, all-zero table) */
@@ -62,6 +68,9 @@ typedef struct ApstParams {
         /* budget and adaptive: plan with a calibration's measured exit latency where it is
          * larger than the descriptor's (calib.h); default true */
         bool use_calibration;
+        /* [device NAME] exit_latency_us: measured exit latencies from the configuration (a drop-in
+         * that `calibrate --drop-in` wrote on another machine); planned with as a calibration's are */
+        ApstExlat exlat;
 } ApstParams;
 
 /* 1% of elapsed time: the seed job (13 s of sporadic small writes) may lose at most
@@ -141,6 +150,12 @@ unsigned apst_quirks(const IdCtrl *id, const ApstPlatform *plat);
  */
 int apst_build(const IdCtrl *id, const ApstPlatform *plat, const ApstParams *params, ApstPlan *ret);
 
+/* What max_latency_us bounds for a state: the worst wait a command can see, entry + exit
+ * latency (a command can arrive while the drive is still entering it). */
+static inline bool apst_psd_within_budget(const IdPsd *psd, uint32_t max_latency_us) {
+        return (uint64_t) psd->enlat_us + psd->exlat_us <= max_latency_us;
+}
+
 /**
  * apst_chain() - the states a budget or adaptive table may go to, shallow to deep:
  * non-operational, enlat + exlat <= max_latency_us, not excluded by @quirks
@@ -184,6 +199,8 @@ static inline uint32_t apst_entry_itpt(uint64_t e) {
 bool apst_table_equal(const ApstTable *a, const ApstTable *b);
 /* Every knob the same (the policy included). */
 bool apst_params_equal(const ApstParams *a, const ApstParams *b);
+/* The same states with the same latencies (what is outside @mask does not count). */
+bool apst_exlat_equal(const ApstExlat *a, const ApstExlat *b);
 
 /**
  * apst_table_check() - is this a table we may write to this controller?

@@ -65,6 +65,17 @@ int calib_raise(Calibration *c, const IdCtrl *id, uint8_t ps, uint32_t wake_us, 
  * mask of the states raised (bit N = psN). @c must be for @id's model and firmware. */
 uint32_t calib_apply(const Calibration *c, const IdCtrl *id, IdCtrl *ret);
 
+/**
+ * calib_dropin() - @c as a configuration drop-in, so a fleet can plan with it everywhere
+ * @ret_name: "50-calibrated-MODEL-FIRMWARE.conf", every byte outside [A-Za-z0-9._-] as '_'
+ * @ret_text: one [device NAME] section whose match_model and match_firmware match exactly @c's
+ *            model and firmware (glob characters escaped) and whose exit_latency_us has each
+ *            measured state's median wake-up
+ * Return: 0, -ENOMEM, or -EINVAL when @c has no measured state, no firmware revision, or a model
+ * or firmware the configuration's syntax cannot hold (a " ;" or " #" would start a comment).
+ */
+int calib_dropin(const Calibration *c, char **ret_name, char **ret_text);
+
 /* STATE_DIR/calibration/MODEL@FIRMWARE.calib, every byte outside [A-Za-z0-9_-] of the model and
  * firmware written as %XX, so no name can leave the directory. Return 0, -EINVAL or -ENOMEM. */
 int calib_path(const char *state_dir, const char *model, const char *firmware, char **ret_path);

@@ -56,6 +56,7 @@ typedef enum ApstKeyBit {
         APST_KEY_FORCE = 1u << 6,
         APST_KEY_STALL_BUDGET = 1u << 7,
         APST_KEY_USE_CALIBRATION = 1u << 8,
+        APST_KEY_EXIT_LATENCY = 1u << 9,    /* [device NAME] only */
 } ApstKeyBit;
 
 /* Bits of ConfigOverlay.cpu_set: which [cpu] keys a situation section gives. */
@@ -79,6 +80,7 @@ typedef struct DeviceSection {
         bool enable;                /* default true; false = leave the device alone */
         unsigned set;               /* ApstKeyBit mask */
         ApstParams apst;            /* only the fields in @set are meaningful */
+        unsigned opened_in;         /* parsing only: 1 + the index of the last file that opened it */
 } DeviceSection;
 
 typedef enum CpuPinMode {
@@ -195,8 +197,19 @@ typedef struct ConfigOverlay {
         unsigned cpu_set;           /* CpuKeyBit mask of the keys in @cpu */
         CpuConfig cpu;              /* [cpu WHEN]: only the fields in @cpu_set are meaningful */
         unsigned line;              /* of the section header, for messages */
+        unsigned file;              /* 1 + the index in the sources of the file that last opened it */
         unsigned min_freq_line, max_freq_line;
+        unsigned min_freq_file, max_freq_file;  /* index in the sources of the file of those lines */
 } ConfigOverlay;
+
+/* Where a key's value in force came from: what `nvme-apstd config` shows. */
+typedef struct ConfigOrigin {
+        char *section;              /* "apst", "device ssd on-battery": the words of the header, one blank apart */
+        char *key;
+        char *value;                /* as written; match_serial's is "(not shown)" */
+        unsigned file;              /* index in Config.files */
+        unsigned line;
+} ConfigOrigin;
 
 typedef struct Config {
         char *path;                 /* file it came from, for messages ("<string>" when parsed from memory) */
@@ -210,7 +223,20 @@ typedef struct Config {
         HoldsConfig holds;          /* [holds] */
         ConfigOverlay *overlays;    /* situation sections in file order; none in a config_situate() result */
         size_t n_overlays;
+        char **files;               /* the files read, in reading order (main file first); none in a copy */
+        size_t n_files;
+        ConfigOrigin *origins;      /* each key in force, in the order first set; none in a copy */
+        size_t n_origins;
 } Config;
+
+/* One file's text for config_parse_sources(). */
+typedef struct ConfigSource {
+        const char *path;           /* for messages and Config.files */
+        const char *text;           /* NUL-terminated; NULL is taken as "" */
+} ConfigSource;
+
+/* At most this many errors are reported for one configuration (a binary file would give thousands). */
+#define CONFIG_ERRORS_MAX 100u
 
 /* What a [device] section matches against. Strings are trimmed; NULL matches only a missing match_ key. */
 typedef struct DeviceIdent {
@@ -241,7 +267,8 @@ const char *config_section_name(const Config *c, const char *name);
  * @ret_error: may be NULL; on failure, a malloc'd one-line message (caller
  *       frees), or NULL if even that could not be allocated. Untouched on success.
  *
- * Pure: no I/O, no logging. The first error ends the parse. Messages:
+ * Pure: no I/O, no logging. Every error is reported (up to CONFIG_ERRORS_MAX),
+ * one message a line, joined by '\n' in the order of the file. Messages:
  *   "FILE:LINE: [section] key = value: reason"   a bad key or value
  *   "FILE:LINE: [section]: reason"                a bad or incomplete section
  *   "FILE:LINE: text: reason"                     a line that is neither
@@ -252,6 +279,18 @@ const char *config_section_name(const Config *c, const char *name);
  * Return: 0, or -EINVAL (bad content) / -ENOMEM.
  */
 int config_parse_string(const char *text, const char *filename, Config *ret, char **ret_error);
+
+/**
+ * config_parse_sources() - the main file and its drop-ins, as one configuration
+ * @src: in reading order (config_dropins_order()); @n at least 1
+ *
+ * As config_parse_string() on each text in turn, into one Config: a key set
+ * in a later file replaces the earlier value; [apst], [cpu], [metrics],
+ * [daemon], [watch], [device NAME] and situation sections may appear again in
+ * a later file and continue the earlier one (in one file, a section given
+ * twice is still an error). Errors of every file are reported.
+ */
+int config_parse_sources(const ConfigSource *src, size_t n, Config *ret, char **ret_error);
 
 /* Power-source sections apply in pass 0, profile sections in pass 1, so a profile wins
  * (config.c's min_freq <= max_freq check and config-resolve.c's overlays use it). */

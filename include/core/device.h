@@ -43,6 +43,7 @@ typedef struct DevicePlan {
         IdCtrl plan_id;            /* the descriptors the plan was made from: Identify's, with the exit
                                     * latencies a calibration measured larger raised (calib_apply()) */
         uint32_t calib_raised;     /* states whose measured exit latency was used (bit N = psN) */
+        uint32_t config_raised;    /* of those, the ones whose latency is the configuration's exit_latency_us */
         bool calib_changed_table;  /* the measured latencies gave another table than the descriptors */
         ApstTable uncalibrated_table; /* the table from the descriptors alone, when calib_raised */
 } DevicePlan;

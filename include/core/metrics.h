@@ -17,6 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Power states a controller may describe: NVMe's NPSS is 0-based in one byte, but Identify's
+ * structure has 32 descriptors (NVMe 2.0 base specification, figure 275: PSD0..PSD31). */
+#define METRICS_MAX_PS 32u
+
 /* One controller, as the daemon sees it. Strings may be NULL (written as ""). */
 typedef struct MetricsController {
         const char *name;               /* "nvme0"; required */
@@ -44,6 +48,12 @@ typedef struct MetricsController {
         double wake_delay_seconds;      /* wake-up delay paid (measured), tables applied */
         double kernel_wake_delay_seconds; /* what the kernel's table would have made I/O wait */
         uint64_t guard_fallbacks;       /* times the guard put the kernel's table back */
+        /* Exit latencies per power state (bit N = psN): advertised by the descriptor, and measured
+         * (a calibration, the passive one, or the configuration's exit_latency_us) where the plan
+         * uses the measurement because it is larger. */
+        uint32_t advertised_mask, measured_mask;
+        uint32_t advertised_exlat_us[METRICS_MAX_PS];
+        uint32_t measured_exlat_us[METRICS_MAX_PS];
 } MetricsController;
 
 /* One cpufreq policy. */

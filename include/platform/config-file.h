@@ -24,8 +24,31 @@
 int config_load(const char *path, Config *ret, char **ret_error);
 
 /**
- * config_load_optional() - config_load(), except that with @missing_ok a file
- * that does not exist gives the built-in defaults (config_init()): the default
- * path may be absent, a path the user named may not.
+ * config_load_optional() - config_load_all() of @path: with @missing_ok (the default
+ * path, which may be absent; a path the user named may not) the four drop-in
+ * directories, else "@path.d".
  */
 int config_load_optional(const char *path, bool missing_ok, Config *ret, char **ret_error);
+
+/* config_load()'s checks and reading, without the parse: @ret_text is the file's text (malloc'd). */
+int config_read_text(const char *path, char **ret_text, char **ret_error);
+
+/* What config_load_all() reads. */
+typedef struct ConfigLoad {
+        const char *root;           /* every path below read under this directory (--root); NULL = / */
+        const char *path;           /* the main file */
+        bool missing_ok;            /* the main file may be absent (the default path) */
+        bool system_dropins;        /* drop-ins from config_dropin_dirs (the default path), else PATH.d */
+} ConfigLoad;
+
+/**
+ * config_load_all() - the main file and its drop-ins, as one configuration
+ *
+ * The drop-ins are "*.conf" of the four config_dropin_dirs, or of "PATH.d" for a
+ * path the user named, in config_dropins_order()'s order, each read as config_load()
+ * reads the main file. Every file is read and parsed even when one fails, and
+ * @ret_error has every error, one a line. Nothing read at all (no main file where
+ * that is allowed, no drop-in) gives the defaults.
+ * Return: as config_load(); @ret written only on success.
+ */
+int config_load_all(const ConfigLoad *o, Config *ret, char **ret_error);

@@ -55,6 +55,14 @@ const char *cli_config_path(const char *given, char *buf, size_t n, bool *ret_mi
         return given ?: cli_default_config_path(buf, n);
 }
 
+const char *arg_config_root = NULL;
+
+int cli_log_config_errors(int error, const char *errors, const char *path) {
+        for (const char *e = errors; e && *e; e += strcspn(e, "\n"), e += *e == '\n')
+                (void) log_error_errno(error, "%.*s", (int) strcspn(e, "\n"), e);
+        return errors ? error : log_error_errno(error, "%s: %m", path);
+}
+
 int cli_load_config(const char *given, Config *ret) {
         _cleanup_free_ char *err = NULL;
         char def[4096];
@@ -67,9 +75,10 @@ int cli_load_config(const char *given, Config *ret) {
 
         if (missing_ok && access(path, F_OK) < 0 && errno == ENOENT)
                 log_debug("%s does not exist, using the built-in defaults.", path);
-        r = config_load_optional(path, missing_ok, &loaded, &err);
+        r = config_load_all(&(ConfigLoad) { .root = arg_config_root, .path = path, .missing_ok = missing_ok,
+                                            .system_dropins = missing_ok }, &loaded, &err);
         if (r < 0)
-                return log_error_errno(r, "%s", err ? err : path);
+                return cli_log_config_errors(r, err, path);
         /* what the daemon would use now: the sections for this power source and profile */
         situation_read_now(arg_sysfs_root, &now);
         situation_describe(&now, words, sizeof words);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,11 +30,13 @@
 #include "calib-store.h"
 #include "cli.h"
 #include "clock.h"
+#include "config-dropin.h"
 #include "config-build.h"
 #include "cpupin.h"
 #include "ctrljob.h"
 #include "nvme-admin.h"
 #include "device.h"
+#include "fileio.h"
 #include "json-out.h"
 #include "log.h"
 #include "record-file.h"
@@ -55,6 +58,7 @@ typedef struct Options {
         bool force;
         bool json;
         bool no_save;
+        bool drop_in;
         bool progress;
         const char *config_path;
         const char *state_dir;
@@ -77,13 +81,15 @@ static void help(void) {
                "     --force         measure a drive that is doing I/O\n"
                "     --json          print the results as JSON\n"
                "     --no-save       do not save the results for the policies\n"
+               "     --drop-in       also write them as %s/50-calibrated-MODEL-FIRMWARE.conf,\n"
+               "                     for every machine with the same drive (nvme-apstd.conf(5))\n"
                "     --state-dir DIR where results are saved (default $STATE_DIRECTORY, else /var/lib/nvme-apstd)\n"
                "  -c --config FILE   configuration file (default: %s/nvme-apstd.conf): quirks, force, enable\n"
                "  -h --help          show this help\n"
                "     --version       show the version\n\n"
                "Exit status: 0 measured and put back; 1 a controller failed or was refused; 2 usage;\n"
                "128+N stopped by signal N (the original table put back first).\n",
-               CALIB_SAMPLES_DEFAULT, CALIB_SAMPLES_MAX, CALIB_MAX_TIME_DEFAULT_S, SYSCONFDIR);
+               CALIB_SAMPLES_DEFAULT, CALIB_SAMPLES_MAX, CALIB_MAX_TIME_DEFAULT_S, config_dropin_dirs[0], SYSCONFDIR);
 }
 
 static void print_results(const SysCtrl *sys, const IdCtrl *id, uint32_t awake_median, size_t n_awake,
@@ -137,11 +143,11 @@ static struct json_object *json_results(const SysCtrl *sys, const IdCtrl *id, ui
         return o;
 }
 
-static int save_results(const Run *run, const IdCtrl *id, uint32_t awake_median, const CalibrateStateResult *res,
-                        size_t n, char **ret_path) {
+/* The measured states as the Calibration calib_save() and calib_dropin() take. */
+static void results_calibration(const IdCtrl *id, uint32_t awake_median, const CalibrateStateResult *res, size_t n,
+                                Calibration *ret) {
         Calibration cal = { .awake_median_us = awake_median };
         struct timespec ts;
-        int r;
 
         (void) snprintf(cal.model, sizeof cal.model, "%s", id->model);
         (void) snprintf(cal.firmware, sizeof cal.firmware, "%s", id->firmware);
@@ -150,6 +156,35 @@ static int save_results(const Run *run, const IdCtrl *id, uint32_t awake_median,
         for (size_t i = 0; i < n && cal.n_states < ELEMENTSOF(cal.states); i++)
                 if (res[i].st.samples > 0)
                         cal.states[cal.n_states++] = res[i].st;
+        *ret = cal;
+}
+
+/* --drop-in: the figures as /etc/nvme-apstd.conf.d/50-calibrated-MODEL-FIRMWARE.conf, replaced whole. */
+static int write_dropin(const Calibration *cal, char **ret_path) {
+        _cleanup_free_ char *name = NULL, *text = NULL, *path = NULL;
+        const char *dir = config_dropin_dirs[0];
+        int r;
+
+        r = calib_dropin(cal, &name, &text);
+        if (r < 0)
+                return r;
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return negative_errno();
+        if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        r = write_file_atomic(path, text, strlen(text), 0644);
+        if (r < 0)
+                return r;
+        *ret_path = TAKE_PTR(path);
+        return 0;
+}
+
+static int save_results(const Run *run, const IdCtrl *id, uint32_t awake_median, const CalibrateStateResult *res,
+                        size_t n, char **ret_path) {
+        Calibration cal;
+        int r;
+
+        results_calibration(id, awake_median, res, n, &cal);
         r = calib_save(run->opt->state_dir, &cal);
         if (r < 0)
                 return r;
@@ -330,7 +365,7 @@ static int calibrate_report(CalibCtrl *cc) {
         const CalibrateResult *res = &cc->res;
         const Options *opt = cc->run->opt;
         const char *name = cc->sys->name;
-        _cleanup_free_ char *saved = NULL;
+        _cleanup_free_ char *saved = NULL, *dropin = NULL;
         int r, rr = 0;
 
         if (res->measure_error == -EINTR)
@@ -353,6 +388,19 @@ static int calibrate_report(CalibCtrl *cc) {
                                 strerror(-r));
                         rr = 1;
                 }
+        }
+        if (rr == 0 && opt->drop_in) {
+                Calibration cal;
+
+                results_calibration(&res->id, res->awake_median_us, res->states, res->n_states, &cal);
+                r = write_dropin(&cal, &dropin);
+                if (r < 0) {
+                        fprintf(cc->out, "%s: FAILED to write the drop-in in %s: %s\n", name, config_dropin_dirs[0],
+                                r == -EINVAL ? "no measured state, no firmware revision, or a model the "
+                                "configuration cannot match" : strerror(-r));
+                        rr = 1;
+                } else if (!opt->json)
+                        fprintf(cc->out, "  drop-in written: %s\n", dropin);
         }
         if (!opt->json) {
                 fprintf(cc->out, "  original table %s", res->restored ? "put back" : "NOT put back");
@@ -430,6 +478,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 ARG_FORCE,
                 ARG_JSON,
                 ARG_NO_SAVE,
+                ARG_DROP_IN,
         };
         static const struct option options[] = {
                 { "samples", required_argument, NULL, 'n' },
@@ -437,6 +486,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "force", no_argument, NULL, ARG_FORCE },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "no-save", no_argument, NULL, ARG_NO_SAVE },
+                { "drop-in", no_argument, NULL, ARG_DROP_IN },
                 CLI_CONFIG_OPTION,
                 CLI_COMMON_OPTIONS,
                 {},
@@ -466,6 +516,9 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_JSON:
                         o->json = true;
+                        break;
+                case ARG_DROP_IN:
+                        o->drop_in = true;
                         break;
                 case ARG_NO_SAVE:
                         o->no_save = true;

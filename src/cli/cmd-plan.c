@@ -73,7 +73,10 @@ static void print_human(const PlanEntry *e) {
                 format_watts(s->max_power_uw, w, sizeof w);
                 printf("    %2u  %-11s  %-15s  %10" PRIu32 "   %10" PRIu32, i, w,
                        s->non_operational ? "non-operational" : "operational", s->enlat_us, s->exlat_us);
-                if (e->plan.calib_raised & (1u << i))
+                if (e->plan.config_raised & (1u << i))
+                        printf("   %" PRIu32 " µs from configuration: planned with it",
+                               e->plan.plan_id.psd[i].exlat_us);
+                else if (e->plan.calib_raised & (1u << i))
                         printf("   measured %" PRIu32 " µs: planned with it", e->plan.plan_id.psd[i].exlat_us);
                 printf("\n");
         }
@@ -133,6 +136,8 @@ static struct json_object *json_power_states(const IdCtrl *id, const DevicePlan 
                 (void) json_object_object_add(o, "planned_exlat_us",
                                               json_object_new_uint64(plan->plan_id.psd[i].exlat_us));
                 (void) json_object_object_add(o, "measured", json_object_new_boolean(plan->calib_raised & (1u << i)));
+                (void) json_object_object_add(o, "from_configuration",
+                                              json_object_new_boolean(plan->config_raised & (1u << i)));
                 (void) json_object_array_add(a, o);
         }
         return a;
@@ -198,6 +203,7 @@ static void help(void) {
         printf("Usage: nvme-apstd plan [OPTIONS] [nvmeX...]\n\n"
                "Show the APST table the daemon would program, without writing anything.\n\n"
                "  -c --config FILE     configuration file (default: %s/nvme-apstd.conf)\n"
+               "     --root DIR        read the configuration and its drop-ins under DIR\n"
                "  -j --json            print one JSON object\n"
                "  -i --id-ctrl FILE    read Identify data from FILE (`nvme id-ctrl -b` or `-o json`)\n"
                "                       instead of the live controllers; repeatable\n"
@@ -218,9 +224,10 @@ typedef struct PlanArgs {
 
 /* Return: 1 to go on, 0 to exit 0 (--help), 2 (bad usage). */
 static int parse_argv(int argc, char *argv[], PlanArgs *a) {
-        enum { ARG_PCI_ID = _CLI_ARG_FIRST_PRIVATE };
+        enum { ARG_PCI_ID = _CLI_ARG_FIRST_PRIVATE, ARG_ROOT };
         static const struct option options[] = {
                 CLI_CONFIG_OPTION,
+                { "root", required_argument, NULL, ARG_ROOT },
                 { "json", no_argument, NULL, 'j' },
                 { "id-ctrl", required_argument, NULL, 'i' },
                 { "pci-id", required_argument, NULL, ARG_PCI_ID },
@@ -241,6 +248,9 @@ static int parse_argv(int argc, char *argv[], PlanArgs *a) {
                         (void) snprintf(e->name, sizeof e->name, "%s", optarg);
                         /* no sysfs: planned as a PCIe drive whose PCI ids are unknown (0) */
                         (void) snprintf(e->sys.transport, sizeof e->sys.transport, "pcie");
+                        break;
+                case ARG_ROOT:
+                        arg_config_root = optarg;
                         break;
                 case ARG_PCI_ID:
                         if (a->n_files == 0) {

@@ -33,10 +33,13 @@
 /* Manager1.Holds (doc/dbus-api.md): an array of (cookie, controller, max_latency_usec, application_id,
  * reason, uid, pid, since) */
 #define HOLDS_SIGNATURE "a(ustssuut)"
+/* Controller1.ExitLatencies: an array of (power state, advertised µs, planned µs, source) */
+#define EXIT_LATENCIES_SIGNATURE "a(yuus)"
 
 typedef struct Prop {
         char name[48];
-        char type;                 /* 's', 'o', 't', 'b', 'a' (at / au / ao) or 'h' (the holds) */
+        char type;                 /* 's', 'o', 't', 'b', 'a' (at / au / ao), 'h' (the holds) or 'x' (the exit
+                                    * latencies) */
         char elem;                 /* of an 'a': 't', 'u' or 'o' */
         char *str;                 /* s, o */
         uint64_t u;                /* t, b */
@@ -45,6 +48,8 @@ typedef struct Prop {
         size_t n_arr;
         JsonHold *holds;           /* a(ustssuut): Manager1.Holds */
         size_t n_holds;
+        JsonExitLatency *exlat;    /* a(yuus): Controller1.ExitLatencies */
+        size_t n_exlat;
 } Prop;
 
 typedef struct Props {
@@ -66,6 +71,7 @@ static void props_done(Props *ps) {
                 holds_free(ps->p[i].holds, ps->p[i].n_holds);
                 free(ps->p[i].str);
                 free(ps->p[i].arr);
+                free(ps->p[i].exlat);
                 if (ps->p[i].strv)
                         for (size_t j = 0; j < ps->p[i].n_arr; j++)
                                 free(ps->p[i].strv[j]);
@@ -155,6 +161,34 @@ static int read_holds(sd_bus_message *m, Prop *p) {
         return r;
 }
 
+/* Controller1.ExitLatencies, a(yuus) (doc/dbus-api.md). */
+static int read_exit_latencies(sd_bus_message *m, Prop *p) {
+        const char *source;
+        uint8_t ps;
+        uint32_t advertised, planned;
+        int r;
+
+        p->type = 'x';
+        r = sd_bus_message_enter_container(m, 'v', EXIT_LATENCIES_SIGNATURE);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'a', EXIT_LATENCIES_SIGNATURE + 1);
+        while (r >= 0 && (r = sd_bus_message_read(m, "(yuus)", &ps, &advertised, &planned, &source)) > 0) {
+                JsonExitLatency *n = reallocarray(p->exlat, p->n_exlat + 1, sizeof *n);
+
+                if (!n)
+                        return -ENOMEM;
+                p->exlat = n;
+                n[p->n_exlat] = (JsonExitLatency) { .ps = ps, .advertised_us = advertised, .planned_us = planned };
+                (void) snprintf(n[p->n_exlat].source, sizeof n[p->n_exlat].source, "%s", source);
+                p->n_exlat++;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        return r;
+}
+
 static int read_variant(sd_bus_message *m, Prop *p) {
         const char *contents = NULL, *s;
         char type = 0;
@@ -193,6 +227,8 @@ static int read_variant(sd_bus_message *m, Prop *p) {
                 return read_numbers(m, contents, p);
         if (strcmp(contents, HOLDS_SIGNATURE) == 0)
                 return read_holds(m, p);
+        if (strcmp(contents, EXIT_LATENCIES_SIGNATURE) == 0)
+                return read_exit_latencies(m, p);
         if (strcmp(contents, "ao") == 0) {
                 char **l = NULL;
 
@@ -282,7 +318,7 @@ static void json_props(const Props *ps, const char *skip_a, const char *skip_b) 
                 char key[64];
 
                 if ((skip_a && strcmp(p->name, skip_a) == 0) || (skip_b && strcmp(p->name, skip_b) == 0) ||
-                    p->type == 'h')
+                    p->type == 'h' || p->type == 'x')
                         continue;
                 snake_case(p->name, key, sizeof key);
                 printf("%s\"%s\": ", first ? "" : ", ", key);
@@ -372,6 +408,22 @@ static void print_ctrl_held(const Props *c) {
         printf("\n");
 }
 
+/* The states planned with a larger exit latency than advertised, in `plan`'s words (cmd-plan.c). */
+static void print_ctrl_exit_latencies(const Props *c) {
+        const Prop *x = prop(c, "ExitLatencies");
+
+        for (size_t i = 0; x && i < x->n_exlat; i++) {
+                const JsonExitLatency *e = &x->exlat[i];
+
+                printf("%s ps%" PRIu32 ": ", i ? "            " : "    Wake-up:", e->ps);
+                if (strcmp(e->source, "configuration") == 0)
+                        printf("%" PRIu32 " µs from configuration", e->planned_us);
+                else
+                        printf("%s %" PRIu32 " µs", e->source, e->planned_us);
+                printf(": planned with it (advertised %" PRIu32 " µs)\n", e->advertised_us);
+        }
+}
+
 static void print_ctrl(const Props *c) {
         const char *state = prop_s(c, "State"), *policy = prop_s(c, "Policy"), *section = prop_s(c, "DeviceSection");
         const char *fw = prop_s(c, "Firmware");
@@ -390,6 +442,7 @@ static void print_ctrl(const Props *c) {
                         printf(", [device %s]", section);
                 printf("\n");
                 print_ctrl_held(c);
+                print_ctrl_exit_latencies(c);
         } else if (strcmp(state, "unsupported") == 0)
                 printf("        Why: the controller does not support APST (apsta = 0)\n");
         else if (strcmp(state, "left-alone") == 0)
@@ -581,6 +634,16 @@ static Props *get_controllers(sd_bus *bus, const Prop *list, size_t *ret_n) {
         return ctrls;
 }
 
+/* ", \"exit_latencies\": [...]" when the daemon has the property (json_props() leaves it out). */
+static void print_json_exit_latencies(const Props *c) {
+        const Prop *x = prop(c, "ExitLatencies");
+        _cleanup_(json_object_putp) struct json_object *a = x ? json_out_exit_latencies(x->exlat, x->n_exlat) : NULL;
+        const char *text = a ? json_object_to_json_string_ext(a, JSON_OUT_FLAGS | JSON_C_TO_STRING_SPACED) : NULL;
+
+        if (x)
+                printf(", \"exit_latencies\": %s", text ? text : "null");
+}
+
 static void print_json(const Props *man, const Props *ctrls, size_t n, char ***sets) {
         const Prop *holds = prop(man, "Holds");
 
@@ -597,6 +660,7 @@ static void print_json(const Props *man, const Props *ctrls, size_t n, char ***s
         for (size_t i = 0; i < n; i++) {
                 printf("%s{", i ? ", " : "");
                 json_props(&ctrls[i], NULL, NULL);
+                print_json_exit_latencies(&ctrls[i]);
                 printf("}");
         }
         printf("]}\n");

@@ -81,6 +81,23 @@ struct json_object *json_out_holds(const JsonHold *holds, size_t n, char **const
         return a;
 }
 
+struct json_object *json_out_exit_latencies(const JsonExitLatency *l, size_t n) {
+        struct json_object *a = json_object_new_array_ext((int) n);
+
+        for (size_t i = 0; a && i < n; i++) {
+                struct json_object *o = json_object_new_object();
+
+                (void) json_object_object_add(o, "ps", json_object_new_int((int) l[i].ps));
+                (void) json_object_object_add(o, "exlat_us", json_object_new_uint64(l[i].advertised_us));
+                (void) json_object_object_add(o, "planned_exlat_us", json_object_new_uint64(l[i].planned_us));
+                (void) json_object_object_add(o, "source", json_object_new_string(l[i].source));
+                (void) json_object_object_add(o, "from_configuration",
+                                              json_object_new_boolean(strcmp(l[i].source, "configuration") == 0));
+                (void) json_object_array_add(a, o);
+        }
+        return a;
+}
+
 int json_out_print(FILE *f, struct json_object *o, int flags) {
         const char *s = json_object_to_json_string_ext(o, flags);
 

@@ -25,6 +25,7 @@ static const Verb verbs[] = {
         { "simulate",  0, 0,   verb_simulate },
         { "doctor",    0, ANY, verb_doctor },       /* nvmeX... */
         { "calibrate", 0, ANY, verb_calibrate },    /* nvmeX... */
+        { "config",    0, ANY, verb_config },       /* --check FILE... */
         { "observe",   0, ANY, verb_observe },      /* DISK... */
         { "hold",      1, ANY, verb_hold },         /* [nvmeX...] -- COMMAND [ARG...] (checked by hold itself) */
 };

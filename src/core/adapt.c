@@ -292,7 +292,7 @@ static void consider(void *userdata, const AdaptChain *c) {
 /* A state the latency budget allows: its advertised entry and exit within max_latency_us, which a
  * latency hold may have lowered since apst_chain() (adapt_set_max_latency()). */
 static bool within_max_latency(const Adapt *a, unsigned state) {
-        return (uint64_t) a->id.psd[state].enlat_us + a->id.psd[state].exlat_us <= a->params.max_latency_us;
+        return apst_psd_within_budget(&a->id.psd[state], a->params.max_latency_us);
 }
 
 /* Every candidate, scored on the watcher's gaps. */
@@ -902,7 +902,8 @@ void adapt_learned_capture(const Adapt *a, Learned *ret) {
         l.gaps_seen = (uint64_t) MIN(a->gaps_seen, (double) LEARNED_COUNT_MAX);
         l.hist_elapsed_ms = (uint64_t) MIN(a->hist_elapsed_ns / 1e6, (double) LEARNED_COUNT_MAX);
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                l.hist_milli[b] = (uint64_t) MIN(a->hist.gaps[b] * LEARNED_HIST_SCALE + 0.5, (double) LEARNED_COUNT_MAX);
+                l.hist_milli[b] =
+                        (uint64_t) MIN(a->hist.gaps[b] * LEARNED_HIST_SCALE + 0.5, (double) LEARNED_COUNT_MAX);
         l.awake = a->pcal.awake;
         for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
                 l.state[s] = a->pcal.state[s];

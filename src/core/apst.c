@@ -238,13 +238,12 @@ unsigned apst_chain(const IdCtrl *id, unsigned quirks, const ApstParams *p, unsi
          * the previous one's power (PS0's first). ps0 is never a target: nothing is above it. */
         for (unsigned s = 1; s <= id->npss && s < IDCTRL_MAX_PS; s++) {
                 const IdPsd *psd = &id->psd[s];
-                uint64_t total_us = (uint64_t) psd->enlat_us + psd->exlat_us;
 
                 if (!psd->non_operational)
                         continue;
                 if (s == id->npss && (quirks & APST_QUIRK_NO_DEEPEST_PS))
                         continue;
-                if (total_us > p->max_latency_us)
+                if (!apst_psd_within_budget(psd, p->max_latency_us))
                         continue;
                 if (state_power_uw(psd) >= prev_uw)
                         continue;
@@ -662,5 +661,15 @@ bool apst_params_equal(const ApstParams *a, const ApstParams *b) {
                a->primary_timeout_ms == b->primary_timeout_ms && a->secondary_timeout_ms == b->secondary_timeout_ms &&
                a->primary_latency_tol_us == b->primary_latency_tol_us &&
                a->secondary_latency_tol_us == b->secondary_latency_tol_us && a->force == b->force &&
-               a->stall_budget_pct_x100 == b->stall_budget_pct_x100 && a->use_calibration == b->use_calibration;
+               a->stall_budget_pct_x100 == b->stall_budget_pct_x100 && a->use_calibration == b->use_calibration &&
+               apst_exlat_equal(&a->exlat, &b->exlat);
+}
+
+bool apst_exlat_equal(const ApstExlat *a, const ApstExlat *b) {
+        if (a->mask != b->mask)
+                return false;
+        for (unsigned ps = 0; ps < IDCTRL_MAX_PS; ps++)
+                if ((a->mask & (1u << ps)) && a->us[ps] != b->us[ps])
+                        return false;
+        return true;
 }

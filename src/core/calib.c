@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "calib.h"
@@ -217,6 +218,85 @@ uint32_t calib_apply(const Calibration *c, const IdCtrl *id, IdCtrl *ret) {
         }
         *ret = out;
         return mask;
+}
+
+/* @s with fnmatch()'s special characters escaped, so the glob matches @s only. */
+static void glob_escape(const char *s, char *buf, size_t n) {
+        size_t o = 0;
+
+        for (; *s && o + 2 < n; s++) {
+                if (strchr("*?[]\\", *s))
+                        buf[o++] = '\\';
+                buf[o++] = *s;
+        }
+        buf[o] = '\0';
+}
+
+/* Bytes a file or section name may hold; the rest become '_'. */
+static void name_safe(const char *s, char *buf, size_t n, bool dot) {
+        size_t o = 0;
+
+        for (; *s && o + 1 < n; s++)
+                buf[o++] = (char) ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+                                   *s == '-' || *s == '_' || (dot && *s == '.') ? *s : '_');
+        buf[o] = '\0';
+}
+
+/* inih would cut a value at " ;" (an inline comment); the configuration refuses " #" and control bytes. */
+static bool ini_value_ok(const char *s) {
+        for (const char *p = s; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f || ((*p == ';' || *p == '#') && p > s && p[-1] == ' '))
+                        return false;
+        return *s && *s != ' ' && s[strlen(s) - 1] != ' ';
+}
+
+/* FNV-1a of model, NUL, firmware: two models cut to the same section name still get two sections. */
+static uint32_t ident_hash(const Calibration *c) {
+        uint32_t h = 2166136261u;      /* FNV-1a's 32-bit offset basis */
+
+        for (const char *p = c->model;; p++) {
+                h = (h ^ (uint8_t) *p) * 16777619u;   /* FNV's 32-bit prime */
+                if (!*p)
+                        break;
+        }
+        for (const char *p = c->firmware; *p; p++)
+                h = (h ^ (uint8_t) *p) * 16777619u;
+        return h;
+}
+
+int calib_dropin(const Calibration *c, char **ret_name, char **ret_text) {
+        char model[2 * sizeof c->model], fw[2 * sizeof c->firmware], safe_model[sizeof c->model],
+                safe_fw[sizeof c->firmware], list[IDCTRL_MAX_PS * 24] = "", *name = NULL, *text = NULL;
+        size_t o = 0;
+
+        for (size_t i = 0; i < c->n_states; i++)
+                if (c->states[i].samples > 0 && c->states[i].wake_median_us > 0)
+                        o += (size_t) snprintf(list + o, sizeof list - o, "%sps%u:%" PRIu32, o ? " " : "",
+                                               c->states[i].ps, c->states[i].wake_median_us);
+        if (o == 0 || !c->firmware[0] || !ini_value_ok(c->model) || !ini_value_ok(c->firmware))
+                return -EINVAL;
+        glob_escape(c->model, model, sizeof model);
+        glob_escape(c->firmware, fw, sizeof fw);
+        name_safe(c->model, safe_model, sizeof safe_model, true);
+        name_safe(c->firmware, safe_fw, sizeof safe_fw, true);
+        if (asprintf(&name, "50-calibrated-%s-%s.conf", safe_model, safe_fw) < 0)
+                return -ENOMEM;
+        /* [device NAME]: the configuration takes at most 48 bytes between the brackets */
+        name_safe(c->model, safe_model, 20, false);
+        if (asprintf(&text,
+                     "# Written by `nvme-apstd calibrate --drop-in`: the median wake-up of each power state\n"
+                     "# measured on a %s, firmware %s (nvme-apstd.conf(5), exit_latency_us).\n"
+                     "[device calibrated-%s-%08" PRIx32 "]\n"
+                     "match_model = %s\n"
+                     "match_firmware = %s\n"
+                     "exit_latency_us = %s\n",
+                     c->model, c->firmware, safe_model, ident_hash(c), model, fw, list) < 0) {
+                free(name);
+                return -ENOMEM;
+        }
+        *ret_name = name;
+        *ret_text = text;
+        return 0;
 }
 
 /* ------------------------------------------------------------------ files */

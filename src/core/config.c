@@ -60,6 +60,8 @@
 #define OVERLAYS_MAX 1024u
 /* The profiles power-profiles-daemon has (0.12 to 0.30); a typo would otherwise never be active. */
 static const char *const config_profiles[] = { "power-saver", "balanced", "performance" };
+/* Room for "FILE line N" in a message naming a line of another file. */
+#define PATH_MAX_MSG 4200u
 /* Values quoted in messages are cut to this many bytes before escaping. */
 #define QUOTE_MAX 120u
 
@@ -93,7 +95,16 @@ struct ConfigKey {
         unsigned cpu_bit;       /* CpuKeyBit for [cpu] keys in situation sections */
 };
 
+/* One error: its message, and where, so inih's own report of a line is not given twice. */
+typedef struct ParseError {
+        char *message;
+        unsigned file, line;
+} ParseError;
+
 typedef struct Parser {
+        const ConfigSource *src;
+        size_t n_src;
+        unsigned file;          /* index in @src of the file being read */
         const char *filename;
         const char *text;       /* whole input */
         const char *pos;        /* next line for the reader */
@@ -101,36 +112,118 @@ typedef struct Parser {
 
         Config config;
         SectionKind section;
+        bool skip;              /* the current section's header was refused: its keys are not looked at */
+        size_t section_errors;  /* n_errors when the current section began */
+        size_t device;          /* the current [device NAME] is devices[device - 1]; 0 = none */
+        char section_key[SECTION_NAME_MAX + 1];   /* its words one blank apart, for Config.origins */
         size_t overlay;         /* the current section is overlays[overlay - 1]; 0 = a plain section */
         char section_name[SECTION_NAME_MAX + 1];  /* as written between the brackets */
         unsigned section_line;
         bool seen_apst, seen_cpu, seen_metrics, seen_daemon, seen_watch, seen_holds;
         unsigned *key_line;     /* per row: line where the current section set it, 0 = not yet */
         unsigned min_freq_line, max_freq_line;
+        unsigned min_freq_file, max_freq_file;
 
-        int error;              /* first error, negative errno; 0 = none so far */
-        char *message;
+        int error;              /* first error, negative errno; 0 = none so far; -ENOMEM ends the parse */
+        ParseError *errors;
+        size_t n_errors, n_dropped;
 } Parser;
 
-static int parse_u32(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
-        uint32_t x;
+/*
+ * A time span: a plain number in the key's own unit (@unit µs, named @uname: what the key's name ends
+ * in), or a number with us, ms or s (parse_time_span_usec()), which must come out whole in that unit.
+ */
+static int parse_span(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n, uint64_t unit,
+                      const char *uname) {
+        uint64_t usec, x;
         int r;
 
-        r = safe_atou32(v, &x);
+        r = parse_time_span_usec(v, &usec);
+        if (r >= 0 && v[strspn(v, "0123456789")] == '\0') {      /* plain: today's meaning */
+                if (usec > UINT64_MAX / unit)
+                        r = -ERANGE;
+                else
+                        usec *= unit;
+        }
         if (r == -ERANGE) {
-                snprintf(reason, n, "number too large (range %" PRIu32 "..%" PRIu32 ")", k->min, k->max);
+                snprintf(reason, n, "number too large (range %" PRIu32 "..%" PRIu32 " %s)", k->min, k->max, uname);
                 return -EINVAL;
         }
         if (r < 0) {
-                snprintf(reason, n, "not a decimal number (digits only, no sign or unit)");
+                snprintf(reason, n, "not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)");
                 return -EINVAL;
         }
+        if (usec % unit != 0) {
+                snprintf(reason, n, "not a whole number of %s", uname);
+                return -EINVAL;
+        }
+        x = usec / unit;
         if (x < k->min || x > k->max) {
-                snprintf(reason, n, "out of range (%" PRIu32 "..%" PRIu32 ")", k->min, k->max);
+                snprintf(reason, n, "out of range (%" PRIu32 "..%" PRIu32 " %s)", k->min, k->max, uname);
                 return -EINVAL;
         }
-        *(uint32_t *) dest = x;
+        *(uint32_t *) dest = (uint32_t) x;
         return 0;
+}
+
+/* Keys in µs, ms and s: a plain number is in the unit the key's name ends in. */
+static int parse_usec(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        return parse_span(k, v, dest, reason, n, 1, "us");
+}
+
+static int parse_msec(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        return parse_span(k, v, dest, reason, n, 1000, "ms");
+}
+
+static int parse_sec(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        return parse_span(k, v, dest, reason, n, 1000000, "s");
+}
+
+/* "ps3:1500 ps4:32ms": measured exit latencies per power state, blank-separated, units allowed. */
+static int parse_exlat(const ConfigKey *k, const char *v, void *dest, char *reason, size_t n) {
+        ApstExlat x = {};
+        const char *s = v;
+
+        while (*s) {
+                char word[64], sub[200];
+                size_t len = strcspn(s, " \t");
+                unsigned ps = 0;
+                char *colon, *end = NULL;
+                uint32_t us;
+
+                if (len >= sizeof(word) || strncmp(s, "ps", 2) != 0 || !(colon = memchr(s, ':', len)))
+                        goto bad;
+                memcpy(word, s, len);
+                word[len] = '\0';
+                colon = word + (colon - s);
+                *colon = '\0';
+                if (!(word[2] >= '0' && word[2] <= '9'))
+                        goto bad;
+                ps = (unsigned) strtoul(word + 2, &end, 10);
+                if (*end || ps >= IDCTRL_MAX_PS) {
+                        snprintf(reason, n, "%s: no such power state (ps0..ps%u)", word, IDCTRL_MAX_PS - 1);
+                        return -EINVAL;
+                }
+                if (x.mask & (1u << ps)) {
+                        snprintf(reason, n, "ps%u given twice", ps);
+                        return -EINVAL;
+                }
+                if (parse_span(k, colon + 1, &us, sub, sizeof(sub), 1, "us") < 0) {
+                        snprintf(reason, n, "ps%u: %s", ps, sub);
+                        return -EINVAL;
+                }
+                x.mask |= 1u << ps;
+                x.us[ps] = us;
+                s += len;
+                s += strspn(s, " \t");
+        }
+        if (x.mask == 0)
+                goto bad;
+        *(ApstExlat *) dest = x;
+        return 0;
+bad:
+        snprintf(reason, n, "expected psN:LATENCY pairs separated by blanks (\"ps3:1500 ps4:32ms\")");
+        return -EINVAL;
 }
 
 /* A percentage with at most two decimals ("2", "0.5", "0.25"), stored in hundredths of a
@@ -429,18 +522,21 @@ static int parse_metrics_path(const ConfigKey *k, const char *v, void *dest, cha
 
 static const ConfigKey config_keys[] = {
         APST_KEY("policy", parse_policy, policy, 0, 0, APST_KEY_POLICY),
-        APST_KEY("max_latency_us", parse_u32, max_latency_us, 0, LATENCY_US_MAX, APST_KEY_MAX_LATENCY),
-        APST_KEY("primary_timeout_ms", parse_u32, primary_timeout_ms, 0, APST_ITPT_MAX, APST_KEY_PRIMARY_TIMEOUT),
-        APST_KEY("secondary_timeout_ms", parse_u32, secondary_timeout_ms, 0, APST_ITPT_MAX,
+        APST_KEY("max_latency_us", parse_usec, max_latency_us, 0, LATENCY_US_MAX, APST_KEY_MAX_LATENCY),
+        APST_KEY("primary_timeout_ms", parse_msec, primary_timeout_ms, 0, APST_ITPT_MAX, APST_KEY_PRIMARY_TIMEOUT),
+        APST_KEY("secondary_timeout_ms", parse_msec, secondary_timeout_ms, 0, APST_ITPT_MAX,
                  APST_KEY_SECONDARY_TIMEOUT),
-        APST_KEY("primary_latency_tol_us", parse_u32, primary_latency_tol_us, 0, LATENCY_US_MAX,
+        APST_KEY("primary_latency_tol_us", parse_usec, primary_latency_tol_us, 0, LATENCY_US_MAX,
                  APST_KEY_PRIMARY_TOL),
-        APST_KEY("secondary_latency_tol_us", parse_u32, secondary_latency_tol_us, 0, LATENCY_US_MAX,
+        APST_KEY("secondary_latency_tol_us", parse_usec, secondary_latency_tol_us, 0, LATENCY_US_MAX,
                  APST_KEY_SECONDARY_TOL),
         APST_KEY("force", parse_bool, force, 0, 0, APST_KEY_FORCE),
         APST_KEY("stall_budget_pct", parse_percent, stall_budget_pct_x100, 0, APST_STALL_BUDGET_MAX_PCT_X100,
                  APST_KEY_STALL_BUDGET),
         APST_KEY("use_calibration", parse_bool, use_calibration, 0, 0, APST_KEY_USE_CALIBRATION),
+        /* measured, so at least 1 µs; the bound of every other latency */
+        { "exit_latency_us", SEC(SECTION_DEVICE), parse_exlat, offsetof(ApstParams, exlat), 1, LATENCY_US_MAX,
+          APST_KEY_EXIT_LATENCY, sizeof(ApstExlat) },
 
         DEVICE_KEY("match_name", parse_glob, match_name),
         DEVICE_KEY("match_model", parse_glob, match_model),
@@ -450,7 +546,7 @@ static const ConfigKey config_keys[] = {
         DEVICE_KEY("enable", parse_bool, enable),
 
         CPU_KEY("pin", parse_pin, pin, 0, 0, CPU_KEY_PIN),
-        CPU_KEY("release_after_ms", parse_u32, release_after_ms, 0, RELEASE_AFTER_MS_MAX, CPU_KEY_RELEASE_AFTER),
+        CPU_KEY("release_after_ms", parse_msec, release_after_ms, 0, RELEASE_AFTER_MS_MAX, CPU_KEY_RELEASE_AFTER),
         CPU_KEY("governor", parse_word, governor, 1, GOVERNOR_MAX, CPU_KEY_GOVERNOR),
         CPU_KEY("min_freq", parse_freq, min_freq, 0, 0, CPU_KEY_MIN_FREQ),
         CPU_KEY("max_freq", parse_freq, max_freq, 0, 0, CPU_KEY_MAX_FREQ),
@@ -459,7 +555,7 @@ static const ConfigKey config_keys[] = {
 
         { "path", SEC(SECTION_METRICS), parse_metrics_path, offsetof(MetricsConfig, path), 0, METRICS_PATH_MAX, 0 },
 
-        { "unresponsive_after_sec", SEC(SECTION_DAEMON), parse_u32, offsetof(DaemonConfig, unresponsive_after_sec),
+        { "unresponsive_after_sec", SEC(SECTION_DAEMON), parse_sec, offsetof(DaemonConfig, unresponsive_after_sec),
           1, UNRESPONSIVE_AFTER_SEC_MAX, 0 },
 
         { "source", SEC(SECTION_WATCH), parse_watch_source, offsetof(WatchConfig, source), 0, 0, 0 },
@@ -526,6 +622,15 @@ void config_done(Config *c) {
                 free(c->overlays[i].cpu.epp);
         }
         free(c->overlays);
+        for (size_t i = 0; i < c->n_files; i++)
+                free(c->files[i]);
+        free(c->files);
+        for (size_t i = 0; i < c->n_origins; i++) {
+                free(c->origins[i].section);
+                free(c->origins[i].key);
+                free(c->origins[i].value);
+        }
+        free(c->origins);
         /* Back to defaults, so a second config_done() or a reuse is harmless. */
         config_init(c);
 }
@@ -557,35 +662,56 @@ static void quote(const char *s, size_t len, char *buf, size_t n) {
 
 #define QUOTE_BUF (QUOTE_MAX * 4 + 8)
 
-/* Record the first error: "FILE:LINE: " + the formatted rest. Returns the error. */
+static int fail_oom(Parser *p) {
+        p->error = -ENOMEM;
+        return p->error;
+}
+
+/* Record an error: "FILE:LINE: " + the formatted rest. p->error keeps the first. Returns @error. */
 _printf_(4, 5) static int fail(Parser *p, unsigned line, int error, const char *fmt, ...) {
         _cleanup_free_ char *rest = NULL;
+        ParseError *n;
+        char *msg;
         va_list ap;
         int k;
 
-        if (p->error < 0)
+        if (p->error == -ENOMEM)
                 return p->error;
+        if (p->error == 0)
+                p->error = error;
+        if (p->n_errors >= CONFIG_ERRORS_MAX) {
+                p->n_dropped++;
+                return error;
+        }
 
         va_start(ap, fmt);
         k = vasprintf(&rest, fmt, ap);
         va_end(ap);
         if (k < 0) {
                 rest = NULL;
-                p->error = -ENOMEM;
-                return p->error;
+                return fail_oom(p);
         }
-
         if (line > 0)
-                k = asprintf(&p->message, "%s:%u: %s", p->filename, line, rest);
+                k = asprintf(&msg, "%s:%u: %s", p->filename, line, rest);
         else
-                k = asprintf(&p->message, "%s: %s", p->filename, rest);
-        if (k < 0) {
-                p->message = NULL;
-                p->error = -ENOMEM;
-                return p->error;
+                k = asprintf(&msg, "%s: %s", p->filename, rest);
+        if (k < 0)
+                return fail_oom(p);
+        n = reallocarray(p->errors, p->n_errors + 1, sizeof(ParseError));
+        if (!n) {
+                free(msg);
+                return fail_oom(p);
         }
-        p->error = error;
+        p->errors = n;
+        n[p->n_errors++] = (ParseError) { .message = msg, .file = p->file, .line = line };
         return error;
+}
+
+static bool error_on_line(const Parser *p, unsigned line) {
+        for (size_t i = 0; i < p->n_errors; i++)
+                if (p->errors[i].file == p->file && p->errors[i].line == line)
+                        return true;
+        return false;
 }
 
 _printf_(5, 6) static int fail_key(Parser *p, const char *key, const char *value, int error,
@@ -610,11 +736,15 @@ _printf_(5, 6) static int fail_key(Parser *p, const char *key, const char *value
 }
 
 static DeviceSection *current_device(Parser *p) {
-        return p->config.n_devices > 0 ? &p->config.devices[p->config.n_devices - 1] : NULL;
+        return p->device > 0 ? &p->config.devices[p->device - 1] : NULL;
 }
 
 static ConfigOverlay *current_overlay(Parser *p) {
         return p->overlay > 0 ? &p->config.overlays[p->overlay - 1] : NULL;
+}
+
+static bool word_is(const char *w, size_t len, const char *lit) {
+        return strlen(lit) == len && memcmp(w, lit, len) == 0;
 }
 
 static bool device_has_match(const DeviceSection *d) {
@@ -623,7 +753,9 @@ static bool device_has_match(const DeviceSection *d) {
 
 /* Checks that need the whole section. */
 static int section_end(Parser *p) {
-        if (p->section == SECTION_DEVICE && !current_overlay(p) && !device_has_match(current_device(p)))
+        /* A section with an error already is not judged as a whole (its match_ key may be the error). */
+        if (!p->skip && p->n_errors == p->section_errors && p->section == SECTION_DEVICE && !current_overlay(p) &&
+            !device_has_match(current_device(p)))
                 return fail(p, p->section_line, -EINVAL,
                             "[%s]: no match_ key (match_name, match_model, match_serial, match_pci or "
                             "match_firmware), so it would apply to every controller; put settings for all "
@@ -651,9 +783,15 @@ static int device_section_begin(Parser *p, const char *dn, const char *e, const 
                                     "[%s]: bad section name: NAME may use only A-Z, a-z, 0-9, '_', '-', "
                                     "'.' and ':'", q);
         for (size_t i = 0; i < p->config.n_devices; i++)
-                if (strlen(p->config.devices[i].name) == (size_t) (e - dn) &&
-                    memcmp(p->config.devices[i].name, dn, (size_t) (e - dn)) == 0)
-                        return fail(p, p->lineno, -EINVAL, "[%s]: device section name used twice", q);
+                if (word_is(dn, (size_t) (e - dn), p->config.devices[i].name)) {
+                        /* In another file, the same section goes on (systemd's drop-ins merge so). */
+                        if (p->config.devices[i].opened_in == p->file + 1)
+                                return fail(p, p->lineno, -EINVAL, "[%s]: device section name used twice", q);
+                        p->config.devices[i].opened_in = p->file + 1;
+                        p->device = i + 1;
+                        p->section = SECTION_DEVICE;
+                        return 0;
+                }
         if (p->config.n_devices >= DEVICE_SECTIONS_MAX)
                 return fail(p, p->lineno, -EINVAL, "[%s]: too many device sections (at most %u)", q,
                             DEVICE_SECTIONS_MAX);
@@ -666,17 +804,15 @@ static int device_section_begin(Parser *p, const char *dn, const char *e, const 
         *d = (DeviceSection) {
                 .enable = true,
                 .apst = APST_PARAMS_DEFAULT,
+                .opened_in = p->file + 1,
         };
         d->name = strndup(dn, (size_t) (e - dn));
         if (!d->name)
                 return fail(p, 0, -ENOMEM, "out of memory");
         p->config.n_devices++;
+        p->device = p->config.n_devices;
         p->section = SECTION_DEVICE;
         return 0;
-}
-
-static bool word_is(const char *w, size_t len, const char *lit) {
-        return strlen(lit) == len && memcmp(w, lit, len) == 0;
 }
 
 /* The WHEN of a situation section: on-ac, on-battery or profile=NAME. */
@@ -723,9 +859,15 @@ static int overlay_begin(Parser *p, const char *q, OverlayTarget target, size_t 
         for (size_t i = 0; i < p->config.n_overlays; i++) {
                 const ConfigOverlay *o = &p->config.overlays[i];
                 if (o->target == target && (target != OVERLAY_DEVICE || o->device == device) &&
-                    when_equal(&o->when, &when))
-                        return fail(p, p->lineno, -EINVAL, "[%s]: section given twice (first on line %u)", q,
-                                    o->line);
+                    when_equal(&o->when, &when)) {
+                        if (o->file == p->file + 1)
+                                return fail(p, p->lineno, -EINVAL, "[%s]: section given twice (first on line %u)",
+                                            q, o->line);
+                        p->config.overlays[i].file = p->file + 1;
+                        p->config.overlays[i].line = p->lineno;
+                        p->overlay = i + 1;
+                        return 0;
+                }
         }
         if (p->config.n_overlays >= OVERLAYS_MAX)
                 return fail(p, p->lineno, -EINVAL, "[%s]: too many situation sections (at most %u)", q,
@@ -740,6 +882,7 @@ static int overlay_begin(Parser *p, const char *q, OverlayTarget target, size_t 
                 .device = device,
                 .dev = { .enable = true, .apst = APST_PARAMS_DEFAULT },
                 .line = p->lineno,
+                .file = p->file + 1,
         };
         p->config.n_overlays++;
         p->overlay = p->config.n_overlays;
@@ -799,12 +942,8 @@ static int section_begin(Parser *p, const char *name, size_t len) {
         char q[QUOTE_BUF];
         const char *w[4];
         size_t wl[4], nw;
-        int r;
 
-        r = section_end(p);
-        if (r < 0)
-                return r;
-
+        p->section_errors = p->n_errors;
         quote(name, len, q, sizeof(q));
         if (len > SECTION_NAME_MAX)
                 return fail(p, p->lineno, -EINVAL, "[%s]: section name too long (at most %u characters)",
@@ -818,6 +957,10 @@ static int section_begin(Parser *p, const char *name, size_t len) {
 
         /* Words: KIND, for a device its NAME, then an optional situation (WHEN). */
         nw = section_words(name, len, w, wl, ELEMENTSOF(w));
+        p->section_key[0] = '\0';
+        for (size_t i = 0; i < nw; i++)
+                (void) snprintf(p->section_key + strlen(p->section_key), sizeof(p->section_key) -
+                                strlen(p->section_key), "%s%.*s", i > 0 ? " " : "", (int) wl[i], w[i]);
         if (nw == 0)
                 return fail(p, p->lineno, -EINVAL, "[%s]: unknown section (expected [apst], [cpu], [metrics], "
                             "[daemon], [watch], [holds] or [device NAME])", q);
@@ -866,12 +1009,31 @@ static bool is_blank(char c) {
 }
 
 /*
+ * A line that is not a header must be "key = value" (or "key: value"): inih finds '=' or ':' before
+ * any inline comment (';' after a blank), and reports only the first line where it does not, so
+ * every such line is said here.
+ */
+static int key_line_check(Parser *p, const char *t, const char *e) {
+        char q[QUOTE_BUF];
+
+        for (const char *c = t; c < e; c++) {
+                if (*c == '=' || *c == ':')
+                        return 0;
+                if (*c == ';' && c > t && is_blank(c[-1]))
+                        break;
+        }
+        quote(t, (size_t) (e - t), q, sizeof(q));
+        return fail(p, p->lineno, -EINVAL, "%s: expected \"key = value\", \"[section]\" or a comment", q);
+}
+
+/*
  * Look at one raw line before inih does: section headers, indentation. The
  * rules for comments and "[...]" follow inih r55's ini_parse_stream().
  */
 static int line_check(Parser *p, const char *line, size_t len) {
         const char *s = line, *e = line + len, *close;
         char q[QUOTE_BUF];
+        int r;
 
         if (e > s && e[-1] == '\n')
                 e--;
@@ -894,8 +1056,11 @@ static int line_check(Parser *p, const char *line, size_t len) {
         }
 
         if (*t != '[')
-                return 0;       /* key = value, inih's business */
+                return key_line_check(p, t, e);
 
+        (void) section_end(p);         /* an error there is the previous section's; this one goes on */
+        /* A refused header: the section's keys are not looked at (each would be an error of its own). */
+        p->skip = true;
         /* inih ends the name at ']' or at an inline comment (';' after a blank). */
         close = t + 1;
         while (close < e && *close != ']' && !(*close == ';' && is_blank(close[-1])))
@@ -912,7 +1077,9 @@ static int line_check(Parser *p, const char *line, size_t len) {
                         return fail(p, p->lineno, -EINVAL, "%s: text after the section header", q);
         }
 
-        return section_begin(p, t + 1, (size_t) (close - t - 1));
+        r = section_begin(p, t + 1, (size_t) (close - t - 1));
+        p->skip = r < 0;
+        return r;
 }
 
 /* fgets()-like reader for ini_parse_stream(): one line of p->text per call. */
@@ -921,19 +1088,24 @@ static char *reader(char *str, int num, void *stream) {
         const char *nl;
         size_t len;
 
-        if (p->error < 0 || !*p->pos)
-                return NULL;    /* first error ends the parse; or end of text */
+        if (p->error == -ENOMEM || !*p->pos || num < 2)
+                return NULL;    /* out of memory ends the parse; or end of text */
 
         nl = strchr(p->pos, '\n');
         len = nl ? (size_t) (nl - p->pos) + 1 : strlen(p->pos);
         p->lineno++;
 
-        if (num < 2 || len > (size_t) num - 1) {
+        /* A refused line goes to inih as an empty one, so the parse goes on and finds the next error. */
+        if (len > (size_t) num - 1) {
                 (void) fail(p, p->lineno, -EINVAL, "line longer than %d characters", num < 3 ? 0 : num - 3);
-                return NULL;
+                len = 0;
+        } else if (line_check(p, p->pos, len) < 0)
+                len = 0;
+        if (len == 0) {
+                p->pos += nl ? (size_t) (nl - p->pos) + 1 : strlen(p->pos);
+                memcpy(str, "\n", 2);
+                return str;
         }
-        if (line_check(p, p->pos, len) < 0)
-                return NULL;
 
         memcpy(str, p->pos, len);
         str[len] = '\0';
@@ -976,7 +1148,7 @@ static void *key_base(Parser *p, const ConfigKey *k) {
         case SECTION_APST:
                 return ov ? &ov->dev.apst : &p->config.apst;
         case SECTION_DEVICE:
-                return k->sections & SEC(SECTION_APST) ? (void *) &d->apst : (void *) d;
+                return k->apst_bit ? (void *) &d->apst : (void *) d;
         case SECTION_CPU:
                 return ov ? &ov->cpu : &p->config.cpu;
         case SECTION_METRICS:
@@ -1061,10 +1233,47 @@ static void key_set(Parser *p, const ConfigKey *k, const char *name) {
                         ov->enable_set = true;      /* enable: the only other key allowed here */
         } else if (p->section == SECTION_DEVICE)
                 current_device(p)->set |= k->apst_bit;
-        if (strcmp(name, "min_freq") == 0)
+        if (strcmp(name, "min_freq") == 0) {
                 *(ov ? &ov->min_freq_line : &p->min_freq_line) = p->lineno;
-        else if (strcmp(name, "max_freq") == 0)
+                *(ov ? &ov->min_freq_file : &p->min_freq_file) = p->file;
+        } else if (strcmp(name, "max_freq") == 0) {
                 *(ov ? &ov->max_freq_line : &p->max_freq_line) = p->lineno;
+                *(ov ? &ov->max_freq_file : &p->max_freq_file) = p->file;
+        }
+}
+
+/* Config.origins: @name of the current section now comes from here (a later file's replaces). */
+static int origin_record(Parser *p, const char *name, const char *value) {
+        ConfigOrigin *o = NULL, *n;
+        char *v;
+
+        for (size_t i = 0; i < p->config.n_origins && !o; i++)
+                if (strcmp(p->config.origins[i].section, p->section_key) == 0 &&
+                    strcmp(p->config.origins[i].key, name) == 0)
+                        o = &p->config.origins[i];
+        v = strdup(value);
+        if (!v)
+                return fail_oom(p);
+        if (!o) {
+                n = reallocarray(p->config.origins, p->config.n_origins + 1, sizeof(ConfigOrigin));
+                if (!n) {
+                        free(v);
+                        return fail_oom(p);
+                }
+                p->config.origins = n;
+                o = &n[p->config.n_origins];
+                *o = (ConfigOrigin) { .section = strdup(p->section_key), .key = strdup(name) };
+                p->config.n_origins++;
+                if (!o->section || !o->key) {
+                        free(v);
+                        return fail_oom(p);
+                }
+        }
+        free(o->value);
+        o->value = v;
+        o->file = p->file;
+        o->line = p->lineno;
+        return 0;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value) {
@@ -1074,26 +1283,28 @@ static int handler(void *user, const char *section, const char *name, const char
         char reason[256];
         int r;
 
-        if (p->error < 0)
-                return 0;
+        /* Errors are ours to report (1 = go on): inih's count of failed lines would give only the first. */
+        if (p->error == -ENOMEM || p->skip)
+                return 1;
         if (!name || !value)    /* INI_ALLOW_NO_VALUE / INI_CALL_HANDLER_ON_NEW_SECTION builds */
                 return 1;
 
         k = key_check(p, section, name, value);
         if (!k || !value_check(p, name, value))
-                return 0;
+                return 1;
         base = key_base(p, k);
         if (!base) {
                 fail_key(p, name, value, -EINVAL, "internal error: no section");
-                return 0;
+                return 1;
         }
 
         r = k->parse(k, value, (char *) base + k->offset, reason, sizeof(reason));
         if (r < 0) {
                 fail_key(p, name, value, r, "%s", reason);
-                return 0;
+                return 1;
         }
         key_set(p, k, name);
+        (void) origin_record(p, name, strcmp(name, "match_serial") == 0 ? "(not shown)" : value);
         return 1;
 }
 
@@ -1162,9 +1373,10 @@ bool config_overlay_applies(const ConfigOverlay *o, const Situation *s, unsigned
 static int validate_cpu_in(Parser *p, const Situation *s) {
         FreqSpec min = p->config.cpu.min_freq, max = p->config.cpu.max_freq;
         unsigned min_line = p->min_freq_line, max_line = p->max_freq_line;
+        unsigned min_file = p->min_freq_file, max_file = p->max_freq_file;
         const ConfigOverlay *min_ov = NULL;
         bool situated = false, inverted = false;
-        char lo[32], hi[32], sit[64], when[32];
+        char lo[32], hi[32], sit[64], when[32], where[PATH_MAX_MSG];
         uint32_t a, b;
 
         for (unsigned pass = 0; pass < 2; pass++)
@@ -1176,12 +1388,14 @@ static int validate_cpu_in(Parser *p, const Situation *s) {
                         if (o->cpu_set & CPU_KEY_MIN_FREQ) {
                                 min = o->cpu.min_freq;
                                 min_line = o->min_freq_line;
+                                min_file = o->min_freq_file;
                                 min_ov = o;
                                 situated = true;
                         }
                         if (o->cpu_set & CPU_KEY_MAX_FREQ) {
                                 max = o->cpu.max_freq;
                                 max_line = o->max_freq_line;
+                                max_file = o->max_freq_file;
                                 situated = true;
                         }
                 }
@@ -1195,14 +1409,20 @@ static int validate_cpu_in(Parser *p, const Situation *s) {
 
         freq_format(&min, lo, sizeof(lo));
         freq_format(&max, hi, sizeof(hi));
+        /* The message is the file's that set min_freq; max_freq's line, with its file if another one. */
+        p->file = min_file;
+        p->filename = p->src[min_file].path ?: "<string>";
+        if (max_file != min_file)
+                snprintf(where, sizeof(where), "%s line %u", p->src[max_file].path ?: "<string>", max_line);
+        else
+                snprintf(where, sizeof(where), "line %u", max_line);
         if (!situated)
-                return fail(p, min_line, -EINVAL, "[cpu] min_freq = %s: above max_freq = %s (line %u)", lo, hi,
-                            max_line);
+                return fail(p, min_line, -EINVAL, "[cpu] min_freq = %s: above max_freq = %s (%s)", lo, hi, where);
         situation_describe(s, sit, sizeof(sit));
         if (min_ov)
                 when_to_string(&min_ov->when, when, sizeof(when));
-        return fail(p, min_line, -EINVAL, "[cpu%s%s] min_freq = %s: above max_freq = %s (line %u) %s", min_ov ? " " : "",
-                    min_ov ? when : "", lo, hi, max_line, sit);
+        return fail(p, min_line, -EINVAL, "[cpu%s%s] min_freq = %s: above max_freq = %s (%s) %s", min_ov ? " " : "",
+                    min_ov ? when : "", lo, hi, where, sit);
 }
 
 /* Cross-key checks that need no hardware, in every situation the file distinguishes. */
@@ -1238,62 +1458,117 @@ static const char *line_at(const char *text, unsigned n, size_t *ret_len) {
         return s;
 }
 
-int config_parse_string(const char *text, const char *filename, Config *ret, char **ret_error) {
-        unsigned key_line[ELEMENTSOF(config_keys)] = {};
-        Parser p = {
-                .filename = filename ?: "<string>",
-                .text = text ?: "",
-                .pos = text ?: "",
-                .key_line = key_line,
-        };
+/* One file into p->config: inih over our line reader, then the last section's checks. */
+static void parse_one(Parser *p, unsigned file) {
         int r;
 
-        config_init(&p.config);
+        p->file = file;
+        p->filename = p->src[file].path ?: "<string>";
+        p->text = p->pos = p->src[file].text ?: "";
+        p->lineno = 0;
+        p->section = SECTION_NONE;
+        p->skip = false;
+        p->device = p->overlay = 0;
+        p->seen_apst = p->seen_cpu = p->seen_metrics = p->seen_daemon = p->seen_watch = p->seen_holds = false;
 
-        r = ini_parse_stream(reader, &p, handler, &p);
+        r = ini_parse_stream(reader, p, handler, p);
         if (r == -2)
-                (void) fail(&p, 0, -ENOMEM, "out of memory");
-        else if (r > 0 && (p.error == 0 || (unsigned) r < p.lineno)) {
-                /*
-                 * inih found a line it could not split (no '=' or ':') before
-                 * any error of ours; ours would be on p.lineno, where we stopped.
-                 */
+                (void) fail_oom(p);
+        else if (r > 0 && !error_on_line(p, (unsigned) r)) {
+                /* inih found a line it could not split that key_line_check() let through. */
                 char q[QUOTE_BUF];
                 const char *l;
                 size_t len;
 
-                free(p.message);
-                p.message = NULL;
-                p.error = 0;
-                l = line_at(p.text, (unsigned) r, &len);
+                l = line_at(p->text, (unsigned) r, &len);
                 quote(l, len, q, sizeof(q));
-                (void) fail(&p, (unsigned) r, -EINVAL, "%s: expected \"key = value\", \"[section]\" or a comment",
+                (void) fail(p, (unsigned) r, -EINVAL, "%s: expected \"key = value\", \"[section]\" or a comment",
                             q);
-        } else if (r < 0 && p.error == 0)
-                (void) fail(&p, 0, -EIO, "parser failed (%d)", r);
+        } else if (r < 0 && r != -2)
+                (void) fail(p, 0, -EIO, "parser failed (%d)", r);
+        if (p->error != -ENOMEM)
+                (void) section_end(p);
+}
 
-        if (p.error == 0)
-                (void) section_end(&p);
-        if (p.error == 0)
-                (void) config_validate(&p);
-        if (p.error == 0) {
-                p.config.path = strdup(p.filename);
-                if (!p.config.path)
-                        (void) fail(&p, 0, -ENOMEM, "out of memory");
+/* Every message, one a line, in the order found; NULL when out of memory. */
+static char *errors_join(const Parser *p) {
+        size_t len = 0, o = 0;
+        char *m;
+
+        for (size_t i = 0; i < p->n_errors; i++)
+                len += strlen(p->errors[i].message) + 1;
+        len += 64;      /* "... and N more errors" */
+        m = malloc(len);
+        if (!m)
+                return NULL;
+        m[0] = '\0';
+        for (size_t i = 0; i < p->n_errors; i++)
+                o += (size_t) snprintf(m + o, len - o, "%s%s", i > 0 ? "\n" : "", p->errors[i].message);
+        if (p->n_dropped > 0)
+                (void) snprintf(m + o, len - o, "%s... and %zu more error%s", o > 0 ? "\n" : "", p->n_dropped,
+                                p->n_dropped == 1 ? "" : "s");
+        if (p->error == -ENOMEM && p->n_errors == 0) {
+                free(m);
+                return NULL;
         }
+        return m;
+}
+
+static void files_record(Parser *p) {
+        p->config.files = calloc(p->n_src, sizeof(char *));
+        if (!p->config.files) {
+                (void) fail_oom(p);
+                return;
+        }
+        p->config.n_files = p->n_src;
+        for (size_t i = 0; i < p->n_src; i++) {
+                p->config.files[i] = strdup(p->src[i].path ?: "<string>");
+                if (!p->config.files[i])
+                        (void) fail_oom(p);
+        }
+        p->config.path = strdup(p->src[0].path ?: "<string>");
+        if (!p->config.path)
+                (void) fail_oom(p);
+}
+
+int config_parse_sources(const ConfigSource *src, size_t n, Config *ret, char **ret_error) {
+        unsigned key_line[ELEMENTSOF(config_keys)] = {};
+        Parser p = {
+                .src = src,
+                .n_src = n,
+                .key_line = key_line,
+        };
+        int r;
+
+        if (n == 0)
+                return -EINVAL;
+        config_init(&p.config);
+        for (unsigned i = 0; i < n && p.error != -ENOMEM; i++)
+                parse_one(&p, i);
+        if (p.error != -ENOMEM)
+                (void) config_validate(&p);
+        if (p.error == 0)
+                files_record(&p);
 
         if (p.error < 0) {
                 r = p.error;
                 config_done(&p.config);
                 if (ret_error)
-                        *ret_error = p.message;     /* NULL when even the message could not be allocated */
-                else
-                        free(p.message);
-                return r;
+                        *ret_error = errors_join(&p);     /* NULL when even that could not be allocated */
+        } else {
+                r = 0;
+                *ret = p.config;
         }
+        for (size_t i = 0; i < p.n_errors; i++)
+                free(p.errors[i].message);
+        free(p.errors);
+        return r;
+}
 
-        *ret = p.config;
-        return 0;
+int config_parse_string(const char *text, const char *filename, Config *ret, char **ret_error) {
+        const ConfigSource src = { .path = filename ?: "<string>", .text = text };
+
+        return config_parse_sources(&src, 1, ret, ret_error);
 }
 
 void config_apst_overlay(ApstParams *a, unsigned set, const ApstParams *from) {

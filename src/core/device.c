@@ -66,6 +66,23 @@ int device_plan(const Config *cfg, const SysPlatform *plat, const char *name, co
         return device_plan_calibrated(cfg, plat, name, sys, id, NULL, ret);
 }
 
+/* @calib (may be NULL) with @x's latencies merged in (calib_raise(): the larger stays). false: nothing. */
+static bool calib_with_config(const Calibration *calib, const IdCtrl *id, const ApstExlat *x, Calibration *ret) {
+        if (!calib && x->mask == 0)
+                return false;
+        if (calib)
+                *ret = *calib;
+        else {
+                *ret = (Calibration) {};
+                (void) snprintf(ret->model, sizeof ret->model, "%s", id->model);
+                (void) snprintf(ret->firmware, sizeof ret->firmware, "%s", id->firmware);
+        }
+        for (unsigned ps = 0; ps <= id->npss && ps < IDCTRL_MAX_PS; ps++)
+                if (x->mask & (1u << ps))
+                        (void) calib_raise(ret, id, (uint8_t) ps, x->us[ps], 0);
+        return true;
+}
+
 int device_plan_calibrated(const Config *cfg, const SysPlatform *plat, const char *name, const SysCtrl *sys,
                            const IdCtrl *id, const Calibration *calib, DevicePlan *ret) {
         return device_plan_capped(cfg, plat, name, sys, id, calib, DEVICE_NO_CAP, ret);
@@ -102,8 +119,19 @@ int device_plan_capped(const Config *cfg, const SysPlatform *plat, const char *n
                 *ret = d;
                 return 0;
         }
-        if (calib && d.params.use_calibration && d.params.policy != APST_POLICY_KERNEL)
-                d.calib_raised = calib_apply(calib, id, &d.plan_id);
+        if (d.params.use_calibration && d.params.policy != APST_POLICY_KERNEL) {
+                Calibration merged;
+
+                /* The configuration's exit_latency_us counts as a measurement: the larger of it, the
+                 * saved calibration's and the descriptor's is planned with. */
+                if (calib_with_config(calib, id, &d.params.exlat, &merged)) {
+                        d.calib_raised = calib_apply(&merged, id, &d.plan_id);
+                        for (unsigned ps = 0; ps < IDCTRL_MAX_PS; ps++)
+                                if ((d.calib_raised & (1u << ps)) && (d.params.exlat.mask & (1u << ps)) &&
+                                    d.plan_id.psd[ps].exlat_us == d.params.exlat.us[ps])
+                                        d.config_raised |= 1u << ps;
+                }
+        }
         r = apst_build(&d.plan_id, &ap, &d.params, &d.plan);
         if (r < 0)
                 return r;

@@ -221,6 +221,38 @@ static void format_controllers(FILE *f, const MetricsState *s) {
                 ctrl_family(f, s, k);
 }
 
+/* "{controller=..,model=..,firmware=..,ps=..} SECONDS" of one state. */
+static void exlat_sample(FILE *f, const char *name, const MetricsController *c, unsigned ps, uint32_t us) {
+        fprintf(f, "%s{controller=\"", name);
+        label_value(f, c->name);
+        fputs("\",model=\"", f);
+        label_value(f, c->model);
+        fputs("\",firmware=\"", f);
+        label_value(f, c->firmware);
+        fprintf(f, "\",ps=\"%u\"} ", ps);
+        print_us_as_seconds(f, us);
+}
+
+/* Exit latencies per state, labelled with model and firmware: a fleet's "which drives wake slower than
+ * they say" (contrib/prometheus: model_firmware_ps:nvme_apstd_exit_latency_measured_over_advertised:max). */
+static void format_exlat(FILE *f, const MetricsState *s) {
+        static const char adv[] = "nvme_apstd_exit_latency_advertised_seconds",
+                          meas[] = "nvme_apstd_exit_latency_measured_seconds";
+
+        family(f, adv, "gauge", "Exit latency of a power state as the controller's descriptor advertises it.");
+        for (size_t i = 0; i < s->n_controllers; i++)
+                for (unsigned ps = 0; ps < METRICS_MAX_PS; ps++)
+                        if (s->controllers[i].advertised_mask & (1u << ps))
+                                exlat_sample(f, adv, &s->controllers[i], ps, s->controllers[i].advertised_exlat_us[ps]);
+        family(f, meas, "gauge", "Exit latency of a power state as measured (calibrate, the passive calibration "
+               "or the configuration's exit_latency_us), where it is larger than the advertised one and planned "
+               "with.");
+        for (size_t i = 0; i < s->n_controllers; i++)
+                for (unsigned ps = 0; ps < METRICS_MAX_PS; ps++)
+                        if (s->controllers[i].measured_mask & (1u << ps))
+                                exlat_sample(f, meas, &s->controllers[i], ps, s->controllers[i].measured_exlat_us[ps]);
+}
+
 /* The watched controllers: where their I/O is seen, the stall observed. */
 static void format_watch(FILE *f, const MetricsState *s) {
         family(f, "nvme_apstd_watch_source_info", "gauge",
@@ -307,6 +339,7 @@ int metrics_format(const MetricsState *s, char **ret) {
 
         format_daemon(f, s);
         format_controllers(f, s);
+        format_exlat(f, s);
         format_watch(f, s);
         format_shadow(f, s);
         format_cpu(f, s);

@@ -26,6 +26,14 @@
 
 /* ---- one controller as the API shows it ---- */
 
+/* A power state planned with a larger exit latency than its descriptor's (ExitLatencies). */
+typedef struct CtrlExitLatency {
+        uint8_t ps;
+        uint32_t advertised_us;
+        uint32_t planned_us;
+        const char *source;               /* "configuration" or "measured": static strings */
+} CtrlExitLatency;
+
 typedef struct CtrlView {
         char name[32];
         char model[64];
@@ -53,6 +61,8 @@ typedef struct CtrlView {
         uint64_t energy_uj, kernel_energy_uj, wake_delay_usec, kernel_wake_delay_usec;
         uint64_t window_energy_uj, window_kernel_energy_uj, window_wake_delay_usec, window_kernel_wake_delay_usec;
         uint64_t guard_fallbacks;
+        CtrlExitLatency exit_latencies[IDCTRL_MAX_PS];
+        size_t n_exit_latencies;
 } CtrlView;
 
 typedef enum FieldKind {
@@ -61,6 +71,7 @@ typedef enum FieldKind {
         FIELD_BOOL,
         FIELD_RAW,
         FIELD_COOKIES,
+        FIELD_EXIT_LATENCIES,
 } FieldKind;
 
 typedef struct Field {
@@ -104,6 +115,7 @@ static const Field ctrl_fields[] = {
         F("WindowWakeDelayUSec", FIELD_U64, window_wake_delay_usec),
         F("WindowKernelWakeDelayUSec", FIELD_U64, window_kernel_wake_delay_usec),
         F("GuardFallbacks", FIELD_U64, guard_fallbacks),
+        F("ExitLatencies", FIELD_EXIT_LATENCIES, exit_latencies),
 };
 #undef F
 
@@ -146,6 +158,23 @@ static void ctrl_view_holds(const ManagerCtrl *c, CtrlView *v) {
                         v->held_by[v->n_held_by++] = set->holds[i].cookie;
 }
 
+/* The states the plan gave a larger exit latency than advertised: the configuration's exit_latency_us
+ * (config_raised) or a measurement, saved by calibrate or passive (calib_raised), as `plan` shows them. */
+static void ctrl_view_exit_latencies(const Controller *k, CtrlView *v) {
+        for (unsigned ps = 0; ps <= k->id.npss && ps < IDCTRL_MAX_PS; ps++) {
+                uint32_t advertised = k->id.psd[ps].exlat_us, planned = k->plan.plan_id.psd[ps].exlat_us;
+
+                if (!(k->plan.calib_raised & (1u << ps)) || planned <= advertised)
+                        continue;
+                v->exit_latencies[v->n_exit_latencies++] = (CtrlExitLatency) {
+                        .ps = (uint8_t) ps,
+                        .advertised_us = advertised,
+                        .planned_us = planned,
+                        .source = k->plan.config_raised & (1u << ps) ? "configuration" : "measured",
+                };
+        }
+}
+
 static void ctrl_view(const ManagerCtrl *c, CtrlView *v) {
         const Controller *k = &c->controller;
         bool manage = k->identified && k->plan.verdict == DEVICE_MANAGE;
@@ -159,6 +188,7 @@ static void ctrl_view(const ManagerCtrl *c, CtrlView *v) {
                 (void) snprintf(v->policy, sizeof v->policy, "%s", apst_policy_to_string(k->plan.params.policy));
                 (void) snprintf(v->section, sizeof v->section, "%s", strempty(k->plan.section));
                 ctrl_view_holds(c, v);
+                ctrl_view_exit_latencies(k, v);
         }
         if (k->have_written) {
                 apst_summary(&k->written, v->table, sizeof v->table);
@@ -212,8 +242,34 @@ static bool field_equal(const Field *f, const CtrlView *a, const CtrlView *b) {
         case FIELD_COOKIES:
                 return a->n_held_by == b->n_held_by &&
                        memcmp(a->held_by, b->held_by, a->n_held_by * sizeof a->held_by[0]) == 0;
+        case FIELD_EXIT_LATENCIES:
+                if (a->n_exit_latencies != b->n_exit_latencies)
+                        return false;
+                for (size_t i = 0; i < a->n_exit_latencies; i++) {
+                        const CtrlExitLatency *x = &a->exit_latencies[i], *y = &b->exit_latencies[i];
+
+                        if (x->ps != y->ps || x->advertised_us != y->advertised_us ||
+                            x->planned_us != y->planned_us || strcmp(x->source, y->source) != 0)
+                                return false;
+                }
+                return true;
         }
         return false;
+}
+
+/* ExitLatencies, a(yuus): (power state, advertised µs, planned µs, source) */
+static int exit_latencies_append(sd_bus_message *reply, const CtrlView *v) {
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(yuus)");
+        for (size_t i = 0; r >= 0 && i < v->n_exit_latencies; i++) {
+                const CtrlExitLatency *e = &v->exit_latencies[i];
+
+                r = sd_bus_message_append(reply, "(yuus)", e->ps, e->advertised_us, e->planned_us, e->source);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
 }
 
 static int field_append(sd_bus_message *reply, const Field *f, const CtrlView *v) {
@@ -234,6 +290,8 @@ static int field_append(sd_bus_message *reply, const Field *f, const CtrlView *v
                 return sd_bus_message_append_array(reply, 't', v->raw, v->n_raw * sizeof(uint64_t));
         case FIELD_COOKIES:
                 return sd_bus_message_append_array(reply, 'u', v->held_by, v->n_held_by * sizeof(uint32_t));
+        case FIELD_EXIT_LATENCIES:
+                return exit_latencies_append(reply, v);
         }
         return -EINVAL;
 }
@@ -404,6 +462,7 @@ static const sd_bus_vtable ctrl_vtable[] = {
         SD_BUS_PROPERTY("WindowWakeDelayUSec", "t", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("WindowKernelWakeDelayUSec", "t", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("GuardFallbacks", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("ExitLatencies", "a(yuus)", ctrl_get, 0, CHANGES),
         SD_BUS_VTABLE_END,
 };
 #undef CHANGES

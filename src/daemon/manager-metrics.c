@@ -143,6 +143,22 @@ static int metrics_ensure(Manager *m) {
         return 0;
 }
 
+/* The non-operational states' advertised exit latencies, and the measured ones the plan uses. */
+static void metrics_controller_exlat(const Controller *c, MetricsController *row) {
+        if (!c->identified)
+                return;
+        for (unsigned ps = 0; ps <= c->id.npss && ps < MIN(IDCTRL_MAX_PS, METRICS_MAX_PS); ps++) {
+                if (!c->id.psd[ps].non_operational)
+                        continue;
+                row->advertised_mask |= 1u << ps;
+                row->advertised_exlat_us[ps] = c->id.psd[ps].exlat_us;
+                if (c->plan.calib_raised & (1u << ps)) {
+                        row->measured_mask |= 1u << ps;
+                        row->measured_exlat_us[ps] = c->plan.plan_id.psd[ps].exlat_us;
+                }
+        }
+}
+
 /* Its latency holds: how many apply, how long it had one. */
 static void metrics_controller_holds(const ManagerCtrl *c, MetricsController *row) {
         const HoldSet *set = manager_holds_set(c->manager);
@@ -163,6 +179,7 @@ static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t siz
         row->policy = ctrl_policy(c);
         row->table = table;
         row->max_latency_us = c->controller.identified ? c->controller.plan.params.max_latency_us : 0;
+        metrics_controller_exlat(&c->controller, row);
         row->table_writes = c->stats.table_writes;
         row->kernel_overwrites = c->stats.kernel_overwrites;
         row->errors = c->stats.errors;

@@ -624,8 +624,14 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                           (uint64_t) ((uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u));
         r = config_load_optional(m->config_path, m->config_missing_ok, &staging, &err);
         if (r < 0) {
-                log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
-                          "Configuration not reloaded, keeping the running one: %s", err ? err : strerror(-r));
+                /* One entry per error, each naming its file, line, section and key. */
+                for (const char *e = err; e && *e; e += strcspn(e, "\n"), e += *e == '\n')
+                        log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
+                                  "Configuration not reloaded, keeping the running one: %.*s",
+                                  (int) strcspn(e, "\n"), e);
+                if (!err)
+                        log_event(LOG_ERR, r, MSGID_CONFIG_REJECTED, LOG_FIELDS({ "CONFIG_FILE", m->config_path }),
+                                  "Configuration not reloaded, keeping the running one: %s", strerror(-r));
                 m->config_reload_failures++;
                 manager_publish(m, m->starting || m->reloading ? NULL : "READY=1\n");
                 return 0;
@@ -1074,8 +1080,11 @@ int manager_start(Manager *m) {
         int r;
 
         r = config_load_optional(m->config_path, m->config_missing_ok, &loaded, &err);
-        if (r < 0)
-                return log_error_errno(r, "%s", err ? err : m->config_path);
+        if (r < 0) {
+                for (const char *e = err; e && *e; e += strcspn(e, "\n"), e += *e == '\n')
+                        (void) log_error_errno(r, "%.*s", (int) strcspn(e, "\n"), e);
+                return err ? r : log_error_errno(r, "%s: %m", m->config_path);
+        }
         config_done(&m->config_file);
         m->config_file = loaded;
         if (mkdir(m->runtime_dir, 0755) < 0 && errno != EEXIST)

@@ -439,7 +439,7 @@ static bool merge_passive(const Controller *c, bool have_calib, Calibration *cal
 }
 
 /* The measured exit latencies gave another table than the descriptors: say which, and both tables. */
-static void log_calibration_used(const Controller *c, const Calibration *calib) {
+static void log_calibration_used(const Controller *c) {
         char states[64] = "", adv[128] = "", meas[128] = "", with[512], without[512], hex[32 * 19 + 1];
         size_t ls = 0, la = 0, lm = 0;
 
@@ -450,8 +450,9 @@ static void log_calibration_used(const Controller *c, const Calibration *calib) 
                                         ls ? "," : "", ps);
                 la += (size_t) snprintf(adv + la, sizeof adv - MIN(la, sizeof adv), "%s%" PRIu32, la ? "," : "",
                                         c->id.psd[ps].exlat_us);
+                /* what was planned with: the saved or passive measurement, or the configuration's */
                 lm += (size_t) snprintf(meas + lm, sizeof meas - MIN(lm, sizeof meas), "%s%" PRIu32,
-                                        lm ? "," : "", calib_exlat_us(calib, (uint8_t) ps, c->id.psd[ps].exlat_us));
+                                        lm ? "," : "", c->plan.plan_id.psd[ps].exlat_us);
         }
         apst_describe(&c->plan.plan.table, &c->plan.plan_id, with, sizeof with);
         apst_describe(&c->plan.uncalibrated_table, &c->id, without, sizeof without);
@@ -489,7 +490,7 @@ int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_cha
                 return log_error_errno(r, "%s: cannot plan the APST table: %m", c->name);
         if (ctx->mode == CONTROLLER_MODE_DAEMON && c->plan.calib_changed_table &&
             (!old.calib_changed_table || !apst_table_equal(&old.plan.table, &c->plan.plan.table)))
-                log_calibration_used(c, &calib);
+                log_calibration_used(c);
         /* What a policy learned at run time holds for the configuration it learned under; a hold's cap
          * alone changes the budget, not that (controller_table() leaves out a learned table above it). */
         if (old.verdict != c->plan.verdict || !plan_same_configuration(&old, &c->plan) ||

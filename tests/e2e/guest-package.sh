@@ -117,7 +117,7 @@ pkg_lifecycle() {
 		[ "$(pkg_status)" = "install ok installed $PKG_VER2" ]
 	check "the edited /etc/nvme-apstd.conf survived the upgrade unchanged" conf_is "$sum"
 	check "no .dpkg-new/.dpkg-dist/.dpkg-old next to it" \
-		not compgen -G "$CONF.*"
+		not compgen -G "$CONF.dpkg-*"
 	pid2=$(prop MainPID)
 	note "MainPID before $pid1, after $pid2; exe $(exe_of "$pid2")"
 	check "the daemon was restarted (active, new MainPID)" \

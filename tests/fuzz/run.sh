@@ -12,6 +12,6 @@ build=${FUZZ_BUILD_DIR:-$PWD/build-fuzz}
 if [ ! -f "$build/build.ninja" ]; then
         CC=clang meson setup "$build" -Dfuzz=true -Dwerror=true >/dev/null
 fi
-meson compile -C "$build" fuzz-idctrl fuzz-config fuzz-trace fuzz-calib fuzz-learned >/dev/null
+meson compile -C "$build" fuzz-idctrl fuzz-config fuzz-trace fuzz-calib fuzz-learned fuzz-holds >/dev/null
 FUZZ_SECONDS=$secs meson test -C "$build" --no-rebuild --print-errorlogs --num-processes 2 \
         --suite fuzz-corpus --suite fuzz "${@:2}"

@@ -256,9 +256,14 @@ class Daemon:
                                      stderr=self.err, env=env, preexec_fn=preexec_fn)
 
     def poll_notify(self, timeout=0.0):
+        # Never a blocking recv(): a test may read the socket from a second thread as well (one that
+        # keeps it from filling up), and the datagram select() announced may be gone to that thread.
         r, _, _ = select.select([self.sock], [], [], timeout)
         while r:
-            msg = self.sock.recv(65536).decode(errors="replace")
+            try:
+                msg = self.sock.recv(65536, socket.MSG_DONTWAIT).decode(errors="replace")
+            except BlockingIOError:
+                return
             self.notifications.append(msg)
             r, _, _ = select.select([self.sock], [], [], 0)
 

@@ -255,6 +255,10 @@ def scenario_api():
         check(jc0.get("name") == "nvme0" and [int(x, 16) for x in jc0.get("raw_table", [])] == want0[1] and
               jc0.get("kernel_overwrites") == 0 and jc0.get("worst_wake_usec") == c0["WorstWakeUSec"],
               "status --json: the same values as the properties")
+        # no exit_latency_us, no calibration: every state planned with its advertised exit latency
+        check(c0["ExitLatencies"] == [] and "Wake-up:" not in s.stdout and "from configuration" not in s.stdout,
+              "no exit_latency_us: ExitLatencies empty, status names no raised exit latency")
+        check(jc0.get("exit_latencies") == [], "status --json: exit_latencies empty")
 
         # reload: only nvme1 changes, and says so
         n = len(sig.got)
@@ -317,6 +321,29 @@ def scenario_api():
         check(get(addr, ROOT, M_IFACE, "Controllers") == [ctrl_path("nvme0"), ctrl_path("nvme1")],
               "Controllers back to two")
         check(get(addr, ROOT, M_IFACE, "EventSources") == sources, "EventSources: nvme2's went with it")
+
+        # a measured wake-up time carried in the configuration: the running daemon's status says so, as plan does
+        n = len(sig.got)
+        write_config("[apst]\npolicy = budget\n\n[device wdc]\nmatch_model = WDC*\npolicy = kernel\n\n"
+                     "[device samsung]\nmatch_model = Samsung*\nexit_latency_us = ps4:32ms\n", CONF)
+        d.signal(signal.SIGHUP)
+        s3 = sig.wait(changed(ctrl_path("nvme0"), "ExitLatencies"), n, what="nvme0 ExitLatencies changed")
+        check(s3 is not None and s3[3][1]["ExitLatencies"] == [(4, 8000, 32000, "configuration")],
+              "PropertiesChanged after the reload: ps4 advertised 8000 µs, planned 32000 µs from the configuration")
+        check(get(addr, ctrl_path("nvme0"), C_IFACE, "ExitLatencies") == [[4, 8000, 32000, "configuration"]],
+              "ExitLatencies reads the same")
+        check(get(addr, ctrl_path("nvme1"), C_IFACE, "ExitLatencies") == [], "nvme1 (no exit_latency_us): empty")
+        s = run("status", env=status_env(addr))
+        check(s.returncode == 0 and re.search(r"^ +Wake-up: ps4: 32000 µs from configuration: planned with it "
+                                              r"\(advertised 8000 µs\)$", s.stdout, re.M) and
+              s.stdout.count("from configuration") == 1, "status: ps4's exit latency from the configuration")
+        sj = run("status", "--json", env=status_env(addr))
+        j = json.loads(sj.stdout) if sj.returncode == 0 else {}
+        jc = {c["name"]: c for c in j.get("controllers", [])}
+        check(jc.get("nvme0", {}).get("exit_latencies") ==
+              [{"ps": 4, "exlat_us": 8000, "planned_exlat_us": 32000, "source": "configuration",
+                "from_configuration": True}] and jc.get("nvme1", {}).get("exit_latencies") == [],
+              "status --json: nvme0's ps4 from_configuration, nvme1 none")
 
         check(d.stop() == 0, "daemon exit 0")
     finally:

@@ -933,6 +933,43 @@ elif scenario == "calibration":
         check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1")
         check(wait_for(lambda: read_table("nvme0") == cal, what="calibrated table") is not None,
               "a reload picks the measurement up again")
+
+        # the measurement travelled as a drop-in (CONF.d, as --config FILE reads), no saved calibration:
+        # first without either, the descriptors' table; then the drop-in brings the measured one back
+        os.unlink(calfile)
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1")
+        check(wait_for(lambda: read_table("nvme0") == plain, what="descriptor table") is not None,
+              "no calibration, no drop-in: the descriptors' table")
+        os.makedirs(CONF + ".d", exist_ok=True)
+        dropin = os.path.join(CONF + ".d", "50-calibrated.conf")
+        write_config("[device intel]\nmatch_model = INTEL SSDPEKKW256G7\nmatch_firmware = PSF109C\n"
+                     "exit_latency_us = ps4:30.1ms\n", dropin)
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1 after the reload with the drop-in")
+        check(wait_for(lambda: read_table("nvme0") == cal, what="table from the drop-in") is not None,
+              "the drop-in's exit_latency_us keeps ps4 out, as the saved measurement did")
+        p = run("plan", "--json", "--config", CONF, "--state-dir", tempfile.mkdtemp(prefix="apstd-empty-"))
+        ps4 = [s for s in json.loads(p.stdout)["controllers"][0]["power_states"] if s["ps"] == 4][0]
+        check(ps4["from_configuration"] and ps4["planned_exlat_us"] == 30100,
+              "plan says ps4's latency is from the configuration")
+
+        # a malformed drop-in and a bad main file: every error logged, the running configuration kept
+        write_config("[device intel]\nmatch_model = INTEL*\nexit_latency_us = ps4=30ms\n", dropin)
+        write_config("[apst]\npolicy = budget\nmax_latency_us = 15 ms\n", CONF)
+        pos = len(d.log())
+        s0 = sets("nvme0")
+        n = len(d.notifications)
+        d.signal(signal.SIGHUP)
+        check(d.wait_notify(r"^READY=1$", n) is not None, "READY=1 after a rejected reload")
+        for pat in (re.escape(CONF) + r":3: \[apst\] max_latency_us = 15 ms: not a time span",
+                    re.escape(dropin) + r":3: \[device intel\] exit_latency_us = ps4=30ms: expected psN:LATENCY"):
+            check(d.wait_log(r"Configuration not reloaded, keeping the running one: " + pat, after=pos) is not None,
+                  "each error of each file logged: " + pat)
+        check(read_table("nvme0") == cal and sets("nvme0") == s0, "the running configuration and table stay")
+        os.unlink(dropin)
         check(d.stop() == 0, "exit 0")
     finally:
         if d.proc.poll() is None:

@@ -215,8 +215,14 @@ def scenario_command():
         # 125: the daemon refuses (a controller it does not have); COMMAND never runs, the message says why
         h = hold_once(bus, ["nvme7"], 'touch "$D/ran"', 125, "hold on nvme7 (no such controller): 125")
         check(not os.path.exists(h.path("ran")) and "nvme7" in h.stderr(), "COMMAND not run; the error names nvme7")
-        # 126 and 127: COMMAND cannot run; the hold that was taken for it is released
-        for cmd, rc in (([os.path.join(h.d, "client.err")], 126), (["/nonexistent/command"], 127)):
+        # 126 and 127: COMMAND cannot run; the hold that was taken for it is released. Not under valgrind:
+        # glibc's posix_spawn() learns of a failed exec through the memory a CLONE_VFORK child shares with
+        # its parent, which valgrind does not emulate, so there the child's exit (127) is all it sees.
+        cases = (([os.path.join(h.d, "client.err")], 126), (["/nonexistent/command"], 127))
+        if WRAPPER and os.path.basename(WRAPPER[0]) == "valgrind":
+            print("not checked under valgrind: exit 126/127 and their message (posix_spawn's exec errors)")
+            cases = ()
+        for cmd, rc in cases:
             p = run("hold", "nvme0", "--", *cmd, env=bus.env)
             check(p.returncode == rc and "cannot run" in p.stderr, f"{cmd[0]}: exit {rc}, said")
             table_back(planned, f"after exit {rc}, the table back")

@@ -17,6 +17,7 @@
 #include "apst.h"
 #include "calib-store.h"
 #include "check.h"
+#include "config-file.h"
 #include "config.h"
 #include "device.h"
 #include "fileio.h"
@@ -233,9 +234,95 @@ static void test_seed(void) {
         CHECK(apst_table_equal(&with.plan.table, &without.plan.table) && !with.calib_raised);
         CHECK(apst_table_uses_state(&with.plan.table, 4));
         config_done(&cfg);
+
+        /* exit_latency_us in the configuration is a measurement like the saved one: the larger wins */
+        CHECK(config_parse_string("[apst]\nmax_latency_us = 15000\n[device intel]\nmatch_model = INTEL*\n"
+                                  "exit_latency_us = ps4:30.1ms ps3:200\n", "test.conf", &cfg, NULL) == 0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, NULL, &with) == 0);
+        CHECK(!apst_table_uses_state(&with.plan.table, 4));
+        CHECK(with.calib_raised == 1u << 4 && with.config_raised == 1u << 4);  /* ps3: 200 < 300 advertised */
+        CHECK(with.plan_id.psd[4].exlat_us == 30100 && with.plan_id.psd[3].exlat_us == 300);
+        config_done(&cfg);
+        /* below the saved measurement: the saved one is planned with, not shown as the configuration's */
+        CHECK(config_parse_string("[apst]\nmax_latency_us = 15000\n[device intel]\nmatch_model = INTEL*\n"
+                                  "exit_latency_us = ps4:20ms\n", "test.conf", &cfg, NULL) == 0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, &c, &with) == 0);
+        CHECK(with.plan_id.psd[4].exlat_us == 30100 && with.calib_raised == 1u << 4 && !with.config_raised);
+        config_done(&cfg);
+        /* only for the drives the section matches */
+        CHECK(config_parse_string("[apst]\nmax_latency_us = 15000\n[device other]\nmatch_model = Samsung*\n"
+                                  "exit_latency_us = ps4:30ms\n", "test.conf", &cfg, NULL) == 0);
+        CHECK(device_plan_calibrated(&cfg, NULL, "nvme0", NULL, &id, NULL, &with) == 0);
+        CHECK(!with.calib_raised && apst_table_uses_state(&with.plan.table, 4));
+        config_done(&cfg);
+}
+
+/* calibrate --drop-in's file: parsed back to the same figures, matching only that model and firmware. */
+static void test_dropin(void) {
+        Calibration c = {
+                .model = "WD Black* SN[750] ?x\\",
+                .firmware = "1.0*",
+                .n_states = 3,
+                .states = {
+                        { .ps = 3, .samples = 20, .wake_median_us = 1530 },
+                        { .ps = 4, .samples = 20, .wake_median_us = 30100 },
+                        { .ps = 2, .samples = 0, .wake_median_us = 0 },    /* not measured: left out */
+                },
+        };
+        _cleanup_free_ char *name = NULL, *text = NULL, *dir = NULL, *main_path = NULL, *path = NULL;
+        DeviceIdent same = { .name = "nvme0", .model = c.model, .firmware = c.firmware };
+        DeviceIdent other_fw = { .name = "nvme0", .model = c.model, .firmware = "1.01" };
+        DeviceIdent glob_would = { .name = "nvme0", .model = "WD Black SN7 ax\\", .firmware = "1.0*" };
+        ApstParams p;
+        Config cfg;
+
+        current = "/calib/dropin/format";
+        REQUIRE(calib_dropin(&c, &name, &text) == 0);
+        CHECK_SAY(strcmp(name, "50-calibrated-WD_Black__SN_750___x_-1.0_.conf") == 0, "%s", name);
+        current = "/calib/dropin/parsed-back";
+        REQUIRE(config_parse_string(text, name, &cfg, NULL) == 0);
+        CHECK(cfg.n_devices == 1);
+        CHECK(config_resolve(&cfg, &same, &p, NULL));
+        CHECK(p.exlat.mask == ((1u << 3) | (1u << 4)) && p.exlat.us[3] == 1530 && p.exlat.us[4] == 30100);
+        current = "/calib/dropin/only-that-model-and-firmware";
+        (void) config_resolve(&cfg, &other_fw, &p, NULL);
+        CHECK(p.exlat.mask == 0);
+        (void) config_resolve(&cfg, &glob_would, &p, NULL);
+        CHECK(p.exlat.mask == 0);
+        config_done(&cfg);
+
+        /* written with write_file_atomic() where a --config FILE's drop-ins are, and read back from there */
+        current = "/calib/dropin/written-and-loaded";
+        REQUIRE(asprintf(&dir, "%s/test-calib-dropin-XXXXXX", getenv("TMPDIR") ?: "/tmp") > 0);
+        REQUIRE(mkdtemp(dir));
+        REQUIRE(asprintf(&main_path, "%s/x.conf", dir) > 0);
+        REQUIRE(asprintf(&path, "%s/x.conf.d", dir) > 0);
+        REQUIRE(mkdir(path, 0755) == 0);
+        free(path);
+        REQUIRE(asprintf(&path, "%s/x.conf.d/%s", dir, name) > 0);
+        REQUIRE(write_file_atomic(path, text, strlen(text), 0644) == 0);
+        REQUIRE(config_load_all(&(ConfigLoad) { .path = main_path, .missing_ok = true }, &cfg, NULL) == 0);
+        CHECK(config_resolve(&cfg, &same, &p, NULL));
+        CHECK(p.exlat.mask == ((1u << 3) | (1u << 4)) && p.exlat.us[3] == 1530 && p.exlat.us[4] == 30100);
+        config_done(&cfg);
+
+        current = "/calib/dropin/refused";
+        free(name);
+        free(text);
+        name = text = NULL;
+        c.firmware[0] = '\0';
+        CHECK(calib_dropin(&c, &name, &text) == -EINVAL && !name);
+        (void) snprintf(c.firmware, sizeof c.firmware, "1");
+        (void) snprintf(c.model, sizeof c.model, "Odd ;model");
+        CHECK(calib_dropin(&c, &name, &text) == -EINVAL);
+        (void) snprintf(c.model, sizeof c.model, "Fine");
+        c.n_states = 1;
+        c.states[0].samples = 0;
+        CHECK(calib_dropin(&c, &name, &text) == -EINVAL);
 }
 
 int main(void) {
+        test_dropin();
         test_round_trip();
         test_strict();
         test_path();

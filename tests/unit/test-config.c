@@ -741,8 +741,8 @@ static const BadCase bad_cases[] = {
         { "/config/bad/situation/device-too-many-words",
           "[device a]\nmatch_name = nvme0\n[device a on-ac x]\n", -EINVAL,
           "3: [device a on-ac x]: expected [device NAME] or [device NAME SITUATION]" },
-        { "/config/bad/situation/bad-value", "[apst on-battery]\nmax_latency_us = 1ms\n", -EINVAL,
-          "2: [apst on-battery] max_latency_us = 1ms: not a decimal number (digits only, no sign or unit)" },
+        { "/config/bad/situation/bad-value", "[apst on-battery]\nmax_latency_us = 1 ms\n", -EINVAL,
+          "2: [apst on-battery] max_latency_us = 1 ms: not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)" },
         { "/config/bad/situation/repeated-key", "[apst on-battery]\nforce = yes\nforce = no\n", -EINVAL,
           "3: [apst on-battery] force = no: key given twice in this section (first on line 2)" },
         { "/config/bad/situation/cpu-key-in-apst", "[apst profile=balanced]\npin = always\n", -EINVAL,
@@ -762,9 +762,9 @@ static const BadCase bad_cases[] = {
 
         /* [daemon] */
         { "/config/bad/daemon/zero", "[daemon]\nunresponsive_after_sec = 0\n", -EINVAL,
-          "2: [daemon] unresponsive_after_sec = 0: out of range (1..3600)" },
+          "2: [daemon] unresponsive_after_sec = 0: out of range (1..3600 s)" },
         { "/config/bad/daemon/too-long", "[daemon]\nunresponsive_after_sec = 3601\n", -EINVAL,
-          "2: [daemon] unresponsive_after_sec = 3601: out of range (1..3600)" },
+          "2: [daemon] unresponsive_after_sec = 3601: out of range (1..3600 s)" },
         { "/config/bad/daemon/twice", "[daemon]\n[daemon]\n", -EINVAL, "2: [daemon]: section given twice" },
         { "/config/bad/daemon/situation", "[daemon on-battery]\n", -EINVAL,
           "1: [daemon on-battery]: [daemon] is the same in every situation" },
@@ -831,40 +831,68 @@ static const BadCase bad_cases[] = {
           "2: [device a] match_model = a\\x1b[31mb: control character in the value" },
         { "/config/bad/key/serial-not-shown", "[device a]\nmatch_serial = S4EWNX0R\nmatch_serial = S5\n",
           -EINVAL, "3: [device a] match_serial = (not shown): key given twice in this section (first on line 2)" },
-        { "/config/bad/key/syntax-error-reported-first", "[apst]\nbogus line\nunknown = 1\n", -EINVAL,
-          "2: bogus line: expected \"key = value\", \"[section]\" or a comment" },
+        { "/config/bad/key/syntax-error-and-the-next", "[apst]\nbogus line\nunknown = 1\n", -EINVAL,
+          "2: bogus line: expected \"key = value\", \"[section]\" or a comment\n"
+          FILENAME ":3: [apst] unknown = 1: unknown key" },
 
         /* numbers */
         { "/config/bad/number/empty", "[apst]\nmax_latency_us =\n", -EINVAL,
           "2: [apst] max_latency_us = : empty value" },
         { "/config/bad/number/trailing-garbage", "[apst]\nmax_latency_us = 10x\n", -EINVAL,
-          "2: [apst] max_latency_us = 10x: not a decimal number (digits only, no sign or unit)" },
-        { "/config/bad/number/unit", "[apst]\nprimary_timeout_ms = 100ms\n", -EINVAL,
-          "2: [apst] primary_timeout_ms = 100ms: not a decimal number (digits only, no sign or unit)" },
+          "2: [apst] max_latency_us = 10x: not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)" },
+        { "/config/bad/exlat/in-apst", "[apst]\nexit_latency_us = ps3:1500\n", -EINVAL,
+          "2: [apst] exit_latency_us = ps3:1500: unknown key in this section (it belongs in [device NAME])" },
+        { "/config/bad/exlat/no-ps", "[device a]\nmatch_name = nvme0\nexit_latency_us = 1500\n", -EINVAL,
+          "3: [device a] exit_latency_us = 1500: expected psN:LATENCY pairs separated by blanks "
+          "(\"ps3:1500 ps4:32ms\")" },
+        { "/config/bad/exlat/state-out-of-range", "[device a]\nmatch_name = nvme0\nexit_latency_us = ps32:1\n",
+          -EINVAL, "3: [device a] exit_latency_us = ps32:1: ps32: no such power state (ps0..ps31)" },
+        { "/config/bad/exlat/twice", "[device a]\nmatch_name = nvme0\nexit_latency_us = ps3:1 ps3:2\n",
+          -EINVAL, "3: [device a] exit_latency_us = ps3:1 ps3:2: ps3 given twice" },
+        { "/config/bad/exlat/zero", "[device a]\nmatch_name = nvme0\nexit_latency_us = ps3:0\n",
+          -EINVAL, "3: [device a] exit_latency_us = ps3:0: ps3: out of range (1..10000000 us)" },
+        { "/config/bad/exlat/bad-unit", "[device a]\nmatch_name = nvme0\nexit_latency_us = ps3:1h\n",
+          -EINVAL, "3: [device a] exit_latency_us = ps3:1h: ps3: not a time span (a number, optionally "
+          "followed by us, ms or s: 1500, 1.5ms)" },
+        { "/config/bad/exlat/situation", "[device a]\nmatch_name = nvme0\n[device a on-battery]\n"
+          "exit_latency_us = ps3:1\n", -EINVAL, "4: [device a on-battery] exit_latency_us = ps3:1: what a device "
+          "section matches is the same in every situation; put match_ keys in [device a]" },
+        { "/config/bad/number/unknown-unit", "[apst]\nprimary_timeout_ms = 100min\n", -EINVAL,
+          "2: [apst] primary_timeout_ms = 100min: not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)" },
+        { "/config/bad/number/unit-not-whole", "[apst]\nprimary_timeout_ms = 1500us\n", -EINVAL,
+          "2: [apst] primary_timeout_ms = 1500us: not a whole number of ms" },
+        { "/config/bad/number/unit-finer-than-us", "[apst]\nmax_latency_us = 1.0005ms\n", -EINVAL,
+          "2: [apst] max_latency_us = 1.0005ms: not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)" },
+        { "/config/bad/number/unit-out-of-range", "[apst]\nmax_latency_us = 11s\n", -EINVAL,
+          "2: [apst] max_latency_us = 11s: out of range (0..10000000 us)" },
+        { "/config/bad/number/plain-ms-overflow", "[cpu]\nrelease_after_ms = 18446744073709552\n", -EINVAL,
+          "2: [cpu] release_after_ms = 18446744073709552: number too large (range 0..3600000 ms)" },
+        { "/config/bad/number/unit-overflow", "[apst]\nmax_latency_us = 18446744073709552s\n", -EINVAL,
+          "2: [apst] max_latency_us = 18446744073709552s: number too large (range 0..10000000 us)" },
         { "/config/bad/number/negative", "[apst]\nmax_latency_us = -1\n", -EINVAL,
-          "2: [apst] max_latency_us = -1: not a decimal number (digits only, no sign or unit)" },
+          "2: [apst] max_latency_us = -1: not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)" },
         { "/config/bad/number/plus", "[apst]\nmax_latency_us = +1\n", -EINVAL,
-          "2: [apst] max_latency_us = +1: not a decimal number (digits only, no sign or unit)" },
+          "2: [apst] max_latency_us = +1: not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)" },
         { "/config/bad/number/hex", "[apst]\nmax_latency_us = 0x10\n", -EINVAL,
-          "2: [apst] max_latency_us = 0x10: not a decimal number (digits only, no sign or unit)" },
+          "2: [apst] max_latency_us = 0x10: not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)" },
         { "/config/bad/number/inner-blank", "[apst]\nmax_latency_us = 1 000\n", -EINVAL,
-          "2: [apst] max_latency_us = 1 000: not a decimal number (digits only, no sign or unit)" },
+          "2: [apst] max_latency_us = 1 000: not a time span (a number, optionally followed by us, ms or s: 1500, 1.5ms)" },
         { "/config/bad/number/overflow-32", "[apst]\nmax_latency_us = 4294967296\n", -EINVAL,
-          "2: [apst] max_latency_us = 4294967296: number too large (range 0..10000000)" },
+          "2: [apst] max_latency_us = 4294967296: out of range (0..10000000 us)" },
         { "/config/bad/number/overflow-long", "[apst]\nmax_latency_us = 99999999999999999999999\n", -EINVAL,
-          "2: [apst] max_latency_us = 99999999999999999999999: number too large (range 0..10000000)" },
+          "2: [apst] max_latency_us = 99999999999999999999999: number too large (range 0..10000000 us)" },
         { "/config/bad/range/max-latency", "[apst]\nmax_latency_us = 10000001\n", -EINVAL,
-          "2: [apst] max_latency_us = 10000001: out of range (0..10000000)" },
+          "2: [apst] max_latency_us = 10000001: out of range (0..10000000 us)" },
         { "/config/bad/range/primary-timeout-itpt", "[apst]\nprimary_timeout_ms = 16777216\n", -EINVAL,
-          "2: [apst] primary_timeout_ms = 16777216: out of range (0..16777215)" },
+          "2: [apst] primary_timeout_ms = 16777216: out of range (0..16777215 ms)" },
         { "/config/bad/range/secondary-timeout-itpt", "[apst]\nsecondary_timeout_ms = 4294967295\n", -EINVAL,
-          "2: [apst] secondary_timeout_ms = 4294967295: out of range (0..16777215)" },
+          "2: [apst] secondary_timeout_ms = 4294967295: out of range (0..16777215 ms)" },
         { "/config/bad/range/primary-tol", "[apst]\nprimary_latency_tol_us = 10000001\n", -EINVAL,
-          "2: [apst] primary_latency_tol_us = 10000001: out of range (0..10000000)" },
+          "2: [apst] primary_latency_tol_us = 10000001: out of range (0..10000000 us)" },
         { "/config/bad/range/secondary-tol", "[apst]\nsecondary_latency_tol_us = 20000000\n", -EINVAL,
-          "2: [apst] secondary_latency_tol_us = 20000000: out of range (0..10000000)" },
+          "2: [apst] secondary_latency_tol_us = 20000000: out of range (0..10000000 us)" },
         { "/config/bad/range/release-after", "[cpu]\nrelease_after_ms = 3600001\n", -EINVAL,
-          "2: [cpu] release_after_ms = 3600001: out of range (0..3600000)" },
+          "2: [cpu] release_after_ms = 3600001: out of range (0..3600000 ms)" },
 
         /* enumerations and words */
         { "/config/bad/value/policy", "[apst]\npolicy = Kernel\n", -EINVAL,
@@ -1309,7 +1337,40 @@ static void test_copy(void) {
         printf("ok /config/copy\n");
 }
 
+/* Time keys with units: a plain number keeps the key's own unit; us, ms and s convert. */
+static void test_units(void) {
+        Config c;
+
+        current = "/config/units/good";
+        REQUIRE(config_parse_string("[apst]\nmax_latency_us = 5ms\nprimary_timeout_ms = 1.5s\n"
+                                    "secondary_timeout_ms = 2000\nprimary_latency_tol_us = 1500us\n"
+                                    "secondary_latency_tol_us = 0.25s\n[cpu]\nrelease_after_ms = 3s\n"
+                                    "[daemon]\nunresponsive_after_sec = 30000ms\n", FILENAME, &c, NULL) == 0);
+        CHECK(c.apst.max_latency_us == 5000);
+        CHECK(c.apst.primary_timeout_ms == 1500);
+        CHECK(c.apst.secondary_timeout_ms == 2000);
+        CHECK(c.apst.primary_latency_tol_us == 1500);
+        CHECK(c.apst.secondary_latency_tol_us == 250000);
+        CHECK(c.cpu.release_after_ms == 3000);
+        CHECK(c.daemon.unresponsive_after_sec == 30);
+        config_done(&c);
+        current = "/config/units/exit-latency";
+        REQUIRE(config_parse_string("[device a]\nmatch_name = nvme0\nexit_latency_us = ps3:1500 ps4:32ms  "
+                                    "ps0:1\n", FILENAME, &c, NULL) == 0);
+        CHECK(c.devices[0].set == APST_KEY_EXIT_LATENCY);
+        CHECK(c.devices[0].apst.exlat.mask == ((1u << 3) | (1u << 4) | 1u));
+        CHECK(c.devices[0].apst.exlat.us[3] == 1500 && c.devices[0].apst.exlat.us[4] == 32000 &&
+              c.devices[0].apst.exlat.us[0] == 1);
+        config_done(&c);
+        current = "/config/units/edge-of-range";
+        REQUIRE(config_parse_string("[apst]\nmax_latency_us = 10s\n", FILENAME, &c, NULL) == 0);
+        CHECK(c.apst.max_latency_us == 10000000);
+        config_done(&c);
+        printf("ok /config/units\n");
+}
+
 int main(void) {
+        test_units();
         test_safe_atou32();
         test_copy();
         for (size_t i = 0; i < ELEMENTSOF(good_cases); i++) {

@@ -43,6 +43,11 @@ static const MetricsController example_ctrls[] = {
                 .wake_delay_seconds = 1.2,
                 .kernel_wake_delay_seconds = 1.9,
                 .guard_fallbacks = 1,
+                /* ps3 and ps4 non-operational; ps4 measured 30.1 ms, 3x its advertised 10 ms */
+                .advertised_mask = (1u << 3) | (1u << 4),
+                .advertised_exlat_us = { [3] = 300, [4] = 10000 },
+                .measured_mask = 1u << 4,
+                .measured_exlat_us = { [4] = 30100 },
         },
         {
                 /* a hostile model string: quote, backslash, newline, invalid UTF-8 */
@@ -124,6 +129,19 @@ static const char example_text[] =
         "# HELP nvme_apstd_observed_ios_total I/Os completed on the controller's namespaces, as the I/O watcher saw them.\n"
         "# TYPE nvme_apstd_observed_ios_total counter\n"
         "nvme_apstd_observed_ios_total{controller=\"nvme0\"} 1234567\n"
+        "# HELP nvme_apstd_exit_latency_advertised_seconds Exit latency of a power state as the controller's "
+        "descriptor advertises it.\n"
+        "# TYPE nvme_apstd_exit_latency_advertised_seconds gauge\n"
+        "nvme_apstd_exit_latency_advertised_seconds{controller=\"nvme0\",model=\"INTEL SSDPEKKW256G7\","
+        "firmware=\"PSF121C\",ps=\"3\"} 0.000300\n"
+        "nvme_apstd_exit_latency_advertised_seconds{controller=\"nvme0\",model=\"INTEL SSDPEKKW256G7\","
+        "firmware=\"PSF121C\",ps=\"4\"} 0.010000\n"
+        "# HELP nvme_apstd_exit_latency_measured_seconds Exit latency of a power state as measured (calibrate, the "
+        "passive calibration or the configuration's exit_latency_us), where it is larger than the advertised one "
+        "and planned with.\n"
+        "# TYPE nvme_apstd_exit_latency_measured_seconds gauge\n"
+        "nvme_apstd_exit_latency_measured_seconds{controller=\"nvme0\",model=\"INTEL SSDPEKKW256G7\","
+        "firmware=\"PSF121C\",ps=\"4\"} 0.030100\n"
         "# HELP nvme_apstd_watch_source_info Where the I/O watcher sees a watched controller's I/O: source bpf (the eBPF program, every idle gap) or stat (sampling the block stat) (value 1).\n"
         "# TYPE nvme_apstd_watch_source_info gauge\n"
         "nvme_apstd_watch_source_info{controller=\"nvme0\",source=\"bpf\"} 1\n"
@@ -183,7 +201,7 @@ static void test_empty(void) {
                 else
                         samples++;
         }
-        CHECK(help == 17 && type == 17);
+        CHECK(help == 19 && type == 19);
         CHECK(samples == 4);
         CHECK(strstr(t, "\nnvme_apstd_start_time_seconds 0.000\n"));
         CHECK(!strstr(t, "nvme_apstd_estimated_energy_joules_total") && !strstr(t, "nvme_apstd_wake_delay_seconds_total") &&

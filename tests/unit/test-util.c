@@ -4,6 +4,7 @@
  * directory lookup, the retry schedule, the pin-mode names.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
