@@ -37,6 +37,9 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 REPORT=$OUT/load-report.txt
 export NVME_APSTD=$BUILD/src/nvme-apstd OUT POLICY=${POLICY:-budget}
+# the eBPF program's loader the build made (the daemon runs the installed one otherwise); a build
+# without eBPF has none, and the sources step then says the program does not load
+export NVME_APSTD_BPF_LOADER=$BUILD/src/nvme-apstd-bpf-load
 export RSS_FLOOR=$OUT/rss-floor
 TB=$BUILD/tests/fake/fake-nvme-tb
 IDCTRL=$SRC/tests/data/idctrl/05-samsung-ssd-970-evo-plus-2tb.bin
