@@ -257,3 +257,9 @@ uint64_t watch_gap_quantile(const Watch *w, double q) {
         }
         return 0;
 }
+
+uint64_t watch_idle_next(uint64_t now_ns, uint64_t wait_ns, uint64_t cap_ns) {
+        if (cap_ns == 0 || wait_ns < cap_ns)
+                return now_ns + wait_ns;
+        return (now_ns / cap_ns + 1) * cap_ns;
+}

@@ -764,7 +764,7 @@ elif scenario == "bpf-source":
     # 141 ms, ps4 858 ms later) leaves awake, takes to ps3 and takes to ps4 reach the daemon as
     # exact gaps: the passive calibration finds that this "drive" wakes at once and says how that
     # differs from the descriptors (1200 and 8000 µs). Then, idle, the daemon
-    # reads the program's maps at most every 20-22.5 s: at most 0.05 wake-ups a second.
+    # reads the program's maps every 20 s, on the monotonic clock's 20 s grid: at most 0.05 wake-ups a second.
     if WRAPPER:
         skip("the wrapper (valgrind) would be the process measured, not the daemon")
     prom = os.path.splitext(CONF)[0] + "-bpf.prom"
