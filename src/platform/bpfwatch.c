@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,14 +90,21 @@ static const char *loader_path(void) {
 }
 
 /* The child, between fork() and exec: only async-signal-safe calls (the daemon may have a step's
- * thread running). The socket goes to IOGAP_LOAD_FD without close-on-exec; an exec that fails is
- * said over it. _exit(): none of the daemon's exit handlers (they restore drives) runs here. */
+ * thread running). The socket goes to IOGAP_LOAD_FD without close-on-exec and every descriptor
+ * above it is closed (a step's thread may hold a device open without close-on-exec); the
+ * loader starts with no signal blocked (the daemon blocks those its event loop takes). An exec
+ * that fails is said over the socket. _exit(): none of the daemon's exit handlers (they restore
+ * drives) runs here. */
 _noreturn_ static void loader_exec(int sock, const char *path) {
         char *const argv[] = { (char *) path, NULL };
         IogapLoadAnswer a = { .step = IOGAP_LOAD_LOADER };
+        sigset_t none;
 
         if (sock == IOGAP_LOAD_FD ? fcntl(sock, F_SETFD, 0) < 0 : dup2(sock, IOGAP_LOAD_FD) < 0)
                 _exit(127);
+        (void) close_range(IOGAP_LOAD_FD + 1, ~0U, 0);
+        (void) sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
         (void) execve(path, argv, environ);
         a.r = -errno;
         (void) send(IOGAP_LOAD_FD, &a, sizeof a, MSG_NOSIGNAL);
