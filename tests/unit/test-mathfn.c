@@ -28,7 +28,7 @@ static double spread(uint64_t *s, double lo, double hi) {
         *s ^= *s << 13;
         *s ^= *s >> 7;
         *s ^= *s << 17;
-        return lo + (hi - lo) * (double) (*s >> 11) / 9007199254740992.0;
+        return lo + (hi - lo) * (double) (*s >> 11) / 9007199254740992.0;     /* 53 bits / 2^53 */
 }
 
 static void test_exp2(void) {
