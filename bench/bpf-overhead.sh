@@ -25,6 +25,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build}" && pwd)
 APSTD=$BUILD/src/nvme-apstd
+export NVME_APSTD_BPF_LOADER=$BUILD/src/nvme-apstd-bpf-load    # the build's loader, not an installed one
 OUT=${OUT:-$BUILD/bench-bpf}
 SECS=${SECONDS_PER_RUN:-3}
 ROUNDS=${ROUNDS:-7}

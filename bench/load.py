@@ -10,8 +10,9 @@ starts it as the fake controller harness's COMMAND (or directly for `tuned`).
                                   and (if TUNED=1) tuned, idle side by side for SECONDS
     load.py ready RUNS            time to READY=1, RUNS starts (one controller in the harness)
     load.py sources SECONDS       the adaptive policy with [watch] source = stat, then = bpf (the
-                                  harness's nvme0 namespace is a loop device: $BENCH_LOOPDEV), each
-                                  idle for SECONDS after a few reads: wake-ups/s and RSS side by side
+                                  harness's namespaces are loop devices: $BENCH_LOOPDEV, one per
+                                  controller), each idle for SECONDS after a few reads on each:
+                                  wake-ups/s and RSS side by side
 
 Environment: NVME_APSTD (the daemon), RSS_FLOOR (bench/rss-floor.c built), OUT (a directory for
 logs), POLICY (budget by default; adaptive runs the I/O watcher on every controller). Prints `key: value` lines; load.sh collects them into one report."""
@@ -230,7 +231,7 @@ def idle(seconds):
 def sources(seconds):
     """The idle daemon with each I/O source in turn, on the same harness and machine: the eBPF
     source's cost in memory (the program, its maps, libbpf) against the sampler's."""
-    loopdev = os.environ["BENCH_LOOPDEV"]
+    loopdevs = os.environ["BENCH_LOOPDEV"].split()
     res = {}
     for src in ("stat", "bpf"):
         conf = os.path.join(OUT, f"sources-{src}.conf")
@@ -239,14 +240,15 @@ def sources(seconds):
         d = Notified([NVME_APSTD, "run", "--config", conf], name=f"source-{src}")
         d.wait(r"^READY=1")
         # some I/O, so the watcher has gaps to read and the policy something to decide on
-        fd = os.open(loopdev, os.O_RDONLY | os.O_DIRECT)
         buf = mmap.mmap(-1, 4096)
-        try:
-            for i in range(20):
-                os.preadv(fd, [buf], 4096 * (i * 37 % 1000))
-                time.sleep(0.05)
-        finally:
-            os.close(fd)
+        for loopdev in loopdevs:
+            fd = os.open(loopdev, os.O_RDONLY | os.O_DIRECT)
+            try:
+                for i in range(20):
+                    os.preadv(fd, [buf], 4096 * (i * 37 % 1000))
+                    time.sleep(0.05)
+            finally:
+                os.close(fd)
         time.sleep(40)  # the reading interval backs off (to 20 s with bpf)
         a = proc_status(d.proc.pid)
         time.sleep(seconds)
@@ -254,7 +256,7 @@ def sources(seconds):
         w = (b["ctxsw"] - a["ctxsw"]) / seconds
         res[src] = b
         report(f"idle_source_{src}", f"{w:.3f} wake-ups/s (context switches) in {seconds} s, RSS {mib(b['VmRSS'])} "
-               f"(anon {mib(b['RssAnon'])}, peak VmHWM {mib(b['VmHWM'])})")
+               f"(anon {mib(b['RssAnon'])}, file {mib(b['RssFile'])}, peak VmHWM {mib(b['VmHWM'])})")
         d.stop()
         with open(d.dir + "/log", errors="replace") as f:
             used = "Watching I/O with the eBPF program" in f.read()

@@ -17,7 +17,8 @@
 #               bus (tuned cannot start without one); the daemon gets the same bus.
 #   OUT=DIR     where logs and the report go (default BUILD_DIR/bench-load)
 #   POLICY=adaptive   the [apst] policy at start and in the idle window (default budget)
-#   SOURCES_S=60  the idle window of each I/O source (sampler, eBPF) in step 4 (default IDLE_S; 0 skips)
+#   SOURCES_S=60  the idle window of each I/O source (sampler, eBPF) in step 4, with IDLE_CTRLS
+#               controllers on loop devices (default IDLE_S; 0 skips)
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +37,9 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 REPORT=$OUT/load-report.txt
 export NVME_APSTD=$BUILD/src/nvme-apstd OUT POLICY=${POLICY:-budget}
+# the eBPF program's loader the build made (the daemon runs the installed one otherwise); a build
+# without eBPF has none, and the sources step then says the program does not load
+export NVME_APSTD_BPF_LOADER=$BUILD/src/nvme-apstd-bpf-load
 export RSS_FLOOR=$OUT/rss-floor
 TB=$BUILD/tests/fake/fake-nvme-tb
 IDCTRL=$SRC/tests/data/idctrl/05-samsung-ssd-970-evo-plus-2tb.bin
@@ -143,28 +147,35 @@ if [ -n "$TUNED_PID" ]; then
     fi
 fi
 # 4. The I/O source: the idle adaptive daemon watching with the sampler, then with the eBPF program,
-#    on one controller whose namespace is a loop device (a file in /dev/shm; its diskseq is the
-#    fake namespace's, so the kernel program counts its requests). Needs root and eBPF.
+#    on IDLE_CTRLS controllers whose namespaces are loop devices (files in /dev/shm; each one's
+#    diskseq is its fake namespace's, so the kernel program counts its requests). Needs root and eBPF.
 sources() {
-    local img loop seq out
+    local i img loop seq out
+    local -a loops=() imgs=() args=()
     [ "$(id -u)" = 0 ] || { echo "sources: skipped, needs root (loop device, eBPF)" | tee -a "$REPORT"; return 0; }
     command -v losetup >/dev/null || { echo "sources: skipped, losetup missing" | tee -a "$REPORT"; return 0; }
-    img=$(mktemp /dev/shm/nvme-apstd-bench.XXXXXX)
-    truncate -s 64M "$img"
-    if ! loop=$(losetup -f --show "$img" 2>/dev/null); then
+    for ((i = 0; i < IDLE_CTRLS; i++)); do
+        img=$(mktemp /dev/shm/nvme-apstd-bench.XXXXXX)
+        imgs+=("$img")
+        truncate -s 64M "$img"
+        loop=$(losetup -f --show "$img" 2>/dev/null) || break
+        loops+=("$loop")
+        seq=$(cat "/sys/class/block/${loop#/dev/}/diskseq")
+        args+=(--ctrl "nvme$i,initial-table=kernel,idctrl=$IDCTRL,pci=144d:a808,diskseq=$seq")
+    done
+    if [ "${#loops[@]}" != "$IDLE_CTRLS" ]; then
         echo "sources: skipped, no loop device here" | tee -a "$REPORT"
-        rm -f "$img"
-        return 0
-    fi
-    seq=$(cat "/sys/class/block/${loop#/dev/}/diskseq")
-    if out=$("$NVME_APSTD" observe --seconds 1 "${loop#/dev/}" 2>&1); then
-        BENCH_LOOPDEV=$loop umockdev-wrapper "$TB" --ctrl "nvme0,initial-table=kernel,idctrl=$IDCTRL,pci=144d:a808,diskseq=$seq" \
+    elif out=$("$NVME_APSTD" observe --seconds 1 "${loops[0]#/dev/}" 2>&1); then
+        echo "sources: $IDLE_CTRLS controllers" | tee -a "$REPORT"
+        BENCH_LOOPDEV="${loops[*]}" umockdev-wrapper "$TB" "${args[@]}" \
             -- python3 "$SRC/bench/load.py" sources "$SOURCES_S" 2>>"$OUT/harness.log" | grep -v '^fake: ' | tee -a "$REPORT"
     else
         echo "sources: skipped, the eBPF program does not load here: $out" | tee -a "$REPORT"
     fi
-    for _ in 1 2 3 4 5; do losetup -d "$loop" 2>/dev/null && break; sleep 1; done
-    rm -f "$img"
+    for loop in "${loops[@]}"; do
+        for _ in 1 2 3 4 5; do losetup -d "$loop" 2>/dev/null && break; sleep 1; done
+    done
+    rm -f "${imgs[@]}"
 }
 [ "$SOURCES_S" = 0 ] || sources
 echo "report: $REPORT"

@@ -106,6 +106,17 @@ static inline uint64_t watch_next(const Watch *w) {
         return w->next_ns;
 }
 
+/**
+ * watch_idle_next() - when a reader that backs off while idle reads next: @now_ns + @wait_ns
+ * while @wait_ns is below @cap_ns (the back-off still growing), and once it reaches the cap
+ * the first multiple of @cap_ns after @now_ns. Every reader idle at the same cap, on the same
+ * clock, then reads at the same instants whatever its phase, so one wake-up serves them all: an
+ * idle daemon wakes once per @cap_ns however many controllers it watches, where readers each
+ * @cap_ns after their own last reading would drift apart and wake it once each. The wait to the
+ * first such reading is at most @cap_ns. A @cap_ns of 0 means no cap: @now_ns + @wait_ns.
+ */
+uint64_t watch_idle_next(uint64_t now_ns, uint64_t wait_ns, uint64_t cap_ns);
+
 /* I/Os per second over the decayed window; 0 before two readings. */
 double watch_io_rate(const Watch *w);
 /* Observed wake cost over the decayed window, as a share of elapsed time (0..1). */

@@ -21,6 +21,7 @@
  * deadline (ctrljob_run()).
  */
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "controller.h"
@@ -61,6 +62,8 @@ typedef struct CtrlJob {
         void *userdata;               /* the caller's; the job never touches it */
 
         CtrlJobQueue *queue;          /* while it runs: where it goes when done (a reference) */
+        pthread_t thread;             /* ctrljob.c's: joined, and its stack unmapped, when the job is */
+        void *stack;                  /* popped or freed; NULL when no thread of ours ran it */
         struct CtrlJob *next;         /* on the queue's done list */
 } CtrlJob;
 
@@ -80,7 +83,8 @@ void ctrljob_execute(CtrlJob *j);
 /**
  * ctrljob_start() - run @j in a new thread; it lands on @q when done
  *
- * The thread blocks every signal (they are the event loop's) and is detached. Until the job
+ * The thread blocks every signal (they are the event loop's) and runs on a stack of the job's,
+ * which ctrljob_queue_pop() and ctrljob_free() unmap once the thread is joined. Until the job
  * comes off the queue it belongs to the thread: read only its in_flight, started_usec and
  * userdata. Return: 0; 1 when no thread could be made: the step ran in the calling thread and
  * is on @q already (taken from there as any other, never finished inside this call); or negative

@@ -2,9 +2,11 @@
 #pragma once
 
 /*
- * The eBPF I/O gap program's loader (the only file that uses libbpf).
+ * The eBPF I/O gap program (with its loader, src/platform/bpf/iogap-load.c,
+ * the only code that knows eBPF).
  *
- * bpfwatch_open() loads src/platform/bpf/iogap.bpf.c (a BPF skeleton built in)
+ * bpfwatch_open() has nvme-apstd-bpf-load (libexecdir; $NVME_APSTD_BPF_LOADER
+ * in a build tree) load src/platform/bpf/iogap.bpf.c
  * and attaches it to the block layer's request issue, completion and requeue
  * tracepoints. Disks are watched in slots: each slot is one unit of idleness
  * (a controller's namespaces share one; `observe` gives each disk its own),

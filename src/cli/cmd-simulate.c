@@ -160,7 +160,7 @@ static int parse_watts(const char *arg, uint32_t *ret_uw) {
                 log_error("--idle-power-w: expected watts in 0.000001..100, got \"%s\"", arg);
                 return -EINVAL;
         }
-        *ret_uw = (uint32_t) lround(w * 1e6);
+        *ret_uw = (uint32_t) (w * 1e6 + 0.5);     /* nearest: w > 0 (no libm for lround) */
         return 0;
 }
 

@@ -22,6 +22,7 @@
 
 #include "adapt.h"
 #include "macro.h"
+#include "mathfn.h"
 #include "string-table.h"
 
 #define NS_PER_MS 1000000.0
@@ -312,7 +313,7 @@ static void update_exlat_factor(Adapt *a, const WatchReport *r) {
                 return;
         /* Decay the evidence like the watcher's statistics, so a firmware update that
          * fixes the wake-up is believed again in minutes. */
-        double f = exp2(-(double) r->dt_ns / (double) WATCH_HALF_LIFE_NS);
+        double f = mathfn_exp2(-(double) r->dt_ns / (double) WATCH_HALF_LIFE_NS);
         a->pred_wake_ms = a->pred_wake_ms * f + stall / NS_PER_MS;
         a->obs_wake_ms = a->obs_wake_ms * f + r->wake_ms;
         if (a->pred_wake_ms >= EXLAT_EVIDENCE_MS)
@@ -542,7 +543,7 @@ static double hist_total(const ShadowHist *h) {
  * Return: the decay factor. */
 static double hist_decay_add(ShadowHist *h, double *elapsed_ns, const GapHist *delta, uint64_t dt_ns,
                              uint64_t half_life_ns) {
-        double f = exp2(-(double) dt_ns / (double) half_life_ns);
+        double f = mathfn_exp2(-(double) dt_ns / (double) half_life_ns);
 
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
                 h->gaps[b] = h->gaps[b] * f + (double) delta->gaps[b];
@@ -559,7 +560,7 @@ static double evidence_add(ShadowHist *h, double *elapsed_ns, const GapHist *del
 
         for (unsigned b = gaphist_bucket(ADAPT_TRUST_MIN_GAP_NS); b < GAP_BUCKETS; b++)
                 m += (double) delta->gaps[b];
-        f = pow(1.0 - 1.0 / ADAPT_EVIDENCE_GAPS, m);
+        f = mathfn_pow(1.0 - 1.0 / ADAPT_EVIDENCE_GAPS, m);
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
                 h->gaps[b] = h->gaps[b] * f + (double) delta->gaps[b];
         *elapsed_ns = *elapsed_ns * f + (double) dt_ns;
@@ -589,7 +590,7 @@ static bool evidence_changed(const Adapt *a, uint64_t now_ns) {
         /* A gap histogram that moved, or evidence of which that share is new since the fallback
          * (the evidence remembers ADAPT_EVIDENCE_GAPS gaps: on a busy disk that is the same
          * test, on a quiet one its shape moves slowly and the new gaps are what counts). */
-        double renewed = 1.0 - pow(1.0 - 1.0 / ADAPT_EVIDENCE_GAPS, a->gaps_seen - a->fallback_gaps);
+        double renewed = 1.0 - mathfn_pow(1.0 - 1.0 / ADAPT_EVIDENCE_GAPS, a->gaps_seen - a->fallback_gaps);
         return renewed >= ADAPT_RETRY_HIST_DISTANCE ||
                hist_distance(&a->hist, &a->fallback_hist) > ADAPT_RETRY_HIST_DISTANCE;
 }

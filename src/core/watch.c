@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "mathfn.h"
 #include "watch.h"
 
 #define NS_PER_MS 1000000.0
@@ -75,12 +76,12 @@ unsigned watch_bucket(uint64_t gap_ns) {
 
         if (ms < 1.0)
                 return 0;
-        double b = floor(log2(ms) * WATCH_BUCKETS_PER_OCTAVE);
+        double b = floor(mathfn_log2(ms) * WATCH_BUCKETS_PER_OCTAVE);
         return b >= WATCH_BUCKETS - 1 ? WATCH_BUCKETS - 1 : (unsigned) b;
 }
 
 uint64_t watch_bucket_floor_ns(unsigned b) {
-        return (uint64_t) (NS_PER_MS * exp2((double) b / WATCH_BUCKETS_PER_OCTAVE));
+        return (uint64_t) (NS_PER_MS * mathfn_exp2((double) b / WATCH_BUCKETS_PER_OCTAVE));
 }
 
 void watch_init(Watch *w, uint64_t now_ns) {
@@ -95,7 +96,7 @@ static void add_gaps(Watch *w, double count, uint64_t gap_ns) {
 }
 
 static void decay(Watch *w, uint64_t dt_ns) {
-        double f = exp2(-(double) dt_ns / (double) WATCH_HALF_LIFE_NS);
+        double f = mathfn_exp2(-(double) dt_ns / (double) WATCH_HALF_LIFE_NS);
 
         w->elapsed_ns *= f;
         w->ios *= f;
@@ -256,4 +257,10 @@ uint64_t watch_gap_quantile(const Watch *w, double q) {
                         return (uint64_t) (w->gap_sum_ns[b] / w->gap_count[b]);
         }
         return 0;
+}
+
+uint64_t watch_idle_next(uint64_t now_ns, uint64_t wait_ns, uint64_t cap_ns) {
+        if (cap_ns == 0 || wait_ns < cap_ns)
+                return now_ns + wait_ns;
+        return (now_ns / cap_ns + 1) * cap_ns;
 }

@@ -25,7 +25,9 @@
  * eBPF program (bpfwatch.h) counts every idle gap of the controller's namespace
  * disks in the kernel; the timer reads its maps every ADAPT_GAPS_PERIOD_NS
  * while gaps end (when the policy decides), then backs off by doubling to
- * WATCH_BPF_IDLE_NS: an idle daemon wakes about once in 20 to 22.5 s. Each delta
+ * WATCH_BPF_IDLE_NS, on that period's grid of the monotonic clock (watch_idle_next()), so
+ * that the idle readings of every controller come in the same wake-up: an idle daemon wakes
+ * once in 20 s however many controllers it watches. Each delta
  * goes to adapt_observe_gaps() and to the passive calibration (passive-calib.h),
  * whose exit latencies the engine then plans with like a stored calibration's.
  * Where the program cannot load, the sampler takes over and the reason is said
@@ -52,8 +54,9 @@
 #define WATCH_ACCURACY_MIN_USEC UINT64_C(1000)
 #define WATCH_ACCURACY_LONG_USEC UINT64_C(1000000)
 /* The eBPF source's longest wait between two readings of an idle disk: what it counts is exact
- * whenever it is read, so the wait only delays a decision; 20 s (plus up to half of
- * WATCH_SLOW_NS of slack) keeps an idle daemon at <= 0.05 wake-ups a second. */
+ * whenever it is read, so the wait only delays a decision; 20 s, on one grid for every
+ * controller (watch_idle_next()), keeps an idle daemon at 0.05 wake-ups a second with any number
+ * of controllers. */
 #define WATCH_BPF_IDLE_NS UINT64_C(20000000000)
 /* The shadow kernel's totals reach the metrics file at most this often while gaps end, and once
  * when they stop: nothing else writes it while the policy keeps its table, and an idle daemon
@@ -454,7 +457,7 @@ static bool bpf_account_wakes(ManagerWatch *w, const GapHist *delta) {
 static int on_bpf_timer(ManagerWatch *w) {
         ManagerCtrl *c = w->ctrl;
         Manager *m = c->manager;
-        uint64_t now = loop_now_usec(m), wait, deadline = UINT64_MAX;
+        uint64_t now = loop_now_usec(m), wait, cap, deadline = UINT64_MAX;
         bool busy, program = false, verify, replan = false;
         GapHist h, delta;
         BpfSlotState st;
@@ -508,8 +511,9 @@ static int on_bpf_timer(ManagerWatch *w) {
         else if (w->idle_reads < 16)
                 w->idle_reads++;
         wait = ADAPT_GAPS_PERIOD_NS << w->idle_reads;
-        wait = MIN(wait, m->config.cpu.pin == CPU_PIN_BUSY ? WATCH_SLOW_NS : WATCH_BPF_IDLE_NS);
-        w->next_usec = now + wait / NS_PER_USEC;
+        cap = m->config.cpu.pin == CPU_PIN_BUSY ? WATCH_SLOW_NS : WATCH_BPF_IDLE_NS;
+        /* idle for good: on the cap's grid, shared by every controller (watch_idle_next()) */
+        w->next_usec = watch_idle_next(now * NS_PER_USEC, MIN(wait, cap), cap) / NS_PER_USEC;
         watch_arm(w, now, deadline != UINT64_MAX ? MIN(w->next_usec, deadline) : w->next_usec);
         verify = verify_due(w, now, w->total_requests);
 

@@ -9,10 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "ctrljob.h"
+
+/* A step's thread runs on a stack of the job's, not on one glibc allocates: glibc keeps the stacks
+ * of exited threads cached for the next ones (up to 40 MiB of them), each with its top pages, the
+ * thread's descriptor and its TLS resident (24 KiB apiece here), so an idle daemon carried one per
+ * thread of its last burst for good. Ours is unmapped once the thread is joined. Its size: the
+ * deepest steps (verification and programming: libnvme's ioctl wrappers, the log's formatting, the
+ * tables on the stack) touched 7 pages, 28 KiB with the descriptor and TLS at the top (mincore()
+ * over the stack after each of 130 steps: 10 controllers, start, 10 reloads, stop); 256 KiB leaves
+ * nine times that for the journal's sd_journal_sendv() and what libraries do on error paths. The
+ * lowest page is a guard. */
+#define JOB_STACK_SIZE (256u * 1024u)
 
 struct CtrlJobQueue {
         _Atomic unsigned n_ref;
@@ -84,9 +96,25 @@ int ctrljob_new_call(int (*call)(void *data), void *data, void (*free_data)(void
         return 0;
 }
 
+/* Wait for @j's thread to be gone (it has nothing left to do once @j is on a queue) and unmap its
+ * stack. Called by that thread itself (the last reference to a queue it landed on), it can only
+ * detach: its stack stays mapped, as an abandoned job's does. */
+static void job_reap(CtrlJob *j) {
+        if (!j->stack)
+                return;
+        if (pthread_equal(j->thread, pthread_self())) {
+                (void) pthread_detach(j->thread);
+        } else {
+                (void) pthread_join(j->thread, NULL);
+                (void) munmap(j->stack, JOB_STACK_SIZE);
+        }
+        j->stack = NULL;
+}
+
 CtrlJob *ctrljob_free(CtrlJob *j) {
         if (!j)
                 return NULL;
+        job_reap(j);
         if (j->free_data)
                 j->free_data(j->data);
         config_done(&j->config);
@@ -206,6 +234,8 @@ CtrlJob *ctrljob_queue_pop(CtrlJobQueue *q) {
         if (!q->head)
                 (void) read(q->efd, &n, sizeof n);   /* nonblocking: EAGAIN when already drained */
         (void) pthread_mutex_unlock(&q->lock);
+        if (j)
+                job_reap(j);
         return j;
 }
 
@@ -222,28 +252,50 @@ static void *job_thread(void *userdata) {
         return NULL;
 }
 
+/* A thread attribute for @j's thread, on a new stack of its own (guard page at the bottom). */
+static int job_attr(pthread_attr_t *attr, void **ret_stack) {
+        void *stack;
+        int r;
+
+        stack = mmap(NULL, JOB_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED)
+                return negative_errno();
+        (void) mprotect(stack, (size_t) sysconf(_SC_PAGESIZE), PROT_NONE);
+        r = pthread_attr_init(attr);
+        if (r == 0) {
+                r = pthread_attr_setstack(attr, stack, JOB_STACK_SIZE);
+                if (r != 0)
+                        (void) pthread_attr_destroy(attr);
+        }
+        if (r != 0) {
+                (void) munmap(stack, JOB_STACK_SIZE);
+                return -r;
+        }
+        *ret_stack = stack;
+        return 0;
+}
+
 int ctrljob_start(CtrlJob *j, CtrlJobQueue *q) {
         sigset_t all, old;
         pthread_attr_t attr;
-        pthread_t t;
+        void *stack = NULL;
         int r;
 
         j->started_usec = now_usec();
+        r = job_attr(&attr, &stack);
+        if (r < 0)
+                return r;
         j->queue = ctrljob_queue_ref(q);
-        r = pthread_attr_init(&attr);
-        if (r != 0) {
-                j->queue = NULL;
-                (void) ctrljob_queue_unref(q);
-                return -r;
-        }
-        (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         /* the new thread inherits this mask: signals stay the event loop's */
         (void) sigfillset(&all);
         (void) pthread_sigmask(SIG_SETMASK, &all, &old);
-        r = pthread_create(&t, &attr, job_thread, j);
+        j->stack = stack;
+        r = pthread_create(&j->thread, &attr, job_thread, j);
         (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
         (void) pthread_attr_destroy(&attr);
         if (r != 0) {
+                j->stack = NULL;
+                (void) munmap(stack, JOB_STACK_SIZE);
                 /* no thread: run it here, and it lands on @q all the same (the caller finds it there,
                  * as after a thread: never finished from inside the call that started it) */
                 ctrljob_execute(j);

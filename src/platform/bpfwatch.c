@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The eBPF I/O gap program's loader. See bpfwatch.h; the program is
- * src/platform/bpf/iogap.bpf.c, doc/watch.md says what it sees and why.
+ * The eBPF I/O gap program in the daemon: runs its loader (nvme-apstd-bpf-load,
+ * src/platform/bpf/iogap-load.c) and reads the maps it hands back. See
+ * bpfwatch.h; the program is src/platform/bpf/iogap.bpf.c, doc/watch.md says
+ * what it sees and why.
  */
 
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bpfwatch.h"
@@ -17,10 +24,10 @@
 
 #if HAVE_BPF
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
 
-#include "iogap.skel.h"
+#include "iogap-load.h"
 #include "log.h"
 
 _Static_assert(GAPK_BUCKETS == GAP_BUCKETS, "the program's buckets are gaphist.h's");
@@ -28,9 +35,14 @@ _Static_assert(GAPK_BASE_SHIFT == GAP_BASE_SHIFT && GAPK_TOP_SHIFT == GAP_TOP_SH
 _Static_assert(sizeof(struct gapk_hist) == sizeof(GapHist), "the map's value is a GapHist");
 
 #define DISKS_PER_SLOT 32u
+/* Where a build tree's daemon (the tests, bench/) finds the loader it was built with; the
+ * installed daemon runs the one in libexecdir. */
+#define BPF_LOADER_ENV "NVME_APSTD_BPF_LOADER"
 
+/* What the daemon keeps of the loaded program: its maps, and the links that keep it attached
+ * (iogap-load.h's IOGAP_FD_*). */
 struct BpfWatch {
-        struct iogap *skel;
+        int fds[_IOGAP_FD_MAX];
         int ncpus;
         struct gapk_hist *percpu;      /* one lookup's worth */
         bool used[GAPK_SLOTS];
@@ -40,21 +52,6 @@ struct BpfWatch {
 
 bool bpfwatch_built(void) {
         return true;
-}
-
-/* libbpf's own messages are details: debug level, one journal line per line of theirs (a
- * verifier log runs to many). */
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
-        _cleanup_free_ char *buf = NULL;
-        char *line, *save = NULL;
-
-        if (level == LIBBPF_DEBUG || log_get_max_level() < LOG_DEBUG)
-                return 0;
-        if (vasprintf(&buf, fmt, ap) < 0)
-                return 0;
-        for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-                log_debug("libbpf: %s", line);
-        return 0;
 }
 
 static int fail(int r, char *buf, size_t n, const char *what) {
@@ -78,41 +75,136 @@ static int fail(int r, char *buf, size_t n, const char *what) {
         return r;
 }
 
+static const char *const load_step[_IOGAP_LOAD_MAX] = {
+        [IOGAP_LOAD_CPUS] = "cannot count the possible CPUs",
+        [IOGAP_LOAD_OPEN] = "cannot open the eBPF program",
+        [IOGAP_LOAD_LOAD] = "cannot load the eBPF program",
+        [IOGAP_LOAD_ATTACH] = "cannot attach to the block layer's tracepoints",
+        [IOGAP_LOAD_LOADER] = "cannot run the eBPF program's loader",
+};
+
+static const char *loader_path(void) {
+        const char *e = getenv(BPF_LOADER_ENV);
+
+        return e && *e ? e : BPF_LOADER_PATH;
+}
+
+/* The child, between fork() and exec: only async-signal-safe calls (the daemon may have a step's
+ * thread running). The socket goes to IOGAP_LOAD_FD without close-on-exec and every descriptor
+ * above it is closed (a step's thread may hold a device open without close-on-exec); the
+ * loader starts with no signal blocked (the daemon blocks those its event loop takes). An exec
+ * that fails is said over the socket. _exit(): none of the daemon's exit handlers (they restore
+ * drives) runs here. */
+_noreturn_ static void loader_exec(int sock, const char *path) {
+        char *const argv[] = { (char *) path, NULL };
+        IogapLoadAnswer a = { .step = IOGAP_LOAD_LOADER };
+        sigset_t none;
+
+        if (sock == IOGAP_LOAD_FD ? fcntl(sock, F_SETFD, 0) < 0 : dup2(sock, IOGAP_LOAD_FD) < 0)
+                _exit(127);
+        (void) close_range(IOGAP_LOAD_FD + 1, ~0U, 0);
+        (void) sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+        (void) execve(path, argv, environ);
+        a.r = -errno;
+        (void) send(IOGAP_LOAD_FD, &a, sizeof a, MSG_NOSIGNAL);
+        _exit(127);
+}
+
+/* Take the loader's answer from @sock: the descriptors into @b->fds. On failure, @failed_step
+ * says which step failed (IOGAP_LOAD_*). */
+static int load_answer(BpfWatch *b, int sock, int *failed_step) {
+        IogapLoadAnswer a = { -EIO, IOGAP_LOAD_LOADER, 0 };   /* a loader that died without a word */
+        struct iovec iov = { .iov_base = &a, .iov_len = sizeof a };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof b->fds)];
+        } c = {};
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf };
+        struct cmsghdr *h;
+        ssize_t n;
+
+        do
+                n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        h = n == (ssize_t) sizeof a ? CMSG_FIRSTHDR(&mh) : NULL;
+        if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+                /* whatever came is ours to close, even from a confused loader */
+                size_t nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                int got[_IOGAP_FD_MAX];
+                memcpy(got, CMSG_DATA(h), MIN(nfd, (size_t) _IOGAP_FD_MAX) * sizeof(int));
+                if (a.r == 0 && a.ncpus > 0 && nfd == _IOGAP_FD_MAX) {
+                        memcpy(b->fds, got, sizeof got);
+                        b->ncpus = a.ncpus;
+                        return 0;
+                }
+                for (size_t i = 0; i < MIN(nfd, (size_t) _IOGAP_FD_MAX); i++)
+                        (void) close(got[i]);
+        }
+        if (n != (ssize_t) sizeof a || a.r >= 0)
+                a = (IogapLoadAnswer) { -EIO, IOGAP_LOAD_LOADER, 0 };
+        *failed_step = a.step >= 0 && a.step < _IOGAP_LOAD_MAX ? a.step : IOGAP_LOAD_LOADER;
+        return a.r;
+}
+
+/* Run the loader (nvme-apstd-bpf-load, iogap-load.c) in a child and take the descriptors it
+ * sends into @b->fds. Loading is libbpf's heaviest work (it parses the kernel's BTF, relocates,
+ * runs through libelf: the daemon's peak RSS was 17.2 MiB for it, against 6.2 MiB without) and
+ * is done once; the pages it touches die with the loader, and the daemon does not even map
+ * libbpf (map_op() below reads the maps with bpf(2)). */
+static int load_exec(BpfWatch *b, const char *path, int *failed_step) {
+        int sv[2], r;
+        pid_t pid;
+
+        *failed_step = IOGAP_LOAD_LOADER;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return negative_errno();
+        pid = fork();
+        if (pid == 0)
+                loader_exec(sv[1], path);
+        r = pid < 0 ? negative_errno() : 0;
+        (void) close(sv[1]);
+        if (r >= 0)
+                r = load_answer(b, sv[0], failed_step);
+        (void) close(sv[0]);
+        while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return r;
+}
+
 int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
+        const char *path = loader_path();
+        char what[PATH_MAX + 64];
         BpfWatch *b;
-        int r;
+        int r, step;
 
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
                 (void) snprintf(reason, reason_size,
                                 "the kernel has no BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF)");
                 return -ENOENT;
         }
-        libbpf_set_print(libbpf_print);
         b = calloc(1, sizeof *b);
         if (!b)
                 return fail(-ENOMEM, reason, reason_size, "out of memory");
-        b->ncpus = libbpf_num_possible_cpus();
-        if (b->ncpus <= 0) {
-                r = b->ncpus < 0 ? b->ncpus : -EINVAL;
+        for (size_t i = 0; i < _IOGAP_FD_MAX; i++)
+                b->fds[i] = -EBADF;
+        r = load_exec(b, path, &step);
+        if (r < 0) {
                 bpfwatch_free(b);
-                return fail(r, reason, reason_size, "cannot count the possible CPUs");
+                if (step != IOGAP_LOAD_LOADER)
+                        return fail(r, reason, reason_size, load_step[step]);
+                if (r == -EIO) {        /* it ran, or not, and said nothing: how it ended is in the log */
+                        (void) snprintf(reason, reason_size, "%s (%s): it ended without an answer",
+                                        load_step[step], path);
+                        return r;
+                }
+                (void) snprintf(what, sizeof what, "%s (%s)", load_step[step], path);
+                return fail(r, reason, reason_size, what);
         }
         b->percpu = calloc((size_t) b->ncpus, sizeof *b->percpu);
-        b->skel = iogap__open();
-        if (!b->percpu || !b->skel) {
-                r = b->percpu ? -errno : -ENOMEM;
+        if (!b->percpu) {
                 bpfwatch_free(b);
-                return fail(r ? r : -ENOMEM, reason, reason_size, "cannot open the eBPF program");
-        }
-        r = iogap__load(b->skel);
-        if (r < 0) {
-                bpfwatch_free(b);
-                return fail(r, reason, reason_size, "cannot load the eBPF program");
-        }
-        r = iogap__attach(b->skel);
-        if (r < 0) {
-                bpfwatch_free(b);
-                return fail(r, reason, reason_size, "cannot attach to the block layer's tracepoints");
+                return fail(-ENOMEM, reason, reason_size, "out of memory");
         }
         *ret = b;
         return 0;
@@ -121,10 +213,26 @@ int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
 BpfWatch *bpfwatch_free(BpfWatch *b) {
         if (!b)
                 return NULL;
-        iogap__destroy(b->skel);
+        for (size_t i = 0; i < _IOGAP_FD_MAX; i++)
+                if (b->fds[i] >= 0)
+                        (void) close(b->fds[i]);
         free(b->percpu);
         free(b);
         return NULL;
+}
+
+/* One bpf(2) map command on @fd (BPF_MAP_LOOKUP_ELEM, _UPDATE_ELEM, _DELETE_ELEM: union bpf_attr's
+ * map_fd, key, value, flags; include/uapi/linux/bpf.h). libbpf's bpf_map_*_elem() are these same
+ * few lines; called here, the daemon needs no libbpf at all (only the loader links it). */
+static int map_op(int cmd, int fd, const void *key, void *value, uint64_t flags) {
+        union bpf_attr attr;
+
+        memset(&attr, 0, sizeof attr);
+        attr.map_fd = (uint32_t) fd;
+        attr.key = (uint64_t) (uintptr_t) key;
+        attr.value = (uint64_t) (uintptr_t) value;
+        attr.flags = flags;
+        return syscall(__NR_bpf, cmd, &attr, sizeof attr) < 0 ? negative_errno() : 0;
 }
 
 static int slot_zero(BpfWatch *b, unsigned slot) {
@@ -133,11 +241,10 @@ static int slot_zero(BpfWatch *b, unsigned slot) {
         int r;
 
         memset(b->percpu, 0, (size_t) b->ncpus * sizeof *b->percpu);
-        r = bpf_map__update_elem(b->skel->maps.hist, &k, sizeof k, b->percpu,
-                                 (size_t) b->ncpus * sizeof *b->percpu, BPF_ANY);
+        r = map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_HIST], &k, b->percpu, BPF_ANY);
         if (r < 0)
                 return r;
-        return bpf_map__update_elem(b->skel->maps.state, &k, sizeof k, &st, sizeof st, BPF_ANY);
+        return map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_STATE], &k, &st, BPF_ANY);
 }
 
 int bpfwatch_slot_new(BpfWatch *b) {
@@ -156,7 +263,7 @@ int bpfwatch_slot_new(BpfWatch *b) {
 
 static void slot_forget(BpfWatch *b, unsigned slot) {
         for (size_t i = 0; i < b->n_seqs[slot]; i++)
-                (void) bpf_map__delete_elem(b->skel->maps.disks, &b->seqs[slot][i], sizeof(uint64_t), 0);
+                (void) map_op(BPF_MAP_DELETE_ELEM, b->fds[IOGAP_FD_DISKS], &b->seqs[slot][i], NULL, 0);
         b->n_seqs[slot] = 0;
 }
 
@@ -176,8 +283,7 @@ int bpfwatch_slot_set_disks(BpfWatch *b, unsigned slot, const uint64_t *diskseq,
                 return 0;
         slot_forget(b, slot);
         for (size_t i = 0; i < n; i++) {
-                int r = bpf_map__update_elem(b->skel->maps.disks, &diskseq[i], sizeof(uint64_t), &v, sizeof v,
-                                             BPF_ANY);
+                int r = map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_DISKS], &diskseq[i], &v, BPF_ANY);
                 if (r < 0)
                         return r;
                 b->seqs[slot][b->n_seqs[slot]++] = diskseq[i];
@@ -193,8 +299,7 @@ int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_st
 
         if (slot >= GAPK_SLOTS || !b->used[slot])
                 return -EINVAL;
-        r = bpf_map__lookup_elem(b->skel->maps.hist, &k, sizeof k, b->percpu,
-                                 (size_t) b->ncpus * sizeof *b->percpu, 0);
+        r = map_op(BPF_MAP_LOOKUP_ELEM, b->fds[IOGAP_FD_HIST], &k, b->percpu, 0);
         if (r < 0)
                 return r;
         for (int c = 0; c < b->ncpus; c++) {
@@ -203,7 +308,7 @@ int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_st
                 gaphist_merge(&sum, &one);
         }
         if (ret_state) {
-                r = bpf_map__lookup_elem(b->skel->maps.state, &k, sizeof k, &st, sizeof st, 0);
+                r = map_op(BPF_MAP_LOOKUP_ELEM, b->fds[IOGAP_FD_STATE], &k, &st, 0);
                 if (r < 0)
                         return r;
                 *ret_state = (BpfSlotState) {

@@ -764,7 +764,7 @@ elif scenario == "bpf-source":
     # 141 ms, ps4 858 ms later) leaves awake, takes to ps3 and takes to ps4 reach the daemon as
     # exact gaps: the passive calibration finds that this "drive" wakes at once and says how that
     # differs from the descriptors (1200 and 8000 µs). Then, idle, the daemon
-    # reads the program's maps at most every 20-22.5 s: at most 0.05 wake-ups a second.
+    # reads the program's maps every 20 s, on the monotonic clock's 20 s grid: at most 0.05 wake-ups a second.
     if WRAPPER:
         skip("the wrapper (valgrind) would be the process measured, not the daemon")
     prom = os.path.splitext(CONF)[0] + "-bpf.prom"
@@ -852,6 +852,26 @@ elif scenario == "bpf-source":
         if d.proc.poll() is None:
             d.stop()
         d.dump()
+
+elif scenario == "bpf-loader-fails":
+    # The eBPF program's loader (nvme-apstd-bpf-load) missing, then one that exits without an
+    # answer, on a machine where the program loads (bpf-source.sh): the daemon watches with the
+    # sampler and says why, naming the loader, as when eBPF is unavailable.
+    missing = os.path.join(tempfile.mkdtemp(prefix="apstd-noloader-"), "nvme-apstd-bpf-load")
+    for loader, why in ((missing, "No such file or directory"), ("/bin/false", "it ended without an answer")):
+        write_config("[apst]\npolicy = adaptive\n[watch]\nsource = bpf\n", CONF)
+        d = Daemon(CONF, extra_env={"NVME_APSTD_BPF_LOADER": loader})
+        try:
+            check(d.wait_notify(r"^READY=1$") is not None, f"READY=1 with the loader {loader}")
+            pat = (r"Cannot watch I/O with eBPF: cannot run the eBPF program's loader \(" + re.escape(loader) +
+                   r"\): " + re.escape(why) + r"; sampling /sys/block/\*/stat instead\.")
+            check(d.wait_log(pat) is not None, f"the journal says the loader {loader} failed ({why}) and the sampler took over")
+            check(not re.search(r"Watching I/O with the eBPF program", d.log()), "the eBPF source is not said to be in use")
+            check(d.stop() == 0, "exit 0")
+        finally:
+            if d.proc.poll() is None:
+                d.stop()
+            d.dump()
 
 elif scenario == "calibration":
     # An Intel 600p (no PCI quirk here) whose ps4 was measured at 30.1 ms against the 10 ms its

@@ -746,6 +746,50 @@ static void test_capped(void) {
         }
 }
 
+/* Idle readers on the cap's grid (watch_idle_next()): four controllers whose last I/O ended 1.05 s
+ * apart (bench/load.sh's sources step reads its loop devices one after the other) back off by
+ * doubling from 0.5 s to 20 s, as the eBPF source does; once all are idle, their readings must
+ * come at one instant per 20 s, not at four. */
+static void test_idle_grid(void) {
+        const uint64_t cap = MS(20000), span_from = MS(120000), span_to = MS(720000);
+        uint64_t next[4], times[4 * 64], longest = 0;
+        unsigned idle[4] = {}, n_times = 0, distinct = 0;
+
+        current = "idle grid";
+        CHECK(watch_idle_next(MS(1234), MS(500), cap) == MS(1734));          /* backing off: its own wait */
+        CHECK(watch_idle_next(MS(1234), cap, cap) == MS(20000));             /* at the cap: the grid */
+        CHECK(watch_idle_next(MS(20000), cap, cap) == MS(40000));            /* on a grid point: the next */
+        CHECK(watch_idle_next(MS(39999), cap, cap) == MS(40000));
+        CHECK(watch_idle_next(MS(1234), MS(500), 0) == MS(1734));            /* no cap */
+        for (unsigned c = 0; c < 4; c++)
+                next[c] = MS(3000) + c * MS(1050);
+        for (;;) {
+                unsigned c = 0;
+                for (unsigned k = 1; k < 4; k++)
+                        if (next[k] < next[c])
+                                c = k;
+                uint64_t now = next[c], wait = MS(500) << idle[c];
+                if (now >= span_to)
+                        break;
+                if (idle[c] < 16)
+                        idle[c]++;
+                next[c] = watch_idle_next(now, wait < cap ? wait : cap, cap);
+                CHECK(next[c] > now);
+                longest = next[c] - now > longest ? next[c] - now : longest;
+                if (now >= span_from && n_times < sizeof times / sizeof *times)
+                        times[n_times++] = now;
+        }
+        for (unsigned i = 0; i < n_times; i++) {
+                bool seen = false;
+                for (unsigned j = 0; j < i; j++)
+                        seen = seen || times[j] == times[i];
+                distinct += !seen;
+        }
+        CHECK(n_times == 4 * 30);                /* every controller read every 20 s */
+        CHECK(distinct == 30);                   /* ... all four at once: 30 instants in 600 s */
+        CHECK(longest <= cap);                   /* and none waited longer than an idle reader did */
+}
+
 int main(void) {
         test_parse();
         test_watch_activity();
@@ -763,6 +807,7 @@ int main(void) {
         test_exact_quiet();
         test_exact_sparse_between();
         test_capped();
+        test_idle_grid();
 
         printf("%u checks, %u failed\n", n_checks, n_failed);
         return n_failed ? 1 : 0;
