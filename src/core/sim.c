@@ -444,6 +444,14 @@ static int run_samples(Run *run, uint64_t prev_done, uint64_t until) {
         return 0;
 }
 
+/* The exact source: the trace's last gap, whose request completed with the trace (@last_done),
+ * is handed over then; a table the policy answers with is where a later copy starts. */
+static int run_last_gap(Run *run, uint64_t last_done) {
+        if (!run->pol->gaps || !run->pending)
+                return 0;
+        return run_sample(run, last_done, false);
+}
+
 /* An arrival at @a finds the drive idle: walk the chain, then wake if asleep.
  * Return when service starts. */
 static uint64_t wake_for_arrival(Sim *s, SimResult *res, uint64_t a) {
@@ -574,18 +582,12 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                         until = prev_done;   /* trailing samples, up to the last completion */
 
                 q = run_samples(&run, prev_done, until);
+                if (q >= 0 && k == n)
+                        q = run_last_gap(&run, prev_done);
                 if (q < 0)
                         goto fail;
-                if (k == n) {
-                        /* The exact source: the last gap, whose request completed with the
-                         * trace, is handed over then; a table it brings is where a later
-                         * copy starts. */
-                        if (pol->gaps && run.pending)
-                                q = run_sample(&run, prev_done, false);
-                        if (q < 0)
-                                goto fail;
+                if (k == n)
                         break;
-                }
 
                 run_io(&run, k, a, p->service_ns);
 
