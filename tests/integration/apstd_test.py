@@ -301,14 +301,21 @@ class Daemon:
     def signal(self, sig):
         self.proc.send_signal(sig)
 
-    def stop(self, timeout=20):
+    def stop(self, timeout=None):
+        # Under a wrapper (valgrind: tens of times slower, and CI runs tests side by side) a
+        # stop that restores every controller's table can take longer than 20 s.
+        if timeout is None:
+            timeout = 60 if WRAPPER else 20
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            print(f"daemon still running {timeout} s after SIGTERM: killed")
             self.proc.kill()
             rc = self.proc.wait()
+        if rc != 0:
+            print(f"daemon exit status at stop: {rc}")
         self.poll_notify(0)
         self.err.close()
         if WRAPPER and rc == WRAPPER_RC:
