@@ -46,7 +46,7 @@ step() {
         counts="no test log"
         if [ -s "$log" ]; then
                 echo "$log" >>"$list"
-                counts=$(tests/summarize-testlog.sh "$log")
+                counts=$(TAIL_LINES=0 tests/summarize-testlog.sh "$log" | tail -n 1)
         fi
         [ "$r" -eq 0 ] || rc=1
         summary+=("$(printf '%-9s %-4s %4ss  %s' "$name" "$([ "$r" -eq 0 ] && echo ok || echo FAIL)" \
