@@ -700,28 +700,29 @@ static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, Shadow
         *ret_applied = applied;
 }
 
-/* One wake-up of the slowest state the table in force enters, as seen (shadow_exlat_us()): the
- * guard's slack on wake delay. A table that trades some wake-ups for others is ahead or behind
- * the kernel's by whole wake-ups as the gaps fall; less than one is not yet evidence against it. */
-static double guard_wake_slack_ns(const Adapt *a) {
-        ShadowChain c;
+/* One wake-up of the slowest state the table in force (@applied, its chain) enters, as seen
+ * (shadow_exlat_us()): the guard's slack on wake delay. A table that trades some wake-ups for
+ * others is ahead or behind the kernel's by whole wake-ups as the gaps fall; less than one is not
+ * yet evidence against it. */
+static double guard_wake_slack_ns(const Adapt *a, const ShadowChain *applied) {
         double worst = 0;
 
-        shadow_chain_from_table(&a->sd, a->current_table.apste, a->current_table.entry, &c);
-        for (unsigned i = 0; i < c.n; i++)
-                worst = MAX(worst, shadow_exlat_us(&a->sd, c.state[i]) * NS_PER_US);
+        for (unsigned i = 0; i < applied->n; i++)
+                worst = MAX(worst, shadow_exlat_us(&a->sd, applied->state[i]) * NS_PER_US);
         return worst;
 }
 
-/* The guard: the table in force worse than the kernel's over the window puts the kernel's back, and
- * nothing else is tried until the evidence changes. *@ret_done: the guard decided (its result returned). */
-static int gaps_guard(Adapt *a, uint64_t now_ns, ApstTable *ret_table, AdaptDecision *ret_why, bool *ret_done) {
+/* The guard: the table in force (@applied, its chain) worse than the kernel's over the window puts
+ * the kernel's back, and nothing else is tried until the evidence changes. *@ret_done: the guard
+ * decided (its result returned). */
+static int gaps_guard(Adapt *a, const ShadowChain *applied, uint64_t now_ns, ApstTable *ret_table,
+                      AdaptDecision *ret_why, bool *ret_done) {
         AdaptDecision d = {};
 
         *ret_done = false;
         if (!a->fallen_back) {
                 char why[256];
-                ShadowVerdict v = shadow_guard(&a->shadow, guard_wake_slack_ns(a), why, sizeof why);
+                ShadowVerdict v = shadow_guard(&a->shadow, guard_wake_slack_ns(a, applied), why, sizeof why);
                 /* Energy is judged on a table once it has had a slot of its own: over its first
                  * seconds the window is the previous tables' and a handful of its own gaps. */
                 if (v == SHADOW_WORSE_ENERGY && a->programs > 0 && now_ns - a->last_program_ns < ADAPT_GUARD_DWELL_NS)
@@ -889,7 +890,7 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
         gaps_account(a, delta, now_ns, &applied);
         if (!a->enabled)
                 return 0;
-        r = gaps_guard(a, now_ns, ret_table, ret_why, &done);
+        r = gaps_guard(a, &applied, now_ns, ret_table, ret_why, &done);
         if (done)
                 return r;
         return gaps_decide(a, &applied, now_ns, ret_table, ret_why);
