@@ -26,6 +26,8 @@
 
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <poll.h>
+#include <time.h>
 
 #include "iogap-load.h"
 #include "log.h"
@@ -38,6 +40,10 @@ _Static_assert(sizeof(struct gapk_hist) == sizeof(GapHist), "the map's value is 
 /* Where a build tree's daemon (the tests, bench/) finds the loader it was built with; the
  * installed daemon runs the one in libexecdir. */
 #define BPF_LOADER_ENV "NVME_APSTD_BPF_LOADER"
+/* How long the loader may take to answer. It answers in well under a second (libbpf parses the
+ * kernel's BTF, loads and attaches); one that hangs must not hold the daemon's start until the
+ * unit's start timeout: it is killed and the sampler watches instead. */
+#define BPF_LOADER_TIMEOUT_MS 10000
 
 /* What the daemon keeps of the loaded program: its maps, and the links that keep it attached
  * (iogap-load.h's IOGAP_FD_*). */
@@ -111,6 +117,33 @@ _noreturn_ static void loader_exec(int sock, const char *path) {
         _exit(127);
 }
 
+/* Wait until @sock has the loader's answer (or its end) for at most BPF_LOADER_TIMEOUT_MS;
+ * -ETIMEDOUT if it gave none by then. */
+static int answer_wait(int sock) {
+        struct timespec now;
+        uint64_t end_ms;
+
+        if (clock_gettime(CLOCK_MONOTONIC, &now) < 0)
+                return negative_errno();
+        end_ms = (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000 + BPF_LOADER_TIMEOUT_MS;
+        for (;;) {
+                struct pollfd p = { .fd = sock, .events = POLLIN };
+                uint64_t now_ms;
+                int n;
+
+                if (clock_gettime(CLOCK_MONOTONIC, &now) < 0)
+                        return negative_errno();
+                now_ms = (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000;
+                if (now_ms >= end_ms)
+                        return -ETIMEDOUT;
+                n = poll(&p, 1, (int) (end_ms - now_ms));
+                if (n > 0)
+                        return 0;
+                if (n < 0 && errno != EINTR)
+                        return negative_errno();
+        }
+}
+
 /* Take the loader's answer from @sock: the descriptors into @b->fds. On failure, @failed_step
  * says which step failed (IOGAP_LOAD_*). */
 static int load_answer(BpfWatch *b, int sock, int *failed_step) {
@@ -165,7 +198,11 @@ static int load_exec(BpfWatch *b, const char *path, int *failed_step) {
         r = pid < 0 ? negative_errno() : 0;
         (void) close(sv[1]);
         if (r >= 0)
+                r = answer_wait(sv[0]);
+        if (r >= 0)
                 r = load_answer(b, sv[0], failed_step);
+        else if (r == -ETIMEDOUT && pid > 0)
+                (void) kill(pid, SIGKILL);      /* whatever it holds (a half-attached program) goes with it */
         (void) close(sv[0]);
         while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                 ;
@@ -196,6 +233,11 @@ int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
                 if (r == -EIO) {        /* it ran, or not, and said nothing: how it ended is in the log */
                         (void) snprintf(reason, reason_size, "%s (%s): it ended without an answer",
                                         load_step[step], path);
+                        return r;
+                }
+                if (r == -ETIMEDOUT) {
+                        (void) snprintf(reason, reason_size, "%s (%s): it gave no answer within %d s, and was killed",
+                                        load_step[step], path, BPF_LOADER_TIMEOUT_MS / 1000);
                         return r;
                 }
                 (void) snprintf(what, sizeof what, "%s (%s)", load_step[step], path);

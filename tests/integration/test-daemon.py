@@ -855,14 +855,36 @@ elif scenario == "bpf-source":
 
 elif scenario == "bpf-loader-fails":
     # The eBPF program's loader (nvme-apstd-bpf-load) missing, then one that exits without an
-    # answer, on a machine where the program loads (bpf-source.sh): the daemon watches with the
+    # answer, then one that never answers, on a machine where the program loads (bpf-source.sh): the daemon watches with the
     # sampler and says why, naming the loader, as when eBPF is unavailable.
-    missing = os.path.join(tempfile.mkdtemp(prefix="apstd-noloader-"), "nvme-apstd-bpf-load")
-    for loader, why in ((missing, "No such file or directory"), ("/bin/false", "it ended without an answer")):
+    # A loader that never answers is killed after 10 s and the start goes on.
+    tmp = tempfile.mkdtemp(prefix="apstd-noloader-")
+    missing = os.path.join(tmp, "nvme-apstd-bpf-load")
+    hangs = os.path.join(tmp, "hangs")
+    with open(hangs, "w") as f:
+        f.write("#!/bin/sh\nexec sleep 613.25\n")
+    os.chmod(hangs, 0o755)
+
+    def sleepers():
+        n = 0
+        for p in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    n += f.read() == b"sleep\x00613.25\x00"
+            except (OSError, ValueError):
+                pass
+        return n
+    for loader, why in ((missing, "No such file or directory"), ("/bin/false", "it ended without an answer"),
+                        (hangs, "it gave no answer within 10 s, and was killed")):
         write_config("[apst]\npolicy = adaptive\n[watch]\nsource = bpf\n", CONF)
         d = Daemon(CONF, extra_env={"NVME_APSTD_BPF_LOADER": loader})
         try:
-            check(d.wait_notify(r"^READY=1$") is not None, f"READY=1 with the loader {loader}")
+            t0 = time.monotonic()
+            check(d.wait_notify(r"^READY=1$", timeout=30) is not None, f"READY=1 with the loader {loader}")
+            if loader == hangs:
+                took = time.monotonic() - t0
+                check(9 <= took <= 25, f"the start waited about 10 s for the loader that hangs ({took:.1f} s)")
+                check(sleepers() == 0, "the loader that hung is gone")
             pat = (r"Cannot watch I/O with eBPF: cannot run the eBPF program's loader \(" + re.escape(loader) +
                    r"\): " + re.escape(why) + r"; sampling /sys/block/\*/stat instead\.")
             check(d.wait_log(pat) is not None, f"the journal says the loader {loader} failed ({why}) and the sampler took over")
