@@ -197,12 +197,15 @@ static int load_exec(BpfWatch *b, const char *path, int *failed_step) {
                 loader_exec(sv[1], path);
         r = pid < 0 ? negative_errno() : 0;
         (void) close(sv[1]);
-        if (r >= 0)
+        if (r >= 0) {
                 r = answer_wait(sv[0]);
-        if (r >= 0)
-                r = load_answer(b, sv[0], failed_step);
-        else if (r == -ETIMEDOUT && pid > 0)
-                (void) kill(pid, SIGKILL);      /* whatever it holds (a half-attached program) goes with it */
+                if (r >= 0)
+                        r = load_answer(b, sv[0], failed_step);
+                /* Answered or given up on, it has nothing more to do: one that lingers (or hangs)
+                 * must not hold the start in waitpid(). The descriptors it sent are the daemon's
+                 * own; with no answer, what it holds (a half-attached program) goes with it. */
+                (void) kill(pid, SIGKILL);
+        }
         (void) close(sv[0]);
         while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                 ;

@@ -854,16 +854,24 @@ elif scenario == "bpf-source":
         d.dump()
 
 elif scenario == "bpf-loader-fails":
-    # The eBPF program's loader (nvme-apstd-bpf-load) missing, then one that exits without an
-    # answer, then one that never answers, on a machine where the program loads (bpf-source.sh): the daemon watches with the
-    # sampler and says why, naming the loader, as when eBPF is unavailable.
-    # A loader that never answers is killed after 10 s and the start goes on.
+    # The eBPF program's loader (nvme-apstd-bpf-load) missing, one that exits without an answer,
+    # one that never answers (killed after 10 s) and one that answers and lingers, on a machine
+    # where the program loads (bpf-source.sh): the daemon watches with the sampler and says why,
+    # naming the loader, as when eBPF is unavailable; no loader holds the start or outlives it.
     tmp = tempfile.mkdtemp(prefix="apstd-noloader-")
     missing = os.path.join(tmp, "nvme-apstd-bpf-load")
     hangs = os.path.join(tmp, "hangs")
     with open(hangs, "w") as f:
         f.write("#!/bin/sh\nexec sleep 613.25\n")
     os.chmod(hangs, 0o755)
+    # One that answers (the load step refused, EPERM: iogap-load.h's IogapLoadAnswer) and then
+    # lingers: the answer is taken at once and the loader does not hold the start either.
+    lingers = os.path.join(tmp, "lingers")
+    with open(lingers, "w") as f:
+        f.write(f"#!{sys.executable}\nimport os, socket, struct\n"
+                "socket.socket(fileno=3).send(struct.pack('=iii', -1, 2, 0))\n"
+                "os.execvp('sleep', ['sleep', '613.25'])\n")
+    os.chmod(lingers, 0o755)
 
     def sleepers():
         n = 0
@@ -875,18 +883,21 @@ elif scenario == "bpf-loader-fails":
                 pass
         return n
     for loader, why in ((missing, "No such file or directory"), ("/bin/false", "it ended without an answer"),
-                        (hangs, "it gave no answer within 10 s, and was killed")):
+                        (hangs, "it gave no answer within 10 s, and was killed"),
+                        (lingers, "not permitted (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)")):
         write_config("[apst]\npolicy = adaptive\n[watch]\nsource = bpf\n", CONF)
         d = Daemon(CONF, extra_env={"NVME_APSTD_BPF_LOADER": loader})
         try:
             t0 = time.monotonic()
             check(d.wait_notify(r"^READY=1$", timeout=30) is not None, f"READY=1 with the loader {loader}")
+            took = time.monotonic() - t0
             if loader == hangs:
-                took = time.monotonic() - t0
                 check(9 <= took <= 25, f"the start waited about 10 s for the loader that hangs ({took:.1f} s)")
-                check(sleepers() == 0, "the loader that hung is gone")
-            pat = (r"Cannot watch I/O with eBPF: cannot run the eBPF program's loader \(" + re.escape(loader) +
-                   r"\): " + re.escape(why) + r"; sampling /sys/block/\*/stat instead\.")
+            if loader in (hangs, lingers):
+                check(sleepers() == 0, "the loader is gone")
+            said = ("cannot load the eBPF program: " if loader == lingers else
+                    f"cannot run the eBPF program's loader ({loader}): ") + why
+            pat = r"Cannot watch I/O with eBPF: " + re.escape(said) + r"; sampling /sys/block/\*/stat instead\."
             check(d.wait_log(pat) is not None, f"the journal says the loader {loader} failed ({why}) and the sampler took over")
             check(not re.search(r"Watching I/O with the eBPF program", d.log()), "the eBPF source is not said to be in use")
             check(d.stop() == 0, "exit 0")
