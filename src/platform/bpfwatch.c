@@ -27,8 +27,8 @@
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <poll.h>
-#include <time.h>
 
+#include "clock.h"
 #include "iogap-load.h"
 #include "log.h"
 
@@ -120,23 +120,16 @@ _noreturn_ static void loader_exec(int sock, const char *path) {
 /* Wait until @sock has the loader's answer (or its end) for at most BPF_LOADER_TIMEOUT_MS;
  * -ETIMEDOUT if it gave none by then. */
 static int answer_wait(int sock) {
-        struct timespec now;
-        uint64_t end_ms;
+        const uint64_t end = now_usec() + BPF_LOADER_TIMEOUT_MS * UINT64_C(1000);
 
-        if (clock_gettime(CLOCK_MONOTONIC, &now) < 0)
-                return negative_errno();
-        end_ms = (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000 + BPF_LOADER_TIMEOUT_MS;
         for (;;) {
                 struct pollfd p = { .fd = sock, .events = POLLIN };
-                uint64_t now_ms;
+                uint64_t now = now_usec();
                 int n;
 
-                if (clock_gettime(CLOCK_MONOTONIC, &now) < 0)
-                        return negative_errno();
-                now_ms = (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000;
-                if (now_ms >= end_ms)
+                if (now >= end)
                         return -ETIMEDOUT;
-                n = poll(&p, 1, (int) (end_ms - now_ms));
+                n = poll(&p, 1, (int) ((end - now + 999) / 1000));
                 if (n > 0)
                         return 0;
                 if (n < 0 && errno != EINTR)
