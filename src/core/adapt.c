@@ -700,15 +700,18 @@ static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, Shadow
         *ret_applied = applied;
 }
 
-/* One wake-up of the slowest state the table in force (@applied, its chain) enters, as seen
- * (shadow_exlat_us()): the guard's slack on wake delay. A table that trades some wake-ups for
- * others is ahead or behind the kernel's by whole wake-ups as the gaps fall; less than one is not
+/* One wake-up of the slowest state the table in force (@applied, its chain) or the kernel's table
+ * enters, as seen (shadow_exlat_us()): the guard's slack on wake delay. A table that trades some
+ * wake-ups for others is ahead or behind the kernel's by whole wake-ups as the gaps fall, of
+ * either table's states (ps3 ones of ours against the kernel's ps4 ones); less than one is not
  * yet evidence against it. */
 static double guard_wake_slack_ns(const Adapt *a, const ShadowChain *applied) {
         double worst = 0;
 
         for (unsigned i = 0; i < applied->n; i++)
                 worst = MAX(worst, shadow_exlat_us(&a->sd, applied->state[i]) * NS_PER_US);
+        for (unsigned i = 0; i < a->kernel_sc.n; i++)
+                worst = MAX(worst, shadow_exlat_us(&a->sd, a->kernel_sc.state[i]) * NS_PER_US);
         return worst;
 }
 

@@ -490,6 +490,41 @@ static void test_exact_guard(void) {
         done(&o);
 }
 
+/* The guard's slack is one wake-up of the slowest state either table enters: a table that trades
+ * the kernel's ps4 wake-ups (8 ms) for ps3 ones (1.2 ms) is ahead or behind it by whole ps4
+ * wake-ups as the gaps fall, so an excess of less than one ps4 wake-up beyond the tolerance is
+ * not yet evidence against it; one more is. */
+static void test_exact_guard_slack(void) {
+        Outcome o;
+        ApstTable table, shallow = { .apste = true };
+        AdaptDecision why;
+        GapHist one = {};
+        ShadowSums wa, wk;
+
+        current = "exact/guard-slack";
+        run_off_kernel(&o);
+        /* The table in force: ps3 after 5 ms, never ps4. */
+        for (unsigned i = 0; i < 3; i++)
+                shallow.entry[i] = (UINT64_C(5) << 8) | (3u << 3);
+        o.a.current_table = shallow;
+        gaphist_add_gap(&one, MS(3), MS(0.1));
+
+        /* 4 ms beyond the tolerance: more than a ps3 wake-up, less than a ps4 one. */
+        shadow_window(&o.a.shadow, &wa, &wk);
+        o.a.shadow.slot_applied[o.a.shadow.slot].wake_ns += (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + MS(4) - wa.wake_ns;
+        uint64_t now = o.a.gaps_last_ns + MS(500);
+        (void) adapt_observe_gaps(&o.a, &one, now, &table, &why);
+        CHECK(!o.a.fallen_back && o.a.shadow.fallbacks == 0);
+
+        /* 12 ms beyond it: more than one ps4 wake-up, so the kernel's table again. */
+        o.a.current_table = shallow;
+        shadow_window(&o.a.shadow, &wa, &wk);
+        o.a.shadow.slot_applied[o.a.shadow.slot].wake_ns += (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + MS(12) - wa.wake_ns;
+        CHECK(adapt_observe_gaps(&o.a, &one, now + MS(500), &table, &why) == 1);
+        CHECK(o.a.fallen_back && why.guard && memcmp(&table, &o.a.kernel_table, sizeof(ApstTable)) == 0);
+        done(&o);
+}
+
 /* A drive its quirk leaves one sleep state (a WD SN550: ps3 at 25 mW, 3.9 + 11 ms; the kernel
  * drops ps4 for 15b7:5009), on a stationary workload whose gaps average 200 ms: the kernel's
  * table (ps3 after 100 ms) waits ~3% of the time, over the 1% stall budget, so for its first
@@ -801,6 +836,7 @@ int main(void) {
         test_exact_lying_state();
         test_exact_workload_change();
         test_exact_guard();
+        test_exact_guard_slack();
         test_exact_guard_dwell();
         test_exact_one_state();
         test_exact_confidence();
