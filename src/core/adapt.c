@@ -700,19 +700,22 @@ static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, Shadow
         *ret_applied = applied;
 }
 
+/* The exit latency, as seen (shadow_exlat_us()), of the slowest state chain @c enters. */
+static double chain_slowest_wake_ns(const Adapt *a, const ShadowChain *c) {
+        double worst = 0;
+
+        for (unsigned i = 0; i < c->n; i++)
+                worst = MAX(worst, shadow_exlat_us(&a->sd, c->state[i]) * NS_PER_US);
+        return worst;
+}
+
 /* One wake-up of the slowest state the table in force (@applied, its chain) or the kernel's table
  * enters, as seen (shadow_exlat_us()): the guard's slack on wake delay. A table that trades some
  * wake-ups for others is ahead or behind the kernel's by whole wake-ups as the gaps fall, of
  * either table's states (ps3 ones of ours against the kernel's ps4 ones); less than one is not
  * yet evidence against it. */
 static double guard_wake_slack_ns(const Adapt *a, const ShadowChain *applied) {
-        double worst = 0;
-
-        for (unsigned i = 0; i < applied->n; i++)
-                worst = MAX(worst, shadow_exlat_us(&a->sd, applied->state[i]) * NS_PER_US);
-        for (unsigned i = 0; i < a->kernel_sc.n; i++)
-                worst = MAX(worst, shadow_exlat_us(&a->sd, a->kernel_sc.state[i]) * NS_PER_US);
-        return worst;
+        return MAX(chain_slowest_wake_ns(a, applied), chain_slowest_wake_ns(a, &a->kernel_sc));
 }
 
 /* The guard: the table in force (@applied, its chain) worse than the kernel's over the window puts

@@ -505,7 +505,7 @@ static void test_exact_guard_slack(void) {
         run_off_kernel(&o);
         /* The table in force: ps3 after 5 ms, never ps4. */
         for (unsigned i = 0; i < 3; i++)
-                shallow.entry[i] = (UINT64_C(5) << 8) | (3u << 3);
+                shallow.entry[i] = apst_entry_make(3, 5);
         o.a.current_table = shallow;
         gaphist_add_gap(&one, MS(3), MS(0.1));
 
