@@ -112,6 +112,9 @@ typedef struct ShadowSums {
 typedef struct Shadow {
         ShadowSums total_applied, total_kernel;
         ShadowSums slot_applied[SHADOW_SLOTS], slot_kernel[SHADOW_SLOTS];
+        /* Per slot: over its gaps, the sum of (a gap's wait under the applied table less its
+         * wait under the kernel's)², ns², as the model scores the two (shadow_window_wake_spread_ns()). */
+        double slot_wake_diff2[SHADOW_SLOTS];
         uint64_t slot_start_ns;             /* start of the current slot */
         unsigned slot;                      /* index of the current slot */
         bool started;
@@ -136,6 +139,16 @@ void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied,
  * guard judges. The totals hold every gap. */
 void shadow_window(const Shadow *s, ShadowSums *ret_applied, ShadowSums *ret_kernel);
 
+/**
+ * shadow_window_wake_spread_ns() - how far the phase of the gaps alone can put the applied
+ * table's wake delay over the window ahead of the kernel's or behind it: one standard
+ * deviation of the difference of the two sums, for a table that on average waits as long as
+ * the kernel's, i.e. the square root of the sum over the window's gaps of each gap's
+ * difference squared (the model's waits, so what measurement adds to the spread is left
+ * out). 0 for an empty window.
+ */
+double shadow_window_wake_spread_ns(const Shadow *s);
+
 typedef enum ShadowVerdict {
         SHADOW_OK,
         SHADOW_WORSE_ENERGY,
@@ -148,9 +161,9 @@ typedef enum ShadowVerdict {
  * on wake delay, when it holds SHADOW_GUARD_MIN_WAKE_NS of it; on energy, when it does not
  * buy that much less wake delay in exchange (a table that spends energy to spare I/O its
  * wake-ups, as a stall budget asks, is a trade the user chose, not a failure). Wake delay
- * comes in whole wake-ups: an excess within @wake_slack_ns beyond the tolerance (the caller
- * passes one wake-up of the applied table's slowest state) is the phase of the gaps, not
- * evidence. @why (may be NULL) gets the figures in words.
+ * comes in whole wake-ups and falls with the phase of the gaps: an excess within @wake_slack_ns
+ * beyond the tolerance (the caller passes the larger of one wake-up of the slowest state either
+ * table enters and the window's spread, shadow_window_wake_spread_ns()) is not evidence. @why (may be NULL) gets the figures in words.
  */
 ShadowVerdict shadow_guard(const Shadow *s, double wake_slack_ns, char *why, size_t n);
 

@@ -709,13 +709,19 @@ static double chain_slowest_wake_ns(const Adapt *a, const ShadowChain *c) {
         return worst;
 }
 
-/* One wake-up of the slowest state the table in force (@applied, its chain) or the kernel's table
- * enters, as seen (shadow_exlat_us()): the guard's slack on wake delay. A table that trades some
- * wake-ups for others is ahead or behind the kernel's by whole wake-ups as the gaps fall, of
- * either table's states (ps3 ones of ours against the kernel's ps4 ones); less than one is not
- * yet evidence against it. */
+/* The guard's slack on wake delay: what the phase of the gaps alone can put the table in force
+ * (@applied, its chain) ahead of the kernel's table or behind it over the window, so that an excess
+ * within it is not yet evidence. Two things bound it from below:
+ * - whole wake-ups: a table that trades some wake-ups for others is ahead or behind by whole
+ *   wake-ups of either table's states (ps3 ones of ours against the kernel's ps4 ones): one
+ *   wake-up of the slowest state either enters, as seen (shadow_exlat_us());
+ * - the spread of the gaps: over many gaps where the two tables wait differently, the
+ *   difference of the two sums wanders by ADAPT_CONFIDENCE_Z standard deviations
+ *   (shadow_window_wake_spread_ns()), the same confidence the decision's bound takes. */
 static double guard_wake_slack_ns(const Adapt *a, const ShadowChain *applied) {
-        return MAX(chain_slowest_wake_ns(a, applied), chain_slowest_wake_ns(a, &a->kernel_sc));
+        double wake = MAX(chain_slowest_wake_ns(a, applied), chain_slowest_wake_ns(a, &a->kernel_sc));
+
+        return MAX(wake, ADAPT_CONFIDENCE_Z * shadow_window_wake_spread_ns(&a->shadow));
 }
 
 /* The guard: the table in force (@applied, its chain) worse than the kernel's over the window puts

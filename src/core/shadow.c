@@ -104,9 +104,10 @@ static void bucket_span(unsigned b, double *ret_lo, double *ret_hi) {
 }
 
 /* A bucket's cost: @n gaps spread evenly over it. With @sums, also their residency and entries
- * (added to it, scaled). */
+ * (added to it, scaled); with @ret_point_wait, the wait of one gap at each of its points. */
 static void bucket_cost(const ShadowDrive *d, const ShadowChain *c, unsigned b, double n, double *ret_e,
-                        double *ret_wait, double *ret_wakes, ShadowSums *sums) {
+                        double *ret_wait, double *ret_wakes, ShadowSums *sums,
+                        double ret_point_wait[SHADOW_SUBPOINTS]) {
         double lo, hi, e = 0, w = 0, k = 0, resident[SHADOW_STATES] = {}, entries = 0;
 
         bucket_span(b, &lo, &hi);
@@ -114,6 +115,8 @@ static void bucket_cost(const ShadowDrive *d, const ShadowChain *c, unsigned b, 
                 double g = lo + (hi - lo) * (i + 0.5) / SHADOW_SUBPOINTS, ge, gw;
 
                 gap_walk(d, c, g, &ge, &gw, sums ? resident : NULL, sums ? &entries : NULL);
+                if (ret_point_wait)
+                        ret_point_wait[i] = gw;
                 e += ge;
                 w += gw;
                 k += gw > 0;
@@ -143,7 +146,7 @@ void shadow_hist_cost(const ShadowDrive *d, const ShadowChain *c, const ShadowHi
 
                 if (h->gaps[b] <= 0)
                         continue;
-                bucket_cost(d, c, b, h->gaps[b], &be, &bw, NULL, NULL);
+                bucket_cost(d, c, b, h->gaps[b], &be, &bw, NULL, NULL, NULL);
                 e += be;
                 w += bw;
         }
@@ -155,7 +158,7 @@ void shadow_bucket_wait(const ShadowDrive *d, const ShadowChain *c, double ret_w
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 double e;
 
-                bucket_cost(d, c, b, 1.0, &e, &ret_wait[b], NULL, NULL);
+                bucket_cost(d, c, b, 1.0, &e, &ret_wait[b], NULL, NULL, NULL);
         }
 }
 
@@ -173,6 +176,7 @@ static void advance(Shadow *s, uint64_t now_ns) {
                 s->slot = (s->slot + 1) % SHADOW_SLOTS;
                 s->slot_applied[s->slot] = (ShadowSums) {};
                 s->slot_kernel[s->slot] = (ShadowSums) {};
+                s->slot_wake_diff2[s->slot] = 0;
         }
         s->slot_start_ns += steps * SHADOW_SLOT_NS;
 }
@@ -201,12 +205,15 @@ void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied,
         advance(s, now_ns);
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 double n = (double) delta->gaps[b], ae, aw, ak, ke, kw, kk;
+                double apw[SHADOW_SUBPOINTS], kpw[SHADOW_SUBPOINTS], diff2 = 0;
                 ShadowSums occ = {};
 
                 if (n <= 0)
                         continue;
-                bucket_cost(d, applied, b, n, &ae, &aw, &ak, &occ);
-                bucket_cost(d, kernel, b, n, &ke, &kw, &kk, NULL);
+                bucket_cost(d, applied, b, n, &ae, &aw, &ak, &occ, apw);
+                bucket_cost(d, kernel, b, n, &ke, &kw, &kk, NULL, kpw);
+                for (unsigned i = 0; i < SHADOW_SUBPOINTS; i++)
+                        diff2 += (apw[i] - kpw[i]) * (apw[i] - kpw[i]) * n / SHADOW_SUBPOINTS;
                 /* The applied table's wake delay as the drive charged it, where it was measured. */
                 double measured = awake_svc_ns >= 0 ? (double) delta->wake_count[b] : 0;
                 if (measured > 0) {
@@ -232,6 +239,7 @@ void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied,
                 if (!same) {
                         add(&s->slot_applied[s->slot], ae, aw, n, ak);
                         add(&s->slot_kernel[s->slot], ke, kw, n, kk);
+                        s->slot_wake_diff2[s->slot] += diff2;
                 }
         }
 }
@@ -247,6 +255,14 @@ void shadow_window(const Shadow *s, ShadowSums *ret_applied, ShadowSums *ret_ker
         }
         *ret_applied = a;
         *ret_kernel = k;
+}
+
+double shadow_window_wake_spread_ns(const Shadow *s) {
+        double q = 0;
+
+        for (unsigned i = 0; i < SHADOW_SLOTS; i++)
+                q += s->slot_wake_diff2[i];
+        return sqrt(q);
 }
 
 ShadowVerdict shadow_guard(const Shadow *s, double wake_slack_ns, char *why, size_t n) {

@@ -509,6 +509,9 @@ static void test_exact_guard_slack(void) {
         o.a.current_table = shallow;
         gaphist_add_gap(&one, MS(3), MS(0.1));
 
+        /* The gaps' spread out of the way (exact/guard-spread). */
+        memset(o.a.shadow.slot_wake_diff2, 0, sizeof o.a.shadow.slot_wake_diff2);
+
         /* 4 ms beyond the tolerance: more than a ps3 wake-up, less than a ps4 one. */
         shadow_window(&o.a.shadow, &wa, &wk);
         o.a.shadow.slot_applied[o.a.shadow.slot].wake_ns += (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + MS(4) - wa.wake_ns;
@@ -520,6 +523,42 @@ static void test_exact_guard_slack(void) {
         o.a.current_table = shallow;
         shadow_window(&o.a.shadow, &wa, &wk);
         o.a.shadow.slot_applied[o.a.shadow.slot].wake_ns += (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + MS(12) - wa.wake_ns;
+        CHECK(adapt_observe_gaps(&o.a, &one, now + MS(500), &table, &why) == 1);
+        CHECK(o.a.fallen_back && why.guard && memcmp(&table, &o.a.kernel_table, sizeof(ApstTable)) == 0);
+        done(&o);
+}
+
+/* The guard's slack is also the spread of the gaps: where the two tables wait differently on many
+ * gaps, the difference of the two sums wanders by about its standard deviation whatever the tables'
+ * means (shadow_window_wake_spread_ns()), so an excess within it is not yet evidence against the
+ * table in force, however many wake-ups it is; one beyond it is. */
+static void test_exact_guard_spread(void) {
+        Outcome o;
+        ApstTable table, kept;
+        AdaptDecision why;
+        GapHist one = {};
+        ShadowSums wa, wk;
+
+        current = "exact/guard-spread";
+        run_off_kernel(&o);
+        kept = o.a.current_table;
+        gaphist_add_gap(&one, MS(3), MS(0.1));
+        /* A window whose gaps spread the difference by 30 ms: more than any wake-up of this drive. */
+        memset(o.a.shadow.slot_wake_diff2, 0, sizeof o.a.shadow.slot_wake_diff2);
+        o.a.shadow.slot_wake_diff2[o.a.shadow.slot] = (double) MS(30) * (double) MS(30);
+        CHECK(fabs(shadow_window_wake_spread_ns(&o.a.shadow) - (double) MS(30)) < 1);
+
+        /* 20 ms beyond the tolerance: two ps4 wake-ups and more, within the spread: kept. */
+        shadow_window(&o.a.shadow, &wa, &wk);
+        o.a.shadow.slot_applied[o.a.shadow.slot].wake_ns += (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + MS(20) - wa.wake_ns;
+        uint64_t now = o.a.gaps_last_ns + MS(500);
+        (void) adapt_observe_gaps(&o.a, &one, now, &table, &why);
+        CHECK(!o.a.fallen_back && o.a.shadow.fallbacks == 0);
+
+        /* 40 ms beyond it: beyond the spread too, so the kernel's table again. */
+        o.a.current_table = kept;
+        shadow_window(&o.a.shadow, &wa, &wk);
+        o.a.shadow.slot_applied[o.a.shadow.slot].wake_ns += (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + MS(40) - wa.wake_ns;
         CHECK(adapt_observe_gaps(&o.a, &one, now + MS(500), &table, &why) == 1);
         CHECK(o.a.fallen_back && why.guard && memcmp(&table, &o.a.kernel_table, sizeof(ApstTable)) == 0);
         done(&o);
@@ -837,6 +876,7 @@ int main(void) {
         test_exact_workload_change();
         test_exact_guard();
         test_exact_guard_slack();
+        test_exact_guard_spread();
         test_exact_guard_dwell();
         test_exact_one_state();
         test_exact_confidence();

@@ -109,9 +109,13 @@ static void test_accounting_and_guard(void) {
         CHECK(NEAR(s.total_applied.wake_ns, 30 * 2e6));
         CHECK(shadow_guard(&s, 0, why, sizeof why) == SHADOW_WORSE_WAKE);
         CHECK(strstr(why, "wake delay 60 ms against its 0 s") != NULL);
+        /* each gap 2 ms apart (the model's wake-up, not the 2.1 ms measured): the spread is
+         * 2 ms x sqrt(30) */
+        CHECK(NEAR(shadow_window_wake_spread_ns(&s), 2e6 * sqrt(30)));
         /* two minutes later the window has forgotten it; the totals have not */
         shadow_account(&s, &d, &early, &kernel, &(GapHist) {}, 0.1e6, MS(1000 + 130000));
         CHECK(shadow_guard(&s, 0, NULL, 0) == SHADOW_OK);
+        CHECK(shadow_window_wake_spread_ns(&s) == 0);
         CHECK(NEAR(s.total_applied.wake_ns, 30 * 2e6));
 
         current = "guard: within one wake-up of slack";
@@ -124,6 +128,8 @@ static void test_accounting_and_guard(void) {
         shadow_account(&s, &d, &early, &kernel, &h, 0.1e6, MS(1000));
         shadow_window(&s, &a, &k);
         CHECK(NEAR(a.wake_ns, 62e6) && NEAR(k.wake_ns, 60e6));
+        /* the gaps both tables end alike add nothing to the spread; the one they do not, 2 ms */
+        CHECK(NEAR(shadow_window_wake_spread_ns(&s), 2e6));
         CHECK(shadow_guard(&s, 0, NULL, 0) == SHADOW_WORSE_WAKE);
         CHECK(shadow_guard(&s, 2e6, NULL, 0) == SHADOW_OK);
         CHECK(shadow_guard(&s, -5e6, NULL, 0) == SHADOW_WORSE_WAKE);   /* never a negative slack */
@@ -144,6 +150,7 @@ static void test_accounting_and_guard(void) {
         shadow_account(&s, &d, &kernel, &kernel, &h, 0.1e6, MS(1000));
         shadow_window(&s, &a, &k);
         CHECK(a.gaps == 0 && k.gaps == 0);          /* not in the window */
+        CHECK(shadow_window_wake_spread_ns(&s) == 0);
         CHECK(NEAR(s.total_kernel.wake_ns, s.total_applied.wake_ns) &&
               NEAR(s.total_kernel.energy_uwns, s.total_applied.energy_uwns));
         CHECK(shadow_guard(&s, 0, NULL, 0) == SHADOW_OK);
@@ -156,6 +163,8 @@ static void test_accounting_and_guard(void) {
         shadow_account(&s, &d, &none, &early, &h, 0.1e6, MS(1000));
         shadow_window(&s, &a, &k);
         CHECK(a.energy_uwns > 1.5 * k.energy_uwns && a.wake_ns == 0 && NEAR(k.wake_ns, 30 * 2e6));
+        /* waiting less counts in the spread as waiting more does */
+        CHECK(NEAR(shadow_window_wake_spread_ns(&s), 2e6 * sqrt(30)));
         CHECK(shadow_guard(&s, 0, NULL, 0) == SHADOW_OK);
 
         current = "guard: more energy for the same wake delay";
