@@ -257,6 +257,17 @@ void shadow_window(const Shadow *s, ShadowSums *ret_applied, ShadowSums *ret_ker
         *ret_kernel = k;
 }
 
+static void format_seconds(double ns, char *buf, size_t n) {
+        double s = ns / 1e9;
+
+        if (s >= 10 || s == 0)
+                (void) snprintf(buf, n, "%.0f s", s);
+        else if (s >= 1)
+                (void) snprintf(buf, n, "%.1f s", s);
+        else
+                (void) snprintf(buf, n, "%.0f ms", s * 1e3);
+}
+
 double shadow_window_wake_spread_ns(const Shadow *s) {
         double q = 0;
 
@@ -279,13 +290,18 @@ ShadowVerdict shadow_guard(const Shadow *s, double wake_slack_ns, char *why, siz
                  a.wake_ns * tol >= k.wake_ns)
                 v = SHADOW_WORSE_ENERGY;
         if (why && n > 0) {
-                char fig[200];
+                char fig[200], slack[32], allowed[64] = "";
                 shadow_describe(&a, &k, fig, sizeof fig);
-                if (snprintf(why, n, "%s over the last %.0f s: %s",
+                if (v == SHADOW_WORSE_WAKE) {
+                        format_seconds(dmax(wake_slack_ns, 0.0), slack, sizeof slack);
+                        (void) snprintf(allowed, sizeof allowed, "; allowed %.0f%% more and %s",
+                                        100.0 * SHADOW_GUARD_TOLERANCE, slack);
+                }
+                if (snprintf(why, n, "%s over the last %.0f s: %s%s",
                              v == SHADOW_WORSE_WAKE     ? "more wake delay than the kernel's table"
                              : v == SHADOW_WORSE_ENERGY ? "more energy than the kernel's table for no less wake delay"
                                                         : "within the kernel's table",
-                             (double) SHADOW_WINDOW_NS / 1e9, fig) < 0)
+                             (double) SHADOW_WINDOW_NS / 1e9, fig, allowed) < 0)
                         why[0] = 0;
         }
         return v;
@@ -362,17 +378,6 @@ void shadow_residency_describe(const ShadowSums *x, char *buf, size_t n) {
                         return;
                 off += (size_t) w;
         }
-}
-
-static void format_seconds(double ns, char *buf, size_t n) {
-        double s = ns / 1e9;
-
-        if (s >= 10 || s == 0)
-                (void) snprintf(buf, n, "%.0f s", s);
-        else if (s >= 1)
-                (void) snprintf(buf, n, "%.1f s", s);
-        else
-                (void) snprintf(buf, n, "%.0f ms", s * 1e3);
 }
 
 void shadow_describe(const ShadowSums *a, const ShadowSums *k, char *buf, size_t n) {

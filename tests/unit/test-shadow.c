@@ -136,7 +136,7 @@ static void test_accounting_and_guard(void) {
         /* a second such gap is more than one wake-up over */
         shadow_account(&s, &d, &early, &kernel, &one_more, 0.1e6, MS(1500));
         CHECK(shadow_guard(&s, 2e6, why, sizeof why) == SHADOW_WORSE_WAKE);
-        CHECK(strstr(why, "wake delay 64 ms against its 60 ms") != NULL);
+        CHECK(strstr(why, "wake delay 64 ms against its 60 ms; allowed 2% more and 2 ms") != NULL);
 
         current = "guard: too little evidence";
         h = gaps(10, 50, 2.1);   /* 20 ms of wake delay but only 10 gaps */
