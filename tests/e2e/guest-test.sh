@@ -41,11 +41,17 @@ cursor() {
 # unit_json [CURSOR]: the unit's journal entries (the daemon's and systemd's
 # about it) as one JSON array. Not `journalctl -u --after-cursor`: in systemd
 # 252 that skips the first matching entry when the cursor's own entry does not
-# match (it steps twice from the cursor), so filter in jq instead.
+# match (it steps twice from the cursor), so filter in jq instead. The daemon's
+# entries without a unit count too (UNITLESS): journald takes the unit from the
+# sender's /proc entry, and the daemon's last line before it exits can reach
+# journald after the process is gone (systemd issue #2913), as the stop line did
+# once under apt-get remove. Only a service logs to the journal by itself (the CLI
+# writes to stderr), so nothing else carries that identifier.
+UNITLESS='(._SYSTEMD_UNIT == null and .SYSLOG_IDENTIFIER == "nvme-apstd" and ._TRANSPORT == "journal")'
 unit_json() {
 	if [ -n "${1:-}" ]; then
 		t 30 journalctl -q -o json --no-pager --after-cursor="$1" |
-			jq -s --arg u "$UNIT" '[.[] | select(._SYSTEMD_UNIT == $u or .UNIT == $u)]'
+			jq -s --arg u "$UNIT" "[.[] | select(._SYSTEMD_UNIT == \$u or .UNIT == \$u or $UNITLESS)]"
 	else
 		t 30 journalctl -q -u "$UNIT" -o json --no-pager | jq -s '.'
 	fi
@@ -88,7 +94,7 @@ clean_exit() {
 CTRL_ENTRY='(.NVME_CTRL == "nvme0") and (.MESSAGE_ID | type == "string" and test("^[0-9a-f]{32}$"))
   and (.NVME_MODEL | type == "string" and test("QEMU"))
   and (.NVME_FIRMWARE | type == "string" and length > 0)'
-DAEMON='(._SYSTEMD_UNIT == "nvme-apstd.service")'
+DAEMON="((._SYSTEMD_UNIT == \"nvme-apstd.service\") or $UNITLESS)"
 # The daemon's MESSAGE_IDs (include/platform/apstd-ids.h, copied in by the host as
 # MSGID_NAME=hex lines). kind NAME REGEX: a jq filter for entries of that kind;
 # without the id it falls back to matching the message text.
