@@ -163,7 +163,8 @@ typedef enum ShadowVerdict {
  * wake-ups, as a stall budget asks, is a trade the user chose, not a failure). Wake delay
  * comes in whole wake-ups and falls with the phase of the gaps: an excess within @wake_slack_ns
  * beyond the tolerance (the caller passes the larger of one wake-up of the slowest state either
- * table enters and the window's spread, shadow_window_wake_spread_ns()) is not evidence. @why (may be NULL) gets the figures in words.
+ * table enters and the window's spread, shadow_window_wake_spread_ns()) is not evidence. @why
+ * (may be NULL) gets the figures in words; for wake delay, also what was allowed.
  */
 ShadowVerdict shadow_guard(const Shadow *s, double wake_slack_ns, char *why, size_t n);
 

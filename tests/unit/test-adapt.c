@@ -529,9 +529,9 @@ static void test_exact_guard_slack(void) {
 }
 
 /* The guard's slack is also the spread of the gaps: where the two tables wait differently on many
- * gaps, the difference of the two sums wanders by about its standard deviation whatever the tables'
- * means (shadow_window_wake_spread_ns()), so an excess within it is not yet evidence against the
- * table in force, however many wake-ups it is; one beyond it is. */
+ * gaps, the difference of the two sums wanders by about its standard deviation even when they wait
+ * alike on average (shadow_window_wake_spread_ns()), so an excess within it is not yet evidence
+ * against the table in force, however many wake-ups it is; one beyond it is. */
 static void test_exact_guard_spread(void) {
         Outcome o;
         ApstTable table, kept;
