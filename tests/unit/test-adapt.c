@@ -490,6 +490,22 @@ static void test_exact_guard(void) {
         done(&o);
 }
 
+/* Make @t the table in force, set the window's wake delay for it to @over_ns past the guard's
+ * tolerance of the kernel's table's, and hand the policy one 3 ms gap at @now.
+ * Return: adapt_observe_gaps()'s. */
+static int guard_over(Outcome *o, const ApstTable *t, uint64_t over_ns, uint64_t now, ApstTable *ret_table,
+                      AdaptDecision *ret_why) {
+        ShadowSums wa, wk;
+        GapHist one = {};
+
+        o->a.current_table = *t;
+        shadow_window(&o->a.shadow, &wa, &wk);
+        o->a.shadow.slot_applied[o->a.shadow.slot].wake_ns +=
+                (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + (double) over_ns - wa.wake_ns;
+        gaphist_add_gap(&one, MS(3), MS(0.1));
+        return adapt_observe_gaps(&o->a, &one, now, ret_table, ret_why);
+}
+
 /* The guard's slack is one wake-up of the slowest state either table enters: a table that trades
  * the kernel's ps4 wake-ups (8 ms) for ps3 ones (1.2 ms) is ahead or behind it by whole ps4
  * wake-ups as the gaps fall, so an excess of less than one ps4 wake-up beyond the tolerance is
@@ -498,32 +514,23 @@ static void test_exact_guard_slack(void) {
         Outcome o;
         ApstTable table, shallow = { .apste = true };
         AdaptDecision why;
-        GapHist one = {};
-        ShadowSums wa, wk;
 
         current = "exact/guard-slack";
         run_off_kernel(&o);
         /* The table in force: ps3 after 5 ms, never ps4. */
         for (unsigned i = 0; i < 3; i++)
                 shallow.entry[i] = apst_entry_make(3, 5);
-        o.a.current_table = shallow;
-        gaphist_add_gap(&one, MS(3), MS(0.1));
 
         /* The gaps' spread out of the way (exact/guard-spread). */
         memset(o.a.shadow.slot_wake_diff2, 0, sizeof o.a.shadow.slot_wake_diff2);
 
         /* 4 ms beyond the tolerance: more than a ps3 wake-up, less than a ps4 one. */
-        shadow_window(&o.a.shadow, &wa, &wk);
-        o.a.shadow.slot_applied[o.a.shadow.slot].wake_ns += (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + MS(4) - wa.wake_ns;
         uint64_t now = o.a.gaps_last_ns + MS(500);
-        (void) adapt_observe_gaps(&o.a, &one, now, &table, &why);
+        (void) guard_over(&o, &shallow, MS(4), now, &table, &why);
         CHECK(!o.a.fallen_back && o.a.shadow.fallbacks == 0);
 
         /* 12 ms beyond it: more than one ps4 wake-up, so the kernel's table again. */
-        o.a.current_table = shallow;
-        shadow_window(&o.a.shadow, &wa, &wk);
-        o.a.shadow.slot_applied[o.a.shadow.slot].wake_ns += (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + MS(12) - wa.wake_ns;
-        CHECK(adapt_observe_gaps(&o.a, &one, now + MS(500), &table, &why) == 1);
+        CHECK(guard_over(&o, &shallow, MS(12), now + MS(500), &table, &why) == 1);
         CHECK(o.a.fallen_back && why.guard && memcmp(&table, &o.a.kernel_table, sizeof(ApstTable)) == 0);
         done(&o);
 }
@@ -536,30 +543,22 @@ static void test_exact_guard_spread(void) {
         Outcome o;
         ApstTable table, kept;
         AdaptDecision why;
-        GapHist one = {};
-        ShadowSums wa, wk;
 
         current = "exact/guard-spread";
         run_off_kernel(&o);
         kept = o.a.current_table;
-        gaphist_add_gap(&one, MS(3), MS(0.1));
         /* A window whose gaps spread the difference by 30 ms: more than any wake-up of this drive. */
         memset(o.a.shadow.slot_wake_diff2, 0, sizeof o.a.shadow.slot_wake_diff2);
         o.a.shadow.slot_wake_diff2[o.a.shadow.slot] = (double) MS(30) * (double) MS(30);
         CHECK(fabs(shadow_window_wake_spread_ns(&o.a.shadow) - (double) MS(30)) < 1);
 
         /* 20 ms beyond the tolerance: two ps4 wake-ups and more, within the spread: kept. */
-        shadow_window(&o.a.shadow, &wa, &wk);
-        o.a.shadow.slot_applied[o.a.shadow.slot].wake_ns += (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + MS(20) - wa.wake_ns;
         uint64_t now = o.a.gaps_last_ns + MS(500);
-        (void) adapt_observe_gaps(&o.a, &one, now, &table, &why);
+        (void) guard_over(&o, &kept, MS(20), now, &table, &why);
         CHECK(!o.a.fallen_back && o.a.shadow.fallbacks == 0);
 
         /* 40 ms beyond it: beyond the spread too, so the kernel's table again. */
-        o.a.current_table = kept;
-        shadow_window(&o.a.shadow, &wa, &wk);
-        o.a.shadow.slot_applied[o.a.shadow.slot].wake_ns += (1.0 + SHADOW_GUARD_TOLERANCE) * wk.wake_ns + MS(40) - wa.wake_ns;
-        CHECK(adapt_observe_gaps(&o.a, &one, now + MS(500), &table, &why) == 1);
+        CHECK(guard_over(&o, &kept, MS(40), now + MS(500), &table, &why) == 1);
         CHECK(o.a.fallen_back && why.guard && memcmp(&table, &o.a.kernel_table, sizeof(ApstTable)) == 0);
         done(&o);
 }
