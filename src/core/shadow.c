@@ -205,15 +205,13 @@ void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied,
         advance(s, now_ns);
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 double n = (double) delta->gaps[b], ae, aw, ak, ke, kw, kk;
-                double apw[SHADOW_SUBPOINTS], kpw[SHADOW_SUBPOINTS], diff2 = 0;
+                double apw[SHADOW_SUBPOINTS], kpw[SHADOW_SUBPOINTS];
                 ShadowSums occ = {};
 
                 if (n <= 0)
                         continue;
-                bucket_cost(d, applied, b, n, &ae, &aw, &ak, &occ, apw);
-                bucket_cost(d, kernel, b, n, &ke, &kw, &kk, NULL, kpw);
-                for (unsigned i = 0; i < SHADOW_SUBPOINTS; i++)
-                        diff2 += (apw[i] - kpw[i]) * (apw[i] - kpw[i]) * n / SHADOW_SUBPOINTS;
+                bucket_cost(d, applied, b, n, &ae, &aw, &ak, &occ, same ? NULL : apw);
+                bucket_cost(d, kernel, b, n, &ke, &kw, &kk, NULL, same ? NULL : kpw);
                 /* The applied table's wake delay as the drive charged it, where it was measured. */
                 double measured = awake_svc_ns >= 0 ? (double) delta->wake_count[b] : 0;
                 if (measured > 0) {
@@ -239,7 +237,9 @@ void shadow_account(Shadow *s, const ShadowDrive *d, const ShadowChain *applied,
                 if (!same) {
                         add(&s->slot_applied[s->slot], ae, aw, n, ak);
                         add(&s->slot_kernel[s->slot], ke, kw, n, kk);
-                        s->slot_wake_diff2[s->slot] += diff2;
+                        for (unsigned i = 0; i < SHADOW_SUBPOINTS; i++)
+                                s->slot_wake_diff2[s->slot] +=
+                                        (apw[i] - kpw[i]) * (apw[i] - kpw[i]) * n / SHADOW_SUBPOINTS;
                 }
         }
 }
