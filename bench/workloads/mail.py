@@ -31,8 +31,9 @@ import time
 FOLDERS = ["INBOX", "Lists", "Sent", "Archive", "Drafts", "Junk"]
 
 
-def durable_write(path, data):
-    tmp = path + ".tmp"
+def durable_write(path, data, tmp=None):
+    """DATA written to TMP (PATH.tmp by default), fsync()ed, renamed to PATH."""
+    tmp = tmp or path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
@@ -42,12 +43,8 @@ def durable_write(path, data):
 
 def deliver(root, folder, n, size, rng, index, t):
     name = f"{int(t * 1000)}.{n}.host"
-    tmp = os.path.join(root, folder, "tmp", name)
-    with open(tmp, "wb") as f:
-        f.write(rng.randbytes(size))
-        f.flush()
-        os.fsync(f.fileno())
-    os.rename(tmp, os.path.join(root, folder, "new", name))
+    durable_write(os.path.join(root, folder, "new", name), rng.randbytes(size),
+                  tmp=os.path.join(root, folder, "tmp", name))
     index.execute("INSERT INTO msg (name, folder, size, t) VALUES (?, ?, ?, ?)", (name, folder, size, t))
 
 
