@@ -11,9 +11,10 @@ build=(gcc pkg-config meson ninja-build libnvme-dev libjson-c-dev libssl-dev lib
 # memcheck of the integration tests (ASan misses buffers umockdev fills);
 # clang: libFuzzer and the second compiler; cppcheck/clang-tidy: static analysis;
 # prometheus: promtool, which lints the metrics text; python3-dbusmock: a
-# power-profiles-daemon on a private bus.
+# power-profiles-daemon on a private bus; python3-fusepy: the slow disk behind
+# a loop device that tests/bpf/test-bpf-hidden puts requests behind.
 test=(umockdev libumockdev-dev gir1.2-umockdev-1.0 nvme-cli valgrind clang clang-tidy cppcheck
-      libclang-rt-14-dev python3 python3-gi python3-dbusmock dbus util-linux procps prometheus)
+      libclang-rt-14-dev python3 python3-gi python3-dbusmock python3-fusepy dbus util-linux procps prometheus)
 # xmllint and polkit's DTD: the shipped polkit action checked (tests/test-polkit-policy.sh)
 test+=(libxml2-utils polkitd)
 # the QEMU system tests (suites e2e and e2e-apst); for e2e-apst also what

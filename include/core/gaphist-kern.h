@@ -9,10 +9,12 @@
  * checks that gapk_bucket() agrees with gaphist_bucket() at every bucket bound.
  */
 
-/* Must equal gaphist.h's GAP_BASE_SHIFT, GAP_TOP_SHIFT and GAP_BUCKETS (the loader checks). */
+/* Must equal gaphist.h's GAP_BASE_SHIFT, GAP_TOP_SHIFT, GAP_BUCKETS and GAP_HIDE_FLOORS (the loader checks). */
 #define GAPK_BASE_SHIFT 16
 #define GAPK_TOP_SHIFT 40
 #define GAPK_BUCKETS 98
+#define GAPK_HIDE_FLOORS 4
+#define GAPK_HIDDEN_MIN_NS 1000000ULL
 /* Disks the program tells apart (one slot each; several disks may share a slot: a controller's
  * namespaces are idle only when all of them are). */
 #define GAPK_SLOTS 64
@@ -25,6 +27,8 @@ struct gapk_hist {
         unsigned long long wake_max_ns[GAPK_BUCKETS];
         unsigned long long gap_sum_ns;
         unsigned long long requests;
+        unsigned long long hidden[GAPK_HIDE_FLOORS][GAPK_BUCKETS];
+        unsigned long long hidden_after[GAPK_BUCKETS];
 };
 
 /* Per slot, shared by all CPUs. */
@@ -35,6 +39,10 @@ struct gapk_state {
         unsigned long long first_issue_ns;
         unsigned long long first_bucket;
         unsigned long long issued;          /* requests issued (a cheap activity count for user space) */
+        unsigned long long last_issue_ns;   /* the last issue while the gap's first request waited */
+        unsigned long long hid;             /* that wait hid a request already */
+        unsigned long long hide_floors;     /* set by user space with the slot: how many floors */
+        unsigned long long hide_floor_ns[GAPK_HIDE_FLOORS];   /* ... and they, ascending (the first 0) */
 };
 
 /* floor(log2(v)) for v > 0, without a count-leading-zeros instruction (BPF has none). */

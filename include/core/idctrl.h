@@ -84,6 +84,11 @@ int idctrl_parse_any(const void *buf, size_t len, IdCtrl *ret);
 #define IDCTRL_REASON_MAX 160u
 int idctrl_parse_any_why(const void *buf, size_t len, IdCtrl *ret, char *reason, size_t reason_size);
 
+/* The floors for gaps a wake-up hides (gaphist.h): 0 (a drive awake), then the exit latencies
+ * the non-operational states advertise, in ns, distinct, ascending, the @n - 1 shortest; the
+ * rest of @ret is 0. Return how many (0, and @ret all 0, for a drive without such a state). */
+size_t idctrl_wake_floors(const IdCtrl *id, uint64_t *ret, size_t n);
+
 /* Copy a space-padded, not necessarily terminated field, keeping printable ASCII only
  * (others become '?'), and trim trailing blanks. @dst has room for @n + 1 bytes. */
 void idctrl_copy_string(char *dst, const void *src, size_t n);

@@ -125,6 +125,10 @@ typedef struct SimPolicy {
          * service time, wake-up included), only when there is at least one. Return as
          * sample(). May be NULL; a policy has sample() or gaps(), not both. */
         int (*gaps)(void *userdata, uint64_t now_ns, const GapHist *delta, ApstTable *ret_table);
+        /* The exact source's floors for gaps a wake-up hid (gaphist.h), counted as the eBPF
+         * program counts them: the first hide_floors of hide_floor_ns (idctrl_wake_floors()). */
+        size_t hide_floors;
+        uint64_t hide_floor_ns[GAP_HIDE_FLOORS];
         /* Why the table just returned by sample() was chosen, in words (what the daemon
          * would log). May be NULL. */
         void (*reason)(void *userdata, char *buf, size_t n);

@@ -48,6 +48,15 @@ void gaphist_add_gap(GapHist *h, uint64_t gap_ns, uint64_t svc_ns) {
                 h->wake_max_ns[b] = svc_ns;
 }
 
+void gaphist_add_hidden(GapHist *h, unsigned floor, uint64_t gap_ns) {
+        if (floor < GAP_HIDE_FLOORS)
+                h->hidden[floor][gaphist_bucket(gap_ns)]++;
+}
+
+void gaphist_add_hidden_after(GapHist *h, uint64_t gap_ns) {
+        h->hidden_after[gaphist_bucket(gap_ns)]++;
+}
+
 int gaphist_delta(const GapHist *now, const GapHist *prev, GapHist *ret) {
         GapHist d;
 
@@ -55,15 +64,23 @@ int gaphist_delta(const GapHist *now, const GapHist *prev, GapHist *ret) {
                 goto reset;
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
                 if (now->gaps[b] < prev->gaps[b] || now->wake_count[b] < prev->wake_count[b] ||
-                    now->wake_sum_ns[b] < prev->wake_sum_ns[b])
+                    now->wake_sum_ns[b] < prev->wake_sum_ns[b] || now->hidden_after[b] < prev->hidden_after[b])
                         goto reset;
+        for (unsigned f = 0; f < GAP_HIDE_FLOORS; f++)
+                for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                        if (now->hidden[f][b] < prev->hidden[f][b])
+                                goto reset;
 
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 d.gaps[b] = now->gaps[b] - prev->gaps[b];
                 d.wake_count[b] = now->wake_count[b] - prev->wake_count[b];
                 d.wake_sum_ns[b] = now->wake_sum_ns[b] - prev->wake_sum_ns[b];
                 d.wake_max_ns[b] = now->wake_max_ns[b];
+                d.hidden_after[b] = now->hidden_after[b] - prev->hidden_after[b];
         }
+        for (unsigned f = 0; f < GAP_HIDE_FLOORS; f++)
+                for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                        d.hidden[f][b] = now->hidden[f][b] - prev->hidden[f][b];
         d.gap_sum_ns = now->gap_sum_ns - prev->gap_sum_ns;
         d.requests = now->requests - prev->requests;
         *ret = d;
@@ -81,7 +98,11 @@ void gaphist_merge(GapHist *dst, const GapHist *src) {
                 dst->wake_sum_ns[b] += src->wake_sum_ns[b];
                 if (src->wake_max_ns[b] > dst->wake_max_ns[b])
                         dst->wake_max_ns[b] = src->wake_max_ns[b];
+                dst->hidden_after[b] += src->hidden_after[b];
         }
+        for (unsigned f = 0; f < GAP_HIDE_FLOORS; f++)
+                for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                        dst->hidden[f][b] += src->hidden[f][b];
         dst->gap_sum_ns += src->gap_sum_ns;
         dst->requests += src->requests;
 }
@@ -91,5 +112,14 @@ uint64_t gaphist_total_gaps(const GapHist *h) {
 
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
                 n += h->gaps[b];
+        return n;
+}
+
+uint64_t gaphist_total_hidden(const GapHist *h) {
+        uint64_t n = 0;
+
+        for (unsigned f = 0; f < GAP_HIDE_FLOORS; f++)
+                for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                        n += h->hidden[f][b];
         return n;
 }

@@ -484,3 +484,31 @@ int idctrl_parse_any_why(const void *buf, size_t len, IdCtrl *ret, char *reason,
 int idctrl_parse_any(const void *buf, size_t len, IdCtrl *ret) {
         return idctrl_parse_any_why(buf, len, ret, NULL, 0);
 }
+
+size_t idctrl_wake_floors(const IdCtrl *id, uint64_t *ret, size_t n) {
+        size_t k = 1;
+
+        for (size_t i = 0; i < n; i++)
+                ret[i] = 0;
+        if (n == 0)
+                return 0;
+        /* Insertion into the sorted list, the longest dropped when it is full. */
+        for (unsigned s = 1; s <= id->npss && s < IDCTRL_MAX_PS; s++) {
+                uint64_t x = id->psd[s].exlat_us * UINT64_C(1000);
+                size_t i = 0;
+
+                if (!id->psd[s].non_operational || x == 0)
+                        continue;
+                while (i < k && ret[i] < x)
+                        i++;
+                if (i < k && ret[i] == x)
+                        continue;
+                if (i >= n)
+                        continue;
+                for (size_t j = MIN(k, n - 1); j > i; j--)
+                        ret[j] = ret[j - 1];
+                ret[i] = x;
+                k = MIN(k + 1, n);
+        }
+        return k > 1 ? k : 0;
+}

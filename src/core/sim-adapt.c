@@ -55,6 +55,7 @@ void adapt_sim_policy_gaps(SimPolicy *ret, Adapt *a) {
                 .reason = sim_reason,
                 .userdata = a,
         };
+        ret->hide_floors = idctrl_wake_floors(&a->id, ret->hide_floor_ns, GAP_HIDE_FLOORS);
 }
 
 void adapt_sim_policy(SimPolicy *ret, Adapt *a) {

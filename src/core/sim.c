@@ -387,6 +387,9 @@ typedef struct Run {
         uint64_t pending_gap, pending_svc, pending_done;
         size_t completed;                /* I/Os completed by the last delivery */
         bool continued;                  /* SimParams.continued */
+        uint64_t first_arr, first_done;  /* the request that ended the last gap: issue, completion */
+        uint64_t first_gap;              /* ... and that gap */
+        bool hid;                        /* its wake-up hid a request already (gaphist.h) */
 } Run;
 
 /* One policy sample at @now; @idle when nothing is in flight then. */
@@ -410,7 +413,7 @@ static int run_sample(Run *run, uint64_t now, bool idle) {
                         run->completed++;
                         run->delta.requests++;
                 }
-                if (gaphist_total_gaps(&run->delta) == 0)
+                if (gaphist_total_gaps(&run->delta) == 0 && gaphist_total_hidden(&run->delta) == 0)
                         return 0;
                 q = pol->gaps(pol->userdata, now, &run->delta, &t);
                 run->delta = (GapHist) {};
@@ -494,6 +497,11 @@ static void run_io(Run *run, size_t k, uint64_t a, uint64_t service_ns) {
                  * a later copy's first request ends the gap since the copy before. */
                 if (k > 0 || run->continued)
                         gap_ended(run, a - prev_done, start + service_ns - a, start + service_ns);
+                /* (as the program: no gap ended, no wait to hide requests in) */
+                run->first_arr = a;
+                run->first_done = k > 0 || run->continued ? start + service_ns : 0;
+                run->first_gap = a - prev_done;
+                run->hid = false;
                 /* A new busy period: close the previous one for io_ticks. */
                 if (k > 0)
                         run->cnt.busy_closed_ns += prev_done - run->cnt.busy_start;
@@ -501,6 +509,18 @@ static void run_io(Run *run, size_t k, uint64_t a, uint64_t service_ns) {
         } else {
                 start = prev_done;
                 note(&run->s, start, 0, SIM_ACTIVITY_SERVE);
+                /* The exact source: issued while the gap's first request still waits for the
+                 * drive, a gap the wake-up hid (SimPolicy.hide_floor_ns, gaphist.h). */
+                for (unsigned f = 0; a < run->first_done && f < run->pol->hide_floors && f < GAP_HIDE_FLOORS; f++) {
+                        uint64_t from = MAX(run->arr[k - 1], run->first_arr + run->pol->hide_floor_ns[f]);
+                        if (a <= from)
+                                break;
+                        if (f == 0 && !run->hid && a - from >= GAP_HIDDEN_MIN_NS) {
+                                run->hid = true;
+                                gaphist_add_hidden_after(&run->delta, run->first_gap);
+                        }
+                        gaphist_add_hidden(&run->delta, f, a - from);
+                }
         }
 
         run->comp[k] = start + service_ns;
@@ -664,6 +684,8 @@ int sim_run_repeat(const SimDrive *d, const TraceIo *io, size_t n, const SimPara
         SimResult first = {};
         int q;
 
+        wrapped.hide_floors = pol->hide_floors;
+        memcpy(wrapped.hide_floor_ns, pol->hide_floor_ns, sizeof wrapped.hide_floor_ns);
         if (copies < 1 || copies > SIM_COPIES_MAX)
                 return -EINVAL;
         SimParams last = *p;

@@ -497,7 +497,7 @@ static int on_bpf_timer(ManagerWatch *w) {
                 (void) snprintf(why.reason, sizeof why.reason,
                                 "every idle gap seen from now on: the kernel's own table until they say otherwise");
         }
-        if (w->adapt && gaps > 0 && adapt_observe_gaps(w->adapt, &delta, now * NS_PER_USEC, &table, &why) > 0)
+        if (w->adapt && (gaps > 0 || gaphist_total_hidden(&delta) > 0) && adapt_observe_gaps(w->adapt, &delta, now * NS_PER_USEC, &table, &why) > 0)
                 program = true;
         if (w->adapt && gaps > 0)
                 log_account(w, now * NS_PER_USEC);
@@ -650,7 +650,9 @@ static void set_source(ManagerWatch *w, AdaptSource source, uint64_t now) {
                 }
         }
         if (source == ADAPT_SOURCE_BPF) {
-                slot = bpfwatch_slot_new(m->bpf);
+                uint64_t floors[GAP_HIDE_FLOORS];
+                size_t n = idctrl_wake_floors(&w->ctrl->controller.id, floors, GAP_HIDE_FLOORS);
+                slot = bpfwatch_slot_new(m->bpf, n > 0 ? floors : NULL);
                 if (slot < 0) {
                         log_warning_errno(slot, "%s: no room in the eBPF program: %m; sampling its block stat.",
                                           w->ctrl->controller.name);

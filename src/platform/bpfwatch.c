@@ -33,6 +33,8 @@
 #include "log.h"
 
 _Static_assert(GAPK_BUCKETS == GAP_BUCKETS, "the program's buckets are gaphist.h's");
+_Static_assert(GAPK_HIDE_FLOORS == GAP_HIDE_FLOORS && GAPK_HIDDEN_MIN_NS == GAP_HIDDEN_MIN_NS,
+               "the program's floors are gaphist.h's");
 _Static_assert(GAPK_BASE_SHIFT == GAP_BASE_SHIFT && GAPK_TOP_SHIFT == GAP_TOP_SHIFT, "same bounds");
 _Static_assert(sizeof(struct gapk_hist) == sizeof(GapHist), "the map's value is a GapHist");
 
@@ -273,11 +275,16 @@ static int map_op(int cmd, int fd, const void *key, void *value, uint64_t flags)
         return syscall(__NR_bpf, cmd, &attr, sizeof attr) < 0 ? negative_errno() : 0;
 }
 
-static int slot_zero(BpfWatch *b, unsigned slot) {
+static int slot_zero(BpfWatch *b, unsigned slot, const uint64_t *hide_floor_ns) {
         struct gapk_state st = {};
         uint32_t k = slot;
         int r;
 
+        /* the floors: 0 first, then ascending; the first 0 after it ends them */
+        for (unsigned f = 0; hide_floor_ns && f < GAP_HIDE_FLOORS && (f == 0 || hide_floor_ns[f] > 0); f++) {
+                st.hide_floor_ns[f] = hide_floor_ns[f];
+                st.hide_floors = f + 1;
+        }
         memset(b->percpu, 0, (size_t) b->ncpus * sizeof *b->percpu);
         r = map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_HIST], &k, b->percpu, BPF_ANY);
         if (r < 0)
@@ -285,11 +292,11 @@ static int slot_zero(BpfWatch *b, unsigned slot) {
         return map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_STATE], &k, &st, BPF_ANY);
 }
 
-int bpfwatch_slot_new(BpfWatch *b) {
+int bpfwatch_slot_new(BpfWatch *b, const uint64_t *hide_floor_ns) {
         for (unsigned s = 0; s < GAPK_SLOTS; s++) {
                 if (b->used[s])
                         continue;
-                int r = slot_zero(b, s);
+                int r = slot_zero(b, s, hide_floor_ns);
                 if (r < 0)
                         return r;
                 b->used[s] = true;
@@ -381,8 +388,9 @@ BpfWatch *bpfwatch_free(BpfWatch *b) {
         return NULL;
 }
 
-int bpfwatch_slot_new(BpfWatch *b) {
+int bpfwatch_slot_new(BpfWatch *b, const uint64_t *hide_floor_ns) {
         (void) b;
+        (void) hide_floor_ns;
         return -EOPNOTSUPP;
 }
 

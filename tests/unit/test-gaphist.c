@@ -74,6 +74,39 @@ static void test_counters(void) {
         CHECK(m.gaps[k] == 2 && m.requests == 6);
 }
 
+/* Gaps a wake-up hid: apart from the gaps shown, per floor, carried by delta and merge, and
+ * counters of them that went backwards are a reload like any other. */
+static void test_hidden(void) {
+        GapHist a = {}, b, d;
+        unsigned k = gaphist_bucket(3000000);
+
+        gaphist_add_gap(&a, 2000000000, 8000000);          /* a 2 s gap, an 8 ms wake-up ... */
+        b = a;
+        gaphist_add_hidden_after(&b, 2000000000);          /* ... that hid requests: */
+        gaphist_add_hidden(&b, 0, 3000000);                /* 3 ms from the one before, awake */
+        gaphist_add_hidden(&b, 1, 3000000);                /* and from the first floor on */
+        gaphist_add_hidden(&b, 1, 3000000);
+        gaphist_add_hidden(&b, GAP_HIDE_FLOORS, 3000000);  /* no such floor: nothing */
+        CHECK(gaphist_total_gaps(&b) == 1);                 /* not gaps the disk showed */
+        CHECK(gaphist_total_hidden(&b) == 3);
+        CHECK(b.hidden[0][k] == 1 && b.hidden[1][k] == 2);
+        CHECK(b.hidden_after[gaphist_bucket(2000000000)] == 1);
+
+        CHECK(gaphist_delta(&b, &a, &d) == 0);
+        CHECK(d.hidden[1][k] == 2 && d.hidden_after[gaphist_bucket(2000000000)] == 1 && gaphist_total_gaps(&d) == 0);
+        GapHist m = a;
+        gaphist_merge(&m, &d);
+        CHECK(memcmp(m.hidden, b.hidden, sizeof m.hidden) == 0);
+        CHECK(memcmp(m.hidden_after, b.hidden_after, sizeof m.hidden_after) == 0);
+        /* hidden counters that went backwards alone */
+        GapHist c = b;
+        c.hidden[2][k] = 1;
+        CHECK(gaphist_delta(&b, &c, &d) == -ERANGE);
+        c = b;
+        c.hidden_after[0] = 1;
+        CHECK(gaphist_delta(&b, &c, &d) == -ERANGE);
+}
+
 /* The eBPF program's bucket function (gaphist-kern.h) is the same function: at every bound, on
  * both sides of it, and at a spread of values in between; its layout is GapHist's. */
 static void test_kernel_side(void) {
@@ -83,6 +116,9 @@ static void test_kernel_side(void) {
         CHECK(sizeof(struct gapk_hist) == sizeof(GapHist));
         CHECK(offsetof(struct gapk_hist, wake_max_ns) == offsetof(GapHist, wake_max_ns));
         CHECK(offsetof(struct gapk_hist, requests) == offsetof(GapHist, requests));
+        CHECK(GAPK_HIDE_FLOORS == GAP_HIDE_FLOORS && GAPK_HIDDEN_MIN_NS == GAP_HIDDEN_MIN_NS);
+        CHECK(offsetof(struct gapk_hist, hidden) == offsetof(GapHist, hidden));
+        CHECK(offsetof(struct gapk_hist, hidden_after) == offsetof(GapHist, hidden_after));
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 uint64_t lo = gaphist_bucket_lower_ns(b);
 
@@ -103,5 +139,6 @@ int main(void) {
         test_buckets();
         test_kernel_side();
         test_counters();
+        test_hidden();
         return check_exit_status();
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "gaphist.h"
 #include "idctrl.h"
 #include "macro.h"
 
@@ -680,6 +681,27 @@ static void test_why(void) {
         CHECK(failed == 0);
 }
 
+/* The floors for gaps a wake-up hides: 0, then each non-operational state's advertised exit
+ * latency once, ascending, the shortest kept when there are more. */
+static void test_wake_floors(void) {
+        IdCtrl id = { .npss = 4 };
+        uint64_t f[GAP_HIDE_FLOORS];
+
+        CHECK(idctrl_wake_floors(&id, f, GAP_HIDE_FLOORS) == 0 && f[0] == 0 && f[1] == 0);   /* no state */
+        id.psd[3] = (IdPsd) { .non_operational = true, .exlat_us = 8000 };
+        id.psd[4] = (IdPsd) { .non_operational = true, .exlat_us = 1200 };
+        id.psd[2] = (IdPsd) { .non_operational = false, .exlat_us = 30 };     /* operational: not a floor */
+        CHECK(idctrl_wake_floors(&id, f, GAP_HIDE_FLOORS) == 3);
+        CHECK(f[0] == 0 && f[1] == 1200000 && f[2] == 8000000 && f[3] == 0);
+        id.npss = 8;
+        id.psd[5] = (IdPsd) { .non_operational = true, .exlat_us = 1200 };   /* the same: once */
+        id.psd[6] = (IdPsd) { .non_operational = true, .exlat_us = 500 };
+        id.psd[7] = (IdPsd) { .non_operational = true, .exlat_us = 30000 };   /* the longest: dropped */
+        id.psd[8] = (IdPsd) { .non_operational = true, .exlat_us = 0 };       /* none reported */
+        CHECK(idctrl_wake_floors(&id, f, GAP_HIDE_FLOORS) == 4);
+        CHECK(f[0] == 0 && f[1] == 500000 && f[2] == 1200000 && f[3] == 8000000);
+}
+
 int main(void) {
         test_formats_agree();
         test_seed_values();
@@ -693,5 +715,6 @@ int main(void) {
         test_json_robust();
         test_json_psd_count();
         test_why();
+        test_wake_floors();
         return check_exit_status();
 }

@@ -492,6 +492,61 @@ static void test_exact_gaps(void) {
         sim_result_done(&r);
 }
 
+/* The exact source's gaps a wake-up hid, counted as the eBPF program counts them, per floor
+ * (drive B's: 0, ps1's 1 ms and ps2's 20 ms). */
+static void test_exact_hidden(void) {
+        SimDrive d = drive_b();
+        GapProbe probe = { .start = table_b() };
+        SimPolicy pol = { .name = "gaps", .sample_period_ns = MS(100), .start = gapprobe_start,
+                          .gaps = gapprobe_gaps, .userdata = &probe,
+                          .hide_floors = 3, .hide_floor_ns = { 0, MS(1), MS(20) } };
+        /* 0      served 0..0.1
+         * 1000   gap 999.9 ms: ps2 (since 61.1), wakes 20 ms: served 1020..1020.1
+         * 1003, 1008, 1015   issued while it waits: hidden. From the previous issue (floor 0):
+         *        3, 5, 7 ms; from 1 ms after the first at the earliest (floor 1): 2, 5, 7 ms;
+         *        none from 20 ms on (floor 2): the drive would not have woken sooner
+         * 1020.2 issued after the first completed, behind the others: waits for them, not hidden
+         * 1030   a gap again (9.6 ms after the last of them) */
+        uint64_t t[] = { 0, MS(1000), MS(1003), MS(1008), MS(1015), MS(1020.2), MS(1030) };
+        const size_t n = sizeof t / sizeof t[0];
+        TraceIo io[sizeof t / sizeof t[0]];
+        SimResult r;
+
+        current = "exact hidden gaps";
+        for (size_t i = 0; i < n; i++)
+                io[i] = (TraceIo) { .t_ns = t[i], .bytes = 4096, .op = TRACE_OP_WRITE };
+        CHECK(sim_run(&d, io, n, &params_100us, &pol, &r) == 0);
+        GapHist all = {};
+        for (size_t i = 0; i < probe.n && i < 8; i++)
+                gaphist_merge(&all, &probe.h[i]);
+        CHECK(gaphist_total_gaps(&all) == 2);
+        CHECK(all.gaps[gaphist_bucket(MS(999.9))] == 1 && all.gaps[gaphist_bucket(MS(9.6))] == 1);
+        CHECK(gaphist_total_hidden(&all) == 6);
+        CHECK(all.hidden[0][gaphist_bucket(MS(3))] == 1 && all.hidden[0][gaphist_bucket(MS(5))] == 1 &&
+              all.hidden[0][gaphist_bucket(MS(7))] == 1);
+        CHECK(all.hidden[1][gaphist_bucket(MS(2))] == 1 && all.hidden[1][gaphist_bucket(MS(5))] == 1 &&
+              all.hidden[1][gaphist_bucket(MS(7))] == 1);
+        uint64_t none[GAP_BUCKETS] = {};
+        CHECK(memcmp(all.hidden[2], none, sizeof none) == 0);
+        /* one wake-up hid them, after the 999.9 ms gap */
+        CHECK(all.hidden_after[gaphist_bucket(MS(999.9))] == 1);
+        uint64_t after = 0;
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                after += all.hidden_after[b];
+        CHECK(after == 1);
+        sim_result_done(&r);
+
+        /* A policy without floors counts none. */
+        probe = (GapProbe) { .start = table_b() };
+        pol.hide_floors = 0;
+        CHECK(sim_run(&d, io, n, &params_100us, &pol, &r) == 0);
+        all = (GapHist) {};
+        for (size_t i = 0; i < probe.n && i < 8; i++)
+                gaphist_merge(&all, &probe.h[i]);
+        CHECK(gaphist_total_gaps(&all) == 2 && gaphist_total_hidden(&all) == 0);
+        sim_result_done(&r);
+}
+
 static void test_reprogram(void) {
         SimDrive d = drive_a();
         Probe probe = { .later = table_a(), .reprogram_at = MS(20) };
@@ -767,6 +822,7 @@ int main(void) {
         test_timeline();
         test_counters();
         test_exact_gaps();
+        test_exact_hidden();
         test_reprogram();
         test_ticks_include_wake();
         test_table_check();

@@ -13,7 +13,10 @@
  * time the slot last went idle; the issue that takes it from 0 to 1 request in
  * flight ends an idle gap, which is counted in its bucket (gaphist-kern.h),
  * and that request's service time (issue to completion) is added to the
- * bucket's wake figures when it completes. Counters are per CPU, so a request
+ * bucket's wake figures when it completes. A request issued while that first
+ * request still waits for the drive counts a gap the wake-up hid (gaphist.h),
+ * once per floor the slot has: from the later of the previous issue and the
+ * floor's time after the first one. Counters are per CPU, so a request
  * costs a hash lookup, two atomic operations on the slot and a few adds; no
  * event ever goes to user space. doc/watch.md explains the choices.
  */
@@ -113,15 +116,41 @@ SEC("tp_btf/block_rq_issue")
 int BPF_PROG(iogap_issue, struct request *rq) {
         struct gapk_state *s;
         struct gapk_hist *h;
-        __u64 now, old, since, gap, b;
+        __u64 now, old, since, gap, b, last;
 
         s = slot_maps(rq, &h);
         if (!s)
                 return 0;
         old = __sync_fetch_and_add(&s->inflight, 1);
         s->issued++;   /* an activity hint for user space: a lost increment under a race is harmless */
-        if (old != 0)
+        if (old != 0) {
+                /* Issued while the gap's first request waits for the drive: a gap the wake-up hid,
+                 * had the drive woken in a floor's time. Once the first request completed, the
+                 * drive is awake and requests wait for each other, not for it. */
+                if (!s->first_rq || !s->hide_floors)
+                        return 0;
+                now = bpf_ktime_get_ns();
+                last = s->last_issue_ns;
+                s->last_issue_ns = now;
+#pragma unroll
+                for (int f = 0; f < GAPK_HIDE_FLOORS; f++) {
+                        if (f >= s->hide_floors)
+                                break;
+                        since = s->first_issue_ns + s->hide_floor_ns[f];
+                        if (last > since)
+                                since = last;
+                        if (now <= since)
+                                break;   /* the floors ascend: the later ones start later still */
+                        gap = now - since;
+                        if (f == 0 && !s->hid && gap >= GAPK_HIDDEN_MIN_NS) {
+                                s->hid = 1;
+                                h->hidden_after[bucket_index(s->first_bucket)]++;
+                        }
+                        b = bucket_index(gapk_bucket(gap));
+                        h->hidden[f][b]++;
+                }
                 return 0;
+        }
         /* This request ends an idle gap (unless nothing completed since the program was loaded). */
         now = bpf_ktime_get_ns();
         since = s->idle_since_ns;
@@ -132,6 +161,8 @@ int BPF_PROG(iogap_issue, struct request *rq) {
         h->gaps[b]++;
         h->gap_sum_ns += gap;
         s->first_issue_ns = now;
+        s->last_issue_ns = now;
+        s->hid = 0;
         s->first_bucket = b;
         s->first_rq = (__u64) rq;
         return 0;
