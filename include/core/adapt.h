@@ -162,6 +162,10 @@ typedef struct Adapt {
         Shadow shadow;             /* applied vs kernel, window and since start */
         ShadowHist hist;           /* the evidence decisions are made on (ADAPT_EVIDENCE_GAPS) */
         double hist_elapsed_ns;    /* time the evidence covers, faded the same */
+        size_t hide_floors;        /* idctrl_wake_floors() */
+        uint64_t hide_floor_ns[GAP_HIDE_FLOORS];
+        ShadowHist hidden[GAP_HIDE_FLOORS];   /* the gaps wake-ups hid over the same span, per floor */
+        ShadowHist hidden_after;   /* ... and after which gaps such wake-ups came (gaphist.h) */
         ShadowHist recent;         /* decayed (ADAPT_GAPS_FAST_HALF_LIFE_NS): the last seconds' gaps */
         double recent_elapsed_ns;  /* decayed time it covers */
         uint64_t shift_until_ns;   /* candidates answer to the recent gaps too until then */

@@ -194,6 +194,7 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
 
         /* The exact source's model and the shadow kernel. */
         a->params = *p;
+        a->hide_floors = idctrl_wake_floors(id, a->hide_floor_ns, GAP_HIDE_FLOORS);
         a->budget_explicit = p->stall_budget_pct_x100 != APST_STALL_BUDGET_DEFAULT_PCT_X100;
         a->kernel_table = plan.outcome == APST_OUTCOME_PROGRAM ? plan.table : (ApstTable) {};
         a->sd = (ShadowDrive) { .npss = id->npss, .p0_uw = a->p0_uw };
@@ -418,15 +419,87 @@ static const char *const adapt_source_table[_ADAPT_SOURCE_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(adapt_source, AdaptSource);
 
+static double allowed_wake_ns(const Adapt *a, double k_w, double budget_w, bool hold);
+
+/* The gaps wake-ups hid that chain @c would have met (gaphist.h). After a gap of length g the
+ * drive under @c is in the state its chain reached by g and wakes in that state's advertised exit
+ * latency (0 if still awake): the floor it meets the hidden gaps at is the longest no longer than
+ * that. Each floor's hidden gaps count with the share of the wake-ups that hid any which came
+ * after gaps that leave @c at that floor: @ret_share. Return false when none was hidden. */
+static bool chain_hidden_share(const Adapt *a, const ShadowChain *c, double ret_share[GAP_HIDE_FLOORS]) {
+        double total = 0;
+
+        for (unsigned k = 0; k < GAP_HIDE_FLOORS; k++)
+                ret_share[k] = 0;
+        for (unsigned b = 0; a->hide_floors > 0 && b < GAP_BUCKETS; b++) {
+                double n = a->hidden_after.gaps[b];
+                if (n <= 0)
+                        continue;
+                uint64_t lo = gaphist_bucket_lower_ns(b), hi = gaphist_bucket_upper_ns(b);
+                uint64_t g = hi == UINT64_MAX ? lo : lo + (hi - lo) / 2, wake = 0;
+                for (unsigned i = 0; i < c->n; i++)
+                        if (c->start_ns[i] <= g)
+                                wake = a->id.psd[c->state[i]].exlat_us * UINT64_C(1000);
+                unsigned floor = 0;
+                for (unsigned k = 1; k < a->hide_floors; k++)
+                        if (a->hide_floor_ns[k] <= wake)
+                                floor = k;
+                ret_share[floor] += n;
+                total += n;
+        }
+        if (total <= 0)
+                return false;
+        for (unsigned k = 0; k < GAP_HIDE_FLOORS; k++)
+                ret_share[k] /= total;
+        return true;
+}
+
+/* The kernel's table's wake delay on each floor's hidden gaps, for evidence_wake(). */
+static void kernel_hidden_wake(const Adapt *a, double ret[GAP_HIDE_FLOORS]) {
+        double e;
+
+        for (unsigned k = 0; k < GAP_HIDE_FLOORS; k++)
+                if (k < a->hide_floors)
+                        shadow_hist_cost(&a->sd, &a->kernel_sc, &a->hidden[k], &e, &ret[k]);
+                else
+                        ret[k] = 0;
+}
+
+/* Chain @c's wake delay on the evidence (@w: on the gaps the disk showed) with the gaps wake-ups
+ * hid that it would have met (chain_hidden_share(); @ret_hidden, as a histogram), and the kernel's
+ * table's on the same gaps (@kw and @kernel_hidden: its wake delay on the gaps shown and on each
+ * floor's hidden ones). */
+static void evidence_wake(const Adapt *a, const ShadowDrive *sd, const ShadowChain *c, double w, double kw,
+                          const double kernel_hidden[GAP_HIDE_FLOORS], ShadowHist *ret_hidden, double *ret_w,
+                          double *ret_kernel_w) {
+        double share[GAP_HIDE_FLOORS], e, hw = 0, khw = 0;
+
+        *ret_hidden = (ShadowHist) {};
+        if (chain_hidden_share(a, c, share)) {
+                for (unsigned k = 0; k < a->hide_floors; k++) {
+                        if (share[k] <= 0)
+                                continue;
+                        khw += share[k] * kernel_hidden[k];
+                        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                                ret_hidden->gaps[b] += share[k] * a->hidden[k].gaps[b];
+                }
+                shadow_hist_cost(sd, c, ret_hidden, &e, &hw);
+        }
+        *ret_w = w + hw;
+        *ret_kernel_w = kw + khw;
+}
+
 typedef struct GapSearch {
         const Adapt *a;
-        double limit_ns;
-        double kernel_ns;          /* the kernel's table's wake delay on the evidence */
+        double budget_ns;          /* the stall budget's wake delay on the evidence ... */
+        bool hold;                 /* ... and whether it binds (allowed_wake_ns()) */
         double kernel_wait[GAP_BUCKETS];   /* the kernel's table: mean wait of a gap in each bucket */
         double recent_limit_ns;    /* > 0: our tables' wake delay on the recent gaps at most this */
-        double tolerance_ns;       /* what the bound on a candidate's excess over it may reach */
+        double kernel_ns;          /* the kernel's table's wake delay on the gaps the disk showed */
+        double kernel_hidden_ns[GAP_HIDE_FLOORS];   /* ... and on each floor's hidden ones */
         AdaptChain best;
         double best_e, best_w, best_bound;
+        double best_kernel_ns, best_limit_ns, best_tolerance_ns;   /* on the best one's evidence */
         bool found;
 } GapSearch;
 
@@ -449,14 +522,15 @@ static double wilson(double k, double n, double z) {
  * bounded below the same way and scales what it saves. A candidate that waits no longer at
  * any length has no bound to pay; one that gambles on lengths not seen pays in proportion to
  * how little has been seen. */
-static double gap_excess_bound(const GapSearch *s, const ShadowChain *sc) {
+static double gap_excess_bound(const GapSearch *s, const ShadowChain *sc, const ShadowHist *hidden) {
         double wait[GAP_BUCKETS], loss = 0, k_loss = 0, worst = 0, save = 0, k_save = 0, n = 0;
         const unsigned first = gaphist_bucket(ADAPT_TRUST_MIN_GAP_NS);
         const double z = ADAPT_CONFIDENCE_Z;
 
         shadow_bucket_wait(&s->a->sd_cand, sc, wait);
         for (unsigned b = 0; b < GAP_BUCKETS; b++) {
-                double diff = wait[b] - s->kernel_wait[b], c = s->a->hist.gaps[b];
+                double diff = wait[b] - s->kernel_wait[b],
+                       c = s->a->hist.gaps[b] + hidden->gaps[b];
                 if (b >= first)
                         n += c;
                 if (diff > 0) {
@@ -480,13 +554,22 @@ static double gap_excess_bound(const GapSearch *s, const ShadowChain *sc) {
 
 static void gap_consider(GapSearch *s, const AdaptChain *c, bool reference) {
         ShadowChain sc;
-        double e, w, bound = 0;
+        double e, w;
 
         /* The kernel's table is judged on what was measured, as the shadow kernel judges it;
-         * our candidates with unmeasured states slowed like the measured ones. */
+         * our candidates with unmeasured states slowed like the measured ones. Energy on the gaps
+         * the disk showed; wake delay on those and the ones wake-ups hid that this table would
+         * have met (evidence_wake()), the kernel's table judged on the same gaps. */
+        const ShadowDrive *sd = reference ? &s->a->sd : &s->a->sd_cand;
+        ShadowHist hidden;
+        double kernel;
         chain_to_shadow(s->a, c, &sc);
-        shadow_hist_cost(reference ? &s->a->sd : &s->a->sd_cand, &sc, &s->a->hist, &e, &w);
-        if (w > s->limit_ns || (s->found && e >= s->best_e))
+        shadow_hist_cost(sd, &sc, &s->a->hist, &e, &w);
+        if (s->found && e >= s->best_e)
+                return;
+        evidence_wake(s->a, sd, &sc, w, s->kernel_ns, s->kernel_hidden_ns, &hidden, &w, &kernel);
+        double limit = allowed_wake_ns(s->a, kernel, s->budget_ns, s->hold), bound = 0;
+        if (w > limit)
                 return;
         if (s->recent_limit_ns > 0 && !reference) {
                 double re, rw;
@@ -498,14 +581,17 @@ static void gap_consider(GapSearch *s, const AdaptChain *c, bool reference) {
          * the guard's tolerance; the kernel's is the reference. Computed only for a candidate that
          * would be the best so far. */
         if (!reference) {
-                bound = gap_excess_bound(s, &sc);
-                if (w > s->kernel_ns || bound > s->tolerance_ns)
+                bound = gap_excess_bound(s, &sc, &hidden);
+                if (w > kernel || bound > SHADOW_GUARD_TOLERANCE * kernel)
                         return;
         }
         s->best = *c;
         s->best_e = e;
         s->best_w = w;
         s->best_bound = bound;
+        s->best_kernel_ns = kernel;
+        s->best_limit_ns = limit;
+        s->best_tolerance_ns = SHADOW_GUARD_TOLERANCE * kernel;
         s->found = true;
 }
 
@@ -673,6 +759,12 @@ static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, Shadow
         /* The evidence: the last ADAPT_EVIDENCE_GAPS gaps, plus this delta; the recent histogram
          * forgets in seconds. */
         f = evidence_add(&a->hist, &a->hist_elapsed_ns, delta, now_ns - a->gaps_last_ns);
+        /* The gaps wake-ups hid (gaphist.h) over the same span, faded with it. */
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                for (unsigned k = 0; k < GAP_HIDE_FLOORS; k++)
+                        a->hidden[k].gaps[b] = a->hidden[k].gaps[b] * f + (double) delta->hidden[k][b];
+                a->hidden_after.gaps[b] = a->hidden_after.gaps[b] * f + (double) delta->hidden_after[b];
+        }
         (void) hist_decay_add(&a->recent, &a->recent_elapsed_ns, delta, now_ns - a->gaps_last_ns,
                               ADAPT_GAPS_FAST_HALF_LIFE_NS);
         /* Evidence: the time this delta covers, up to the period a busy disk is read at (an idle
@@ -808,7 +900,7 @@ static void gaps_describe(const Adapt *a, const GapSearch *s, double k_e, double
         if (s->best_bound > 0 &&
             snprintf(risk, sizeof risk,
                      "; at worst %.1f ms more wake delay than the kernel's table (tolerated %.1f ms)",
-                     s->best_bound / 1e6, s->tolerance_ns / 1e6) < 0)
+                     s->best_bound / 1e6, s->best_tolerance_ns / 1e6) < 0)
                 risk[0] = 0;
         /* So does a change of workload. */
         const char *busier = shift ? "; the last seconds' gaps woke it more than the kernel's table would" : "";
@@ -855,9 +947,12 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
 
         /* The wake delay allowed on the evidence: the kernel's table's; while little is known
          * (or always, when the user set a stall budget), also the stall budget's share of the time. */
-        double k_e, k_w, cur_e, cur_w;
+        double k_e, k_w, cur_e, cur_w, cur_kw, k_hidden[GAP_HIDE_FLOORS];
+        ShadowHist cur_hidden;
         shadow_hist_cost(&a->sd, &a->kernel_sc, &a->hist, &k_e, &k_w);
         shadow_hist_cost(&a->sd_cand, applied_chain, &a->hist, &cur_e, &cur_w);
+        kernel_hidden_wake(a, k_hidden);
+        evidence_wake(a, &a->sd_cand, applied_chain, cur_w, k_w, k_hidden, &cur_hidden, &cur_w, &cur_kw);
         /* The stall budget holds over the time the evidence covers with what was already paid:
          * wake delay the tables in force spent beyond it is taken off what the next may spend. */
         double budget_w = MAX((double) a->hist_elapsed_ns, (double) ADAPT_BUDGET_MIN_SPAN_NS) * a->budget_pct_x100 /
@@ -866,12 +961,10 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
          * the gaps seen, and a table right at the limit would overrun as often as not. */
         budget_w = MAX(ADAPT_BUDGET_FILL * budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);
         bool hold = a->gaps_seen < ADAPT_TRUST_HOLD_GAPS;
-        double limit = allowed_wake_ns(a, k_w, budget_w, hold);
+        double limit = allowed_wake_ns(a, cur_kw, budget_w, hold);
 
-        GapSearch s = { .a = a,
-                        .limit_ns = limit,
-                        .kernel_ns = k_w,
-                        .tolerance_ns = SHADOW_GUARD_TOLERANCE * k_w };
+        GapSearch s = { .a = a, .budget_ns = budget_w, .hold = hold, .kernel_ns = k_w };
+        memcpy(s.kernel_hidden_ns, k_hidden, sizeof k_hidden);
         shadow_bucket_wait(&a->sd, &a->kernel_sc, s.kernel_wait);
         bool shift = workload_shift(a, applied_chain, now_ns, &s);
         gap_search(&s);
@@ -884,7 +977,7 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
 
         ApstTable t;
         chain_to_table(a, &s.best, &t);
-        gaps_describe(a, &s, k_e, k_w, limit, shift, &d);
+        gaps_describe(a, &s, k_e, s.best_kernel_ns, s.best_limit_ns, shift, &d);
         return return_new_table(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
 }
 

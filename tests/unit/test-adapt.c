@@ -780,6 +780,80 @@ static void test_exact_sparse_between(void) {
         free(a);
 }
 
+/* A drive whose shallow state is slow to enter (an Intel 670p: ps3 5 ms in and 5 ms out, ps4 3 ms
+ * in and 12 ms out). */
+static IdCtrl drive_slow_entry(void) {
+        IdCtrl id = { .vid = 0x8086, .npss = 4, .apst_supported = true };
+        strcpy(id.model, "slow entry");
+        id.psd[0] = (IdPsd) { .max_power_uw = 3500000 };
+        id.psd[1] = (IdPsd) { .max_power_uw = 2700000 };
+        id.psd[2] = (IdPsd) { .max_power_uw = 2000000 };
+        id.psd[3] = (IdPsd) { .max_power_uw = 25000, .non_operational = true, .enlat_us = 5000, .exlat_us = 5000 };
+        id.psd[4] = (IdPsd) { .max_power_uw = 4000, .non_operational = true, .enlat_us = 3000, .exlat_us = 12000 };
+        return id;
+}
+
+/* The gaps a wake-up hides are evidence. A machine coming out of a pause: every 0.8 to 1.3 s a
+ * request, and 3.5, 7 and 10.5 ms after it three more, as a program's first read pulls in a few
+ * more. Under the kernel's table the drive sleeps in ps4 by then and wakes in 12 ms, so the three
+ * wait behind the first and the disk shows no gap between them: the evidence is long gaps only. A
+ * table that enters ps3 after 1 ms wakes in 5 ms instead and meets the later two as gaps of about
+ * 2 and 3.5 ms, each spent entering ps3 (5 ms) and paying its way out. Counted as the eBPF program
+ * counts them (SimPolicy's floors), the policy starts with a table that sleeps only after 5 ms and
+ * waits less than the kernel's; without them it starts with ps3 after 1 ms, runs up wake delay,
+ * and the stall budget then holds the drive awake for seconds: more wake delay and three times
+ * the energy, over the first 10 s. */
+static void test_exact_hidden(void) {
+        static TraceIo io[64];
+        IdCtrl id = drive_slow_entry();
+        ApstParams p = APST_PARAMS_DEFAULT, kp = APST_PARAMS_DEFAULT;
+        SimParams sp = SIM_PARAMS_DEFAULT;
+        SimResult kernel, with, without;
+        SimDrive d;
+        SimPolicy pol;
+        ApstTable start;
+        ApstPlan kplan;
+        Adapt a;
+        size_t n = 1;   /* a request at 0, alone: the first burst comes to a sleeping drive */
+        uint64_t t = MS(1000), x = 7;
+
+        current = "exact/hidden";
+        io[0] = (TraceIo) { .t_ns = 0, .bytes = 4096, .op = TRACE_OP_READ };
+        while (n + 4 <= sizeof io / sizeof io[0] && t < MS(10000)) {
+                for (unsigned k = 0; k < 4; k++)
+                        io[n++] = (TraceIo) { .t_ns = t + MS(3.5) * k, .bytes = 4096, .op = TRACE_OP_READ };
+                x = x * 6364136223846793005u + 1442695040888963407u;
+                t += MS(800 + (double) ((x >> 33) % 500));
+        }
+        REQUIRE(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
+        kp.policy = APST_POLICY_KERNEL;
+        REQUIRE(apst_build(&id, NULL, &kp, &kplan) == 0);
+        sim_policy_static(&pol, "kernel", &kplan.table);
+        REQUIRE(sim_run(&d, io, n, &sp, &pol, &kernel) == 0);
+
+        p.policy = APST_POLICY_ADAPTIVE;
+        REQUIRE(adapt_init(&a, &id, NULL, &p, 0, &start) == 0);
+        adapt_sim_policy_gaps(&pol, &a);
+        CHECK(pol.hide_floors == 3 && pol.hide_floor_ns[1] == MS(5) && pol.hide_floor_ns[2] == MS(12));
+        REQUIRE(sim_run(&d, io, n, &sp, &pol, &with) == 0);
+
+        REQUIRE(adapt_init(&a, &id, NULL, &p, 0, &start) == 0);
+        adapt_sim_policy_gaps(&pol, &a);
+        pol.hide_floors = 0;
+        REQUIRE(sim_run(&d, io, n, &sp, &pol, &without) == 0);
+
+        if (getenv("TEST_VERBOSE"))
+                fprintf(stderr, "wake delay: kernel %.1f ms, with hidden gaps %.1f ms, without %.1f ms; energy %.3f, %.3f, %.3f J\n",
+                        kernel.stall_ns / 1e6, with.stall_ns / 1e6, without.stall_ns / 1e6, kernel.energy_j, with.energy_j,
+                        without.energy_j);
+        CHECK(with.stall_ns <= kernel.stall_ns);
+        /* what the evidence it did not have cost */
+        CHECK(with.stall_ns < without.stall_ns && with.energy_j < 0.5 * without.energy_j);
+        sim_result_done(&kernel);
+        sim_result_done(&with);
+        sim_result_done(&without);
+}
+
 /* adapt_set_max_latency(): a latency hold's cap after the start; every table the policy then
  * chooses, on either source, stays within it (the kernel's table, its reference, aside). */
 static void test_capped(void) {
@@ -881,6 +955,7 @@ int main(void) {
         test_exact_confidence();
         test_exact_quiet();
         test_exact_sparse_between();
+        test_exact_hidden();
         test_capped();
         test_idle_grid();
 
