@@ -50,10 +50,10 @@ static inline void bpfwatch_freep(BpfWatch **b) {
                 bpfwatch_free(*b);
 }
 
-/* A free slot, its counters zeroed; gaps a wake-up hid are counted for each of @hide_floor_ns
- * (GAP_HIDE_FLOORS: 0, then ascending, a later 0 ends them: idctrl_wake_floors(); NULL counts
+/* A free slot, its counters zeroed; gaps a wake-up hid are counted at the first @n_floors of
+ * @hide_floor_ns (idctrl_wake_floors(): 0, then ascending; at most GAP_HIDE_FLOORS, 0 counts
  * none). Return the slot number (>= 0) or -ENOSPC. */
-int bpfwatch_slot_new(BpfWatch *b, const uint64_t *hide_floor_ns);
+int bpfwatch_slot_new(BpfWatch *b, const uint64_t *hide_floor_ns, size_t n_floors);
 /* Forget the slot's disks and give it back. */
 void bpfwatch_slot_release(BpfWatch *b, unsigned slot);
 /**

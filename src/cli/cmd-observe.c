@@ -241,7 +241,7 @@ static int watch_disks(ObservedDisk *disks, size_t n, unsigned seconds, bool jso
                 return 1;
         }
         for (size_t i = 0; i < n; i++) {
-                disks[i].slot = bpfwatch_slot_new(bw, NULL);   /* gaps only: no table to hide them */
+                disks[i].slot = bpfwatch_slot_new(bw, NULL, 0);   /* gaps only: no table to hide them */
                 if (disks[i].slot < 0) {
                         (void) log_error_errno(disks[i].slot, "No slot for %s: %m", disks[i].name);
                         return 1;

@@ -652,7 +652,7 @@ static void set_source(ManagerWatch *w, AdaptSource source, uint64_t now) {
         if (source == ADAPT_SOURCE_BPF) {
                 uint64_t floors[GAP_HIDE_FLOORS];
                 size_t n = idctrl_wake_floors(&w->ctrl->controller.id, floors, GAP_HIDE_FLOORS);
-                slot = bpfwatch_slot_new(m->bpf, n > 0 ? floors : NULL);
+                slot = bpfwatch_slot_new(m->bpf, floors, n);
                 if (slot < 0) {
                         log_warning_errno(slot, "%s: no room in the eBPF program: %m; sampling its block stat.",
                                           w->ctrl->controller.name);

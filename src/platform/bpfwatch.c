@@ -275,16 +275,13 @@ static int map_op(int cmd, int fd, const void *key, void *value, uint64_t flags)
         return syscall(__NR_bpf, cmd, &attr, sizeof attr) < 0 ? negative_errno() : 0;
 }
 
-static int slot_zero(BpfWatch *b, unsigned slot, const uint64_t *hide_floor_ns) {
-        struct gapk_state st = {};
+static int slot_zero(BpfWatch *b, unsigned slot, const uint64_t *hide_floor_ns, size_t n_floors) {
+        struct gapk_state st = { .hide_floors = MIN(n_floors, (size_t) GAP_HIDE_FLOORS) };
         uint32_t k = slot;
         int r;
 
-        /* the floors: 0 first, then ascending; the first 0 after it ends them */
-        for (unsigned f = 0; hide_floor_ns && f < GAP_HIDE_FLOORS && (f == 0 || hide_floor_ns[f] > 0); f++) {
+        for (unsigned f = 0; f < st.hide_floors; f++)
                 st.hide_floor_ns[f] = hide_floor_ns[f];
-                st.hide_floors = f + 1;
-        }
         memset(b->percpu, 0, (size_t) b->ncpus * sizeof *b->percpu);
         r = map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_HIST], &k, b->percpu, BPF_ANY);
         if (r < 0)
@@ -292,11 +289,11 @@ static int slot_zero(BpfWatch *b, unsigned slot, const uint64_t *hide_floor_ns) 
         return map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_STATE], &k, &st, BPF_ANY);
 }
 
-int bpfwatch_slot_new(BpfWatch *b, const uint64_t *hide_floor_ns) {
+int bpfwatch_slot_new(BpfWatch *b, const uint64_t *hide_floor_ns, size_t n_floors) {
         for (unsigned s = 0; s < GAPK_SLOTS; s++) {
                 if (b->used[s])
                         continue;
-                int r = slot_zero(b, s, hide_floor_ns);
+                int r = slot_zero(b, s, hide_floor_ns, n_floors);
                 if (r < 0)
                         return r;
                 b->used[s] = true;
@@ -388,9 +385,10 @@ BpfWatch *bpfwatch_free(BpfWatch *b) {
         return NULL;
 }
 
-int bpfwatch_slot_new(BpfWatch *b, const uint64_t *hide_floor_ns) {
+int bpfwatch_slot_new(BpfWatch *b, const uint64_t *hide_floor_ns, size_t n_floors) {
         (void) b;
         (void) hide_floor_ns;
+        (void) n_floors;
         return -EOPNOTSUPP;
 }
 

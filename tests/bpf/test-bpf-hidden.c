@@ -134,7 +134,7 @@ static uint64_t row_total(const uint64_t *row) {
 }
 
 int main(int argc, char **argv) {
-        static const uint64_t floors[GAP_HIDE_FLOORS] = { 0, MS(5) };
+        static const uint64_t floors[] = { 0, MS(5) };
         char reason[256], cmd[256], img[96], *disk;
         struct stat st;
         uint64_t seq;
@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
                 return skip("cannot open the loop device with O_DIRECT");
 
         sleep(1);   /* whatever set-up I/O the new disk got is over */
-        slot = bpfwatch_slot_new(bw, floors);
+        slot = bpfwatch_slot_new(bw, floors, 2);
         REQUIRE(slot >= 0);
         CHECK(bpfwatch_slot_set_disks(bw, (unsigned) slot, &seq, 1) == 0);
 
