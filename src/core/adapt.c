@@ -431,7 +431,9 @@ static bool chain_hidden_share(const Adapt *a, const ShadowChain *c, double ret_
 
         for (unsigned k = 0; k < GAP_HIDE_FLOORS; k++)
                 ret_share[k] = 0;
-        for (unsigned b = 0; a->hide_floors > 0 && b < GAP_BUCKETS; b++) {
+        if (a->hide_floors == 0)
+                return false;
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                 double n = a->hidden_after.gaps[b];
                 if (n <= 0)
                         continue;
@@ -466,25 +468,27 @@ static void kernel_hidden_wake(const Adapt *a, double ret[GAP_HIDE_FLOORS]) {
 }
 
 /* Chain @c's wake delay on the evidence (@w: on the gaps the disk showed) with the gaps wake-ups
- * hid that it would have met (chain_hidden_share(); @ret_hidden, as a histogram), and the kernel's
- * table's on the same gaps (@kw and @kernel_hidden: its wake delay on the gaps shown and on each
- * floor's hidden ones). */
+ * hid that it would have met (chain_hidden_share(); @ret_hidden, as a histogram, if not NULL), and
+ * the kernel's table's on the same gaps (@kw and @kernel_hidden: its wake delay on the gaps shown
+ * and on each floor's hidden ones, kernel_hidden_wake()). */
 static void evidence_wake(const Adapt *a, const ShadowDrive *sd, const ShadowChain *c, double w, double kw,
                           const double kernel_hidden[GAP_HIDE_FLOORS], ShadowHist *ret_hidden, double *ret_w,
                           double *ret_kernel_w) {
         double share[GAP_HIDE_FLOORS], e, hw = 0, khw = 0;
+        ShadowHist hidden = {};
 
-        *ret_hidden = (ShadowHist) {};
         if (chain_hidden_share(a, c, share)) {
                 for (unsigned k = 0; k < a->hide_floors; k++) {
                         if (share[k] <= 0)
                                 continue;
                         khw += share[k] * kernel_hidden[k];
                         for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                                ret_hidden->gaps[b] += share[k] * a->hidden[k].gaps[b];
+                                hidden.gaps[b] += share[k] * a->hidden[k].gaps[b];
                 }
-                shadow_hist_cost(sd, c, ret_hidden, &e, &hw);
+                shadow_hist_cost(sd, c, &hidden, &e, &hw);
         }
+        if (ret_hidden)
+                *ret_hidden = hidden;
         *ret_w = w + hw;
         *ret_kernel_w = kw + khw;
 }
@@ -947,12 +951,12 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
 
         /* The wake delay allowed on the evidence: the kernel's table's; while little is known
          * (or always, when the user set a stall budget), also the stall budget's share of the time. */
-        double k_e, k_w, cur_e, cur_w, cur_kw, k_hidden[GAP_HIDE_FLOORS];
-        ShadowHist cur_hidden;
-        shadow_hist_cost(&a->sd, &a->kernel_sc, &a->hist, &k_e, &k_w);
+        double k_e, cur_e, cur_w, cur_kw;
+        GapSearch s = { .a = a };
+        shadow_hist_cost(&a->sd, &a->kernel_sc, &a->hist, &k_e, &s.kernel_ns);
         shadow_hist_cost(&a->sd_cand, applied_chain, &a->hist, &cur_e, &cur_w);
-        kernel_hidden_wake(a, k_hidden);
-        evidence_wake(a, &a->sd_cand, applied_chain, cur_w, k_w, k_hidden, &cur_hidden, &cur_w, &cur_kw);
+        kernel_hidden_wake(a, s.kernel_hidden_ns);
+        evidence_wake(a, &a->sd_cand, applied_chain, cur_w, s.kernel_ns, s.kernel_hidden_ns, NULL, &cur_w, &cur_kw);
         /* The stall budget holds over the time the evidence covers with what was already paid:
          * wake delay the tables in force spent beyond it is taken off what the next may spend. */
         double budget_w = MAX((double) a->hist_elapsed_ns, (double) ADAPT_BUDGET_MIN_SPAN_NS) * a->budget_pct_x100 /
@@ -960,11 +964,10 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
         /* A new table must fit in ADAPT_BUDGET_FILL of it: the gaps to come are not exactly
          * the gaps seen, and a table right at the limit would overrun as often as not. */
         budget_w = MAX(ADAPT_BUDGET_FILL * budget_w - MAX(a->spent_wake_ns - budget_w, 0.0), 0.0);
-        bool hold = a->gaps_seen < ADAPT_TRUST_HOLD_GAPS;
-        double limit = allowed_wake_ns(a, cur_kw, budget_w, hold);
+        s.hold = a->gaps_seen < ADAPT_TRUST_HOLD_GAPS;
+        s.budget_ns = budget_w;
+        double limit = allowed_wake_ns(a, cur_kw, budget_w, s.hold);
 
-        GapSearch s = { .a = a, .budget_ns = budget_w, .hold = hold, .kernel_ns = k_w };
-        memcpy(s.kernel_hidden_ns, k_hidden, sizeof k_hidden);
         shadow_bucket_wait(&a->sd, &a->kernel_sc, s.kernel_wait);
         bool shift = workload_shift(a, applied_chain, now_ns, &s);
         gap_search(&s);

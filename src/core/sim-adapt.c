@@ -6,6 +6,7 @@
  */
 
 #include <stdio.h>
+#include <string.h>
 
 #include "sim-adapt.h"
 
@@ -55,7 +56,9 @@ void adapt_sim_policy_gaps(SimPolicy *ret, Adapt *a) {
                 .reason = sim_reason,
                 .userdata = a,
         };
-        ret->hide_floors = idctrl_wake_floors(&a->id, ret->hide_floor_ns, GAP_HIDE_FLOORS);
+        /* the floors the policy weighs hidden gaps at (adapt_init()) */
+        ret->hide_floors = a->hide_floors;
+        memcpy(ret->hide_floor_ns, a->hide_floor_ns, sizeof ret->hide_floor_ns);
 }
 
 void adapt_sim_policy(SimPolicy *ret, Adapt *a) {
