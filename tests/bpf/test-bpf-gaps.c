@@ -30,7 +30,7 @@
 #include "bpfwatch.h"
 #include "check.h"
 #include "gaphist.h"
-#include "sysfs.h"
+#include "loop-disk.h"
 
 #define BACKING "/dev/shm/nvme-apstd-test-bpf-gaps.img"
 #define BLOCK 4096
@@ -38,14 +38,7 @@
 static char loopdev[64];
 
 static void cleanup(void) {
-        char cmd[128];
-
-        if (loopdev[0]) {
-                (void) snprintf(cmd, sizeof cmd, "losetup -d %s", loopdev);
-                if (system(cmd) != 0)
-                        fprintf(stderr, "losetup -d %s failed\n", loopdev);
-                loopdev[0] = 0;
-        }
+        loop_detach(loopdev);
         (void) unlink(BACKING);
 }
 
@@ -62,20 +55,6 @@ static int skip(const char *why) {
         return 77;
 }
 
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static void sleep_until(uint64_t t) {
-        struct timespec ts = { .tv_sec = (time_t) (t / 1000000000u), .tv_nsec = (long) (t % 1000000000u) };
-
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-                ;
-}
-
 int main(void) {
         /* buckets (by their lower bound, ms) and how many gaps of each: all different */
         static const struct {
@@ -84,12 +63,11 @@ int main(void) {
         } plan[] = { { 2.10, 4 }, { 4.19, 5 }, { 12.6, 2 }, { 29.4, 3 }, { 41.9, 6 }, { 134, 1 }, { 268, 2 },
                      { 671, 1 } };
         unsigned order[64], n = 0, bucket_of[8];
-        char reason[256], *disk;
+        char reason[256];
         BpfWatch *bw = NULL;
         void *buf = NULL;
         uint64_t seq;
         GapHist h;
-        FILE *p;
         int fd, slot, r;
 
         signal(SIGABRT, on_abort);
@@ -104,19 +82,9 @@ int main(void) {
         if (fd < 0 || ftruncate(fd, 16 << 20) < 0)
                 return skip("cannot create a file on /dev/shm");
         close(fd);
-        p = popen("losetup -f --show " BACKING " 2>/dev/null", "r");
-        if (!p || !fgets(loopdev, sizeof loopdev, p)) {
-                if (p)
-                        (void) pclose(p);
-                loopdev[0] = 0;
-                return skip("losetup cannot set up a loop device here");
-        }
-        (void) pclose(p);
-        loopdev[strcspn(loopdev, "\n")] = 0;
-        disk = strrchr(loopdev, '/') + 1;
-        r = sysfs_block_diskseq("/sys", disk, &seq);
-        if (r < 0)
-                return skip("the loop device has no diskseq (kernel < 5.15)");
+        const char *why = loop_attach(BACKING, loopdev, sizeof loopdev, &seq);
+        if (why)
+                return skip(why);
         fd = open(loopdev, O_RDONLY | O_DIRECT);
         if (fd < 0 || posix_memalign(&buf, BLOCK, BLOCK) != 0)
                 return skip("cannot open the loop device with O_DIRECT");

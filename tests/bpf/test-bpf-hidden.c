@@ -36,7 +36,7 @@
 #include "bpfwatch.h"
 #include "check.h"
 #include "gaphist.h"
-#include "sysfs.h"
+#include "loop-disk.h"
 
 #define BLOCK 4096
 #define MS(x) ((uint64_t) ((x) * 1e6))
@@ -46,15 +46,8 @@ static pid_t server = -1;
 static BpfWatch *bw;
 
 static void cleanup(void) {
-        char cmd[160];
-
         bw = bpfwatch_free(bw);
-        if (loopdev[0]) {
-                (void) snprintf(cmd, sizeof cmd, "losetup -d %s", loopdev);
-                if (system(cmd) != 0)
-                        fprintf(stderr, "losetup -d %s failed\n", loopdev);
-                loopdev[0] = 0;
-        }
+        loop_detach(loopdev);
         if (mnt[0]) {
                 (void) umount2(mnt, MNT_DETACH);
                 if (server > 0) {
@@ -77,20 +70,6 @@ static int skip(const char *why) {
         printf("SKIP: %s\n", why);
         cleanup();
         return 77;
-}
-
-static uint64_t now_ns(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static void sleep_until(uint64_t t) {
-        struct timespec ts = { .tv_sec = (time_t) (t / 1000000000u), .tv_nsec = (long) (t % 1000000000u) };
-
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-                ;
 }
 
 typedef struct Reader {
@@ -135,11 +114,10 @@ static uint64_t row_total(const uint64_t *row) {
 
 int main(int argc, char **argv) {
         static const uint64_t floors[] = { 0, MS(5) };
-        char reason[256], cmd[256], img[96], *disk;
+        char reason[256], img[96];
         struct stat st;
         uint64_t seq;
         GapHist h;
-        FILE *p;
         int fd, slot, r;
 
         signal(SIGABRT, on_abort);
@@ -172,19 +150,9 @@ int main(int argc, char **argv) {
                 usleep(100000);
         if (stat(img, &st) < 0)
                 return skip("the FUSE file system did not come up");
-        (void) snprintf(cmd, sizeof cmd, "losetup -f --show %s 2>/dev/null", img);
-        p = popen(cmd, "r");
-        if (!p || !fgets(loopdev, sizeof loopdev, p)) {
-                if (p)
-                        (void) pclose(p);
-                loopdev[0] = 0;
-                return skip("losetup cannot set up a loop device over a FUSE file here");
-        }
-        (void) pclose(p);
-        loopdev[strcspn(loopdev, "\n")] = 0;
-        disk = strrchr(loopdev, '/') + 1;
-        if (sysfs_block_diskseq("/sys", disk, &seq) < 0)
-                return skip("the loop device has no diskseq (kernel < 5.15)");
+        const char *why = loop_attach(img, loopdev, sizeof loopdev, &seq);
+        if (why)
+                return skip(why);
         fd = open(loopdev, O_RDONLY | O_DIRECT);
         if (fd < 0)
                 return skip("cannot open the loop device with O_DIRECT");
