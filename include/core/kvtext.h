@@ -74,12 +74,14 @@ enum {
 /**
  * kv_header_key() - the keys every state file starts with: version= first, then model= and firmware=
  * @have: the KV_HAVE_ bits read so far
- * @version: the one version this reads; @unsupported_why: the words for another one
- * @ret_bit: the key's KV_HAVE_ bit (0 for a key after the header)
+ * @min_version, @version: the versions this reads; @unsupported_why: the words for another one
+ * @ret_bit: the key's KV_HAVE_ bit (0 for a key after the header); *@ret_version: the version read, when
+ * @l is version=
  * Return: 1 @l was one of them or came before version= (*@ret_why set when it is wrong), 0 it is the file's own.
  */
-int kv_header_key(const KvLine *l, unsigned have, uint64_t version, const char *unsupported_why, char *model,
-                  size_t model_size, char *firmware, size_t firmware_size, unsigned *ret_bit, const char **ret_why);
+int kv_header_key(const KvLine *l, unsigned have, uint64_t min_version, uint64_t version, const char *unsupported_why,
+                  char *model, size_t model_size, char *firmware, size_t firmware_size, unsigned *ret_bit,
+                  uint64_t *ret_version, const char **ret_why);
 
 /**
  * kv_format() - a state file's text: the header kv_header_key() reads ("# COMMENT", then version=,
@@ -91,10 +93,12 @@ int kv_format(const char *comment, unsigned version, const char *model, const ch
 
 /* A state file's own part, for kv_parse(): what follows its header, and what it needs. */
 typedef struct KvFormat {
-        uint64_t version;               /* the one version= this reads */
+        uint64_t version;               /* the version= this writes, the newest it reads */
+        uint64_t min_version;           /* the oldest it reads (0: @version only) */
         const char *unsupported_why;    /* the words for another one */
-        /* One of the file's own keys. Return: why it is wrong, or NULL; *@ret_bit its bit (0: may repeat). */
-        const char *(*parse_key)(void *userdata, const KvLine *l, unsigned *ret_bit);
+        /* One of the file's own keys, in a file of @version. Return: why it is wrong, or NULL; *@ret_bit
+         * its bit (0: may repeat). */
+        const char *(*parse_key)(void *userdata, const KvLine *l, uint64_t version, unsigned *ret_bit);
         unsigned required;              /* the bits a whole file has, KV_HAVE_ ones included */
         const char *incomplete_why;     /* the words for a file without them */
 } KvFormat;

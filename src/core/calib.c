@@ -97,12 +97,13 @@ enum {
 };
 
 /* One of the file's own keys (KvFormat.parse_key). */
-static const char *parse_key(void *userdata, const KvLine *kvl, unsigned *ret_bit) {
+static const char *parse_key(void *userdata, const KvLine *kvl, uint64_t version, unsigned *ret_bit) {
         Calibration *c = userdata;
         const char *val = kvl->val, *why = NULL;
         size_t vl = kvl->val_len;
         CalibState st;
 
+        (void) version;   /* one version so far */
         *ret_bit = 0;
         if (kv_key_is(kvl, "measured_realtime_usec")) {
                 *ret_bit = HAVE_WHEN;

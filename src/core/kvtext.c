@@ -138,15 +138,18 @@ bool kv_key_is(const KvLine *l, const char *key) {
         return l->key_len == strlen(key) && memcmp(l->key, key, l->key_len) == 0;
 }
 
-int kv_header_key(const KvLine *l, unsigned have, uint64_t version, const char *unsupported_why, char *model,
-                  size_t model_size, char *firmware, size_t firmware_size, unsigned *ret_bit, const char **ret_why) {
+int kv_header_key(const KvLine *l, unsigned have, uint64_t min_version, uint64_t version, const char *unsupported_why,
+                  char *model, size_t model_size, char *firmware, size_t firmware_size, unsigned *ret_bit,
+                  uint64_t *ret_version, const char **ret_why) {
         uint64_t v;
 
         *ret_bit = 0;
         if (kv_key_is(l, "version")) {
                 *ret_bit = KV_HAVE_VERSION;
-                if (kv_parse_u64(l->val, l->val_len, UINT32_MAX, &v) < 0 || v != version)
+                if (kv_parse_u64(l->val, l->val_len, UINT32_MAX, &v) < 0 || v < min_version || v > version)
                         *ret_why = unsupported_why;
+                else
+                        *ret_version = v;
         } else if (!(have & KV_HAVE_VERSION))
                 *ret_why = "the first key must be version=";
         else if (kv_key_is(l, "model")) {
@@ -188,6 +191,7 @@ int kv_format(const char *comment, unsigned version, const char *model, const ch
 
 int kv_parse(const char *text, size_t len, const KvFormat *fmt, char *model, size_t model_size, char *firmware,
              size_t firmware_size, void *userdata, char **ret_error) {
+        uint64_t min_version = fmt->min_version ? fmt->min_version : fmt->version, version = fmt->version;
         unsigned have = 0;
         KvLine kvl = {};
         size_t p = 0;
@@ -202,9 +206,9 @@ int kv_parse(const char *text, size_t len, const KvFormat *fmt, char *model, siz
                         return kv_fail(ret_error, kvl.line, why);
                 if (r == 0)
                         break;
-                if (!kv_header_key(&kvl, have, fmt->version, fmt->unsupported_why, model, model_size, firmware,
-                                   firmware_size, &bit, &why))
-                        why = fmt->parse_key(userdata, &kvl, &bit);
+                if (!kv_header_key(&kvl, have, min_version, fmt->version, fmt->unsupported_why, model, model_size,
+                                   firmware, firmware_size, &bit, &version, &why))
+                        why = fmt->parse_key(userdata, &kvl, version, &bit);
                 if (!why && bit && (have & bit))
                         why = "key given twice";
                 if (why)
