@@ -239,9 +239,10 @@ void adapt_learned_capture(const Adapt *a, Learned *ret);
 
 /**
  * adapt_learned_restore() - take up what an earlier run learned about this drive: the gap
- * histogram, passive calibration's sums (so the measured exit latencies) and the evidence
- * count. Call after adapt_init() and before the first observation.
- * Return: 0; -ESTALE when @l is for another model, firmware or serial (nothing is taken).
+ * histogram, the gaps its wake-ups hid, passive calibration's sums (so the measured exit
+ * latencies) and the evidence count. Call after adapt_init() and before the first observation.
+ * Return: 0; -ESTALE when @l is for another model, firmware or serial, or holds hidden gaps at
+ * a floor this drive does not have (nothing is taken).
  */
 int adapt_learned_restore(Adapt *a, const Learned *l);
 

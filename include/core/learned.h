@@ -5,9 +5,10 @@
  * What the adaptive policy learned about one drive, and the text file it is kept
  * in across restarts and reboots
  * (STATE_DIR/adaptive/MODEL@FIRMWARE@SERIALHASH.learned, doc/policy.md): the
- * decayed histogram of its idle gaps, the first-request service times passive
- * calibration summed per state (so its measured exit latencies), and how much
- * evidence the policy has seen. The serial number is never written: only a
+ * decayed histogram of its idle gaps and of the gaps its wake-ups hid (gaphist.h,
+ * per floor, and after which gaps those wake-ups came), the first-request service
+ * times passive calibration summed per state (so its measured exit latencies), and
+ * how much evidence the policy has seen. The serial number is never written: only a
  * 64-bit FNV-1a hash of it, enough to tell two drives of one model apart.
  *
  * learned_format(), learned_parse(), learned_path() and learned_serial_hash() are
@@ -22,7 +23,9 @@
 #include "idctrl.h"
 #include "passive-calib.h"
 
-#define LEARNED_FORMAT_VERSION 1
+/* 2 added the hidden gaps (hidden=, hidden_after=); a version 1 file is read as one without them. */
+#define LEARNED_FORMAT_VERSION 2
+#define LEARNED_FORMAT_MIN_VERSION 1
 /* Bounds a file must keep: counts far past what a drive can see in a century. */
 #define LEARNED_COUNT_MAX UINT64_C(1000000000000000)       /* 10^15 */
 #define LEARNED_HIST_SCALE 1000u                            /* the decayed counts, in thousandths */
@@ -34,6 +37,8 @@ typedef struct Learned {
         uint64_t gaps_seen;             /* evidence: gaps of 1 ms or more since first watched */
         uint64_t hist_milli[GAP_BUCKETS];  /* the decision histogram, decayed counts x 1000 */
         uint64_t hist_elapsed_ms;       /* the time it covers, decayed the same */
+        uint64_t hidden_milli[GAP_HIDE_FLOORS][GAP_BUCKETS];  /* gaps wake-ups hid, per floor, decayed x 1000 */
+        uint64_t hidden_after_milli[GAP_BUCKETS];  /* the wake-ups that hid any, by the gap before them */
         PassiveCalibSum awake;          /* passive calibration's sums */
         PassiveCalibSum state[IDCTRL_MAX_PS];
 } Learned;

@@ -1016,6 +1016,11 @@ int adapt_start_exact(Adapt *a, ApstTable *ret_table) {
         return 0;
 }
 
+/* A decayed count as the learned file keeps it. */
+static uint64_t learned_milli(double n) {
+        return (uint64_t) MIN(MAX(n, 0.0) * LEARNED_HIST_SCALE + 0.5, (double) LEARNED_COUNT_MAX);
+}
+
 void adapt_learned_capture(const Adapt *a, Learned *ret) {
         Learned l = {};
 
@@ -1025,8 +1030,12 @@ void adapt_learned_capture(const Adapt *a, Learned *ret) {
         l.gaps_seen = (uint64_t) MIN(a->gaps_seen, (double) LEARNED_COUNT_MAX);
         l.hist_elapsed_ms = (uint64_t) MIN(a->hist_elapsed_ns / 1e6, (double) LEARNED_COUNT_MAX);
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                l.hist_milli[b] =
-                        (uint64_t) MIN(a->hist.gaps[b] * LEARNED_HIST_SCALE + 0.5, (double) LEARNED_COUNT_MAX);
+                l.hist_milli[b] = learned_milli(a->hist.gaps[b]);
+        for (unsigned k = 0; k < a->hide_floors; k++)
+                for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                        l.hidden_milli[k][b] = learned_milli(a->hidden[k].gaps[b]);
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                l.hidden_after_milli[b] = learned_milli(a->hidden_after.gaps[b]);
         l.awake = a->pcal.awake;
         for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
                 l.state[s] = a->pcal.state[s];
@@ -1037,10 +1046,20 @@ int adapt_learned_restore(Adapt *a, const Learned *l) {
         if (strcmp(l->model, a->id.model) != 0 || strcmp(l->firmware, a->id.firmware) != 0 ||
             l->serial_hash != learned_serial_hash(a->id.serial))
                 return -ESTALE;
+        /* Hidden gaps at a floor this drive does not have cannot come from it. */
+        for (unsigned k = a->hide_floors; k < GAP_HIDE_FLOORS; k++)
+                for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                        if (l->hidden_milli[k][b])
+                                return -ESTALE;
         a->gaps_seen = (double) l->gaps_seen;
         a->hist_elapsed_ns = (double) l->hist_elapsed_ms * 1e6;
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
                 a->hist.gaps[b] = (double) l->hist_milli[b] / LEARNED_HIST_SCALE;
+        for (unsigned k = 0; k < GAP_HIDE_FLOORS; k++)
+                for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                        a->hidden[k].gaps[b] = (double) l->hidden_milli[k][b] / LEARNED_HIST_SCALE;
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                a->hidden_after.gaps[b] = (double) l->hidden_after_milli[b] / LEARNED_HIST_SCALE;
         a->pcal.awake = l->awake;
         for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
                 a->pcal.state[s] = l->state[s];

@@ -37,6 +37,13 @@ static void format_body(FILE *f, const void *userdata) {
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
                 if (l->hist_milli[b])
                         fprintf(f, "bucket=%u gaps_milli=%" PRIu64 "\n", b, l->hist_milli[b]);
+        for (unsigned k = 0; k < GAP_HIDE_FLOORS; k++)
+                for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                        if (l->hidden_milli[k][b])
+                                fprintf(f, "hidden=%u floor=%u gaps_milli=%" PRIu64 "\n", b, k, l->hidden_milli[k][b]);
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                if (l->hidden_after_milli[b])
+                        fprintf(f, "hidden_after=%u gaps_milli=%" PRIu64 "\n", b, l->hidden_after_milli[b]);
         if (l->awake.count)
                 format_sum(f, "awake", -1, &l->awake);
         for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
@@ -98,10 +105,38 @@ typedef struct LearnedParse {
         Learned l;
         uint32_t states;
         bool bucket_seen[GAP_BUCKETS];
+        bool hidden_seen[GAP_HIDE_FLOORS][GAP_BUCKETS];
+        bool hidden_after_seen[GAP_BUCKETS];
 } LearnedParse;
 
+/* "BUCKET [floor=K ]gaps_milli=N" (@floor NULL: no floor=), into *@ret (0 never: a line with no
+ * gaps is not written), @seen marking the ones given. */
+static const char *parse_bucket(const char *val, size_t vl, uint64_t *floor, bool seen[], uint64_t *ret_b,
+                                uint64_t *ret_v) {
+        static const char *const keys_floor[] = { "floor", "gaps_milli" }, *const keys[] = { "gaps_milli" };
+        uint64_t b, v[2];
+        const char *why = floor ? parse_fields(val, vl, &b, GAP_BUCKETS - 1, keys_floor, 2, LEARNED_COUNT_MAX, v)
+                                : parse_fields(val, vl, &b, GAP_BUCKETS - 1, keys, 1, LEARNED_COUNT_MAX, v);
+        uint64_t n = floor ? v[1] : v[0];
+
+        if (why)
+                return why;
+        if (floor && v[0] >= GAP_HIDE_FLOORS)
+                return "floor: 0 to 3";
+        if (seen[(floor ? v[0] * GAP_BUCKETS : 0) + b])
+                return "bucket given twice";
+        if (n == 0)
+                return "a bucket line with no gaps";
+        seen[(floor ? v[0] * GAP_BUCKETS : 0) + b] = true;
+        if (floor)
+                *floor = v[0];
+        *ret_b = b;
+        *ret_v = n;
+        return NULL;
+}
+
 /* One of the file's own keys (KvFormat.parse_key). */
-static const char *parse_key(void *userdata, const KvLine *kvl, unsigned *ret_bit) {
+static const char *parse_key(void *userdata, const KvLine *kvl, uint64_t version, unsigned *ret_bit) {
         LearnedParse *lp = userdata;
         const char *val = kvl->val, *why = NULL;
         size_t vl = kvl->val_len;
@@ -122,17 +157,20 @@ static const char *parse_key(void *userdata, const KvLine *kvl, unsigned *ret_bi
                 if (kv_parse_u64(val, vl, LEARNED_COUNT_MAX, &l->hist_elapsed_ms) < 0)
                         why = "hist_elapsed_ms: a number up to 10^15";
         } else if (KEY("bucket")) {
-                static const char *const keys[] = { "gaps_milli" };
                 uint64_t b, v;
-                why = parse_fields(val, vl, &b, GAP_BUCKETS - 1, keys, 1, LEARNED_COUNT_MAX, &v);
-                if (!why && lp->bucket_seen[b])
-                        why = "bucket given twice";
-                else if (!why && v == 0)
-                        why = "a bucket line with no gaps";
-                else if (!why) {
-                        lp->bucket_seen[b] = true;
+                why = parse_bucket(val, vl, NULL, lp->bucket_seen, &b, &v);
+                if (!why)
                         l->hist_milli[b] = v;
-                }
+        } else if (version >= 2 && KEY("hidden")) {
+                uint64_t k, b, v;
+                why = parse_bucket(val, vl, &k, &lp->hidden_seen[0][0], &b, &v);
+                if (!why)
+                        l->hidden_milli[k][b] = v;
+        } else if (version >= 2 && KEY("hidden_after")) {
+                uint64_t b, v;
+                why = parse_bucket(val, vl, NULL, lp->hidden_after_seen, &b, &v);
+                if (!why)
+                        l->hidden_after_milli[b] = v;
         } else if (KEY("awake")) {
                 *ret_bit = HAVE_AWAKE;
                 why = parse_sum(val, vl, NULL, &l->awake);
@@ -154,9 +192,11 @@ static const char *parse_key(void *userdata, const KvLine *kvl, unsigned *ret_bi
 
 static const KvFormat learned_kv_format = {
         .version = LEARNED_FORMAT_VERSION,
-        .unsupported_why = "unsupported version (this nvme-apstd reads version 1)",
+        .min_version = LEARNED_FORMAT_MIN_VERSION,
+        .unsupported_why = "unsupported version (this nvme-apstd reads versions 1 and 2)",
         .parse_key = parse_key,
-        /* awake= and the bucket= and state= lines are left out when there is nothing to say */
+        /* awake= and the bucket=, hidden=, hidden_after= and state= lines are left out when there is
+         * nothing to say */
         .required = KV_HAVE_VERSION | KV_HAVE_MODEL | KV_HAVE_FIRMWARE | HAVE_SERIAL | HAVE_GAPS | HAVE_ELAPSED,
         .incomplete_why = "incomplete: version, model, firmware, serial_hash, gaps_seen and hist_elapsed_ms are "
                           "required",
@@ -185,9 +225,10 @@ bool learned_equal(const Learned *a, const Learned *b) {
             a->serial_hash != b->serial_hash || a->gaps_seen != b->gaps_seen ||
             a->hist_elapsed_ms != b->hist_elapsed_ms || !sum_equal(&a->awake, &b->awake))
                 return false;
-        for (unsigned i = 0; i < GAP_BUCKETS; i++)
-                if (a->hist_milli[i] != b->hist_milli[i])
-                        return false;
+        if (memcmp(a->hist_milli, b->hist_milli, sizeof a->hist_milli) != 0 ||
+            memcmp(a->hidden_milli, b->hidden_milli, sizeof a->hidden_milli) != 0 ||
+            memcmp(a->hidden_after_milli, b->hidden_after_milli, sizeof a->hidden_after_milli) != 0)
+                return false;
         for (unsigned s = 0; s < IDCTRL_MAX_PS; s++)
                 if (!sum_equal(&a->state[s], &b->state[s]))
                         return false;

@@ -32,8 +32,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 assert(!err);
                 assert(l.gaps_seen <= LEARNED_COUNT_MAX && l.hist_elapsed_ms <= LEARNED_COUNT_MAX);
                 assert(strlen(l.model) < sizeof l.model && strlen(l.firmware) < sizeof l.firmware);
-                for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                        assert(l.hist_milli[b] <= LEARNED_COUNT_MAX);
+                for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                        assert(l.hist_milli[b] <= LEARNED_COUNT_MAX && l.hidden_after_milli[b] <= LEARNED_COUNT_MAX);
+                        for (unsigned k = 0; k < GAP_HIDE_FLOORS; k++)
+                                assert(l.hidden_milli[k][b] <= LEARNED_COUNT_MAX);
+                }
                 assert(l.state[0].count == 0);
                 for (unsigned s = 0; s < IDCTRL_MAX_PS; s++) {
                         const PassiveCalibSum *p = &l.state[s];
