@@ -132,6 +132,7 @@ typedef struct AdaptDecision {
         double limit_stall;        /* what the table had to stay within */
         double energy_vs_kernel;   /* idle energy of the new table over the kernel's, same gaps */
         double exlat_factor;       /* real / advertised wake cost, from the ticks (>= 1) */
+        double hidden_gaps;        /* exact source: gaps the drive's wake-ups hid, in the evidence */
         bool guard;                /* the shadow kernel's guard chose this table */
 } AdaptDecision;
 

@@ -897,8 +897,13 @@ static void gaps_describe(const Adapt *a, const GapSearch *s, double k_e, double
         d->kernel_stall = a->hist_elapsed_ns > 0 ? k_w / a->hist_elapsed_ns : 0;
         d->limit_stall = a->hist_elapsed_ns > 0 ? limit / a->hist_elapsed_ns : 0;
         d->energy_vs_kernel = k_e > 0 ? s->best_e / k_e : 1;
-        char lie[160], risk[128] = "";
+        char lie[160], risk[128] = "", hid[64] = "";
         d->exlat_factor = worst_exlat_ratio(a, lie, sizeof lie);
+        /* The gaps the drive's wake-ups hid (every one is counted at the first floor, 0): requests
+         * that queued behind a wake-up, which the choice weighed too. */
+        d->hidden_gaps = a->hide_floors > 0 ? hist_total(&a->hidden[0]) : 0;
+        if (d->hidden_gaps >= 0.5 && snprintf(hid, sizeof hid, " and %.0f hidden by wake-ups", d->hidden_gaps) < 0)
+                hid[0] = 0;
         /* A choice that waits longer than the kernel's table at some gap lengths says what it
          * risks there, at worst. */
         if (s->best_bound > 0 &&
@@ -909,9 +914,9 @@ static void gaps_describe(const Adapt *a, const GapSearch *s, double k_e, double
         /* So does a change of workload. */
         const char *busier = shift ? "; the last seconds' gaps woke it more than the kernel's table would" : "";
         if (snprintf(d->reason, sizeof d->reason,
-                     "%.0f gaps of evidence (%.2g/s)%s: %s would wait %.2f%% of the time for wake-ups "
+                     "%.0f gaps of evidence (%.2g/s)%s%s: %s would wait %.2f%% of the time for wake-ups "
                      "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s%s",
-                     hist_total(&a->hist), d->io_rate, lie, chain, 100 * d->expected_stall, 100 * d->kernel_stall,
+                     hist_total(&a->hist), d->io_rate, hid, lie, chain, 100 * d->expected_stall, 100 * d->kernel_stall,
                      100 * d->limit_stall, 100 * d->energy_vs_kernel, risk, busier) < 0)
                 d->reason[0] = 0;
 }

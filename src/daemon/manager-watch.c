@@ -236,7 +236,7 @@ static void fmt_pct(char *buf, size_t n, double share) {
 static void log_decision(const ManagerCtrl *c, const AdaptDecision *d) {
         const Controller *ct = &c->controller;
         char hex[32 * 19 + 1], obs[24], exp[24], kern[24], budget[24], energy[24], rate[24], gap[24], xf[24],
-                wake[16];
+                wake[16], hidden[24];
 
         apst_table_to_hex(&d->table, hex, sizeof hex);
         fmt_pct(obs, sizeof obs, d->observed_stall);
@@ -248,6 +248,7 @@ static void log_decision(const ManagerCtrl *c, const AdaptDecision *d) {
         (void) snprintf(gap, sizeof gap, "%" PRIu64, d->median_gap_ns / 1000000u);
         (void) snprintf(xf, sizeof xf, "%.2f", d->exlat_factor);
         (void) snprintf(wake, sizeof wake, "%" PRIu32, apst_worst_wake_us(&d->table, &ct->plan.plan_id));
+        (void) snprintf(hidden, sizeof hidden, "%.0f", d->hidden_gaps);
         log_event(LOG_INFO, 0, MSGID_ADAPT_TABLE,
                   LOG_FIELDS({ "NVME_CTRL", ct->name }, { "NVME_MODEL", controller_model(ct) },
                              { "NVME_FIRMWARE", controller_firmware(ct) }, { "APST_POLICY", "adaptive" },
@@ -255,7 +256,7 @@ static void log_decision(const ManagerCtrl *c, const AdaptDecision *d) {
                              { "APST_EXPECTED_STALL_PCT", exp }, { "APST_KERNEL_STALL_PCT", kern },
                              { "APST_STALL_BUDGET_PCT", budget }, { "APST_ENERGY_VS_KERNEL", energy },
                              { "APST_IO_RATE", rate }, { "APST_MEDIAN_GAP_MS", gap }, { "APST_EXLAT_FACTOR", xf },
-                             { "APST_WORST_WAKE_US", wake }, { "APST_TABLE", hex }),
+                             { "APST_WORST_WAKE_US", wake }, { "APST_HIDDEN_GAPS", hidden }, { "APST_TABLE", hex }),
                   "%s: adaptive policy chose a new APST table: %s.", ct->name, d->reason);
 }
 

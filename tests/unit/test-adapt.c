@@ -836,11 +836,14 @@ static void test_exact_hidden(void) {
         adapt_sim_policy_gaps(&pol, &a);
         CHECK(pol.hide_floors == 3 && pol.hide_floor_ns[1] == MS(5) && pol.hide_floor_ns[2] == MS(12));
         REQUIRE(sim_run(&d, io, n, &sp, &pol, &with) == 0);
+        /* the decision says what it weighed: three requests queued behind each wake-up */
+        CHECK(a.programs > 0 && a.last.hidden_gaps >= 3 && strstr(a.last.reason, " hidden by wake-ups: "));
 
         REQUIRE(adapt_init(&a, &id, NULL, &p, 0, &start) == 0);
         adapt_sim_policy_gaps(&pol, &a);
         pol.hide_floors = 0;
         REQUIRE(sim_run(&d, io, n, &sp, &pol, &without) == 0);
+        CHECK(a.programs > 0 && a.last.hidden_gaps == 0 && !strstr(a.last.reason, "hidden by wake-ups"));
 
         if (getenv("TEST_VERBOSE"))
                 fprintf(stderr, "wake delay: kernel %.1f ms, with hidden gaps %.1f ms, without %.1f ms; energy %.3f, %.3f, %.3f J\n",
