@@ -128,6 +128,7 @@ struct Manager {
         char *runtime_dir;
         char *state_dir;
         uint64_t verify_interval_usec;
+        uint64_t learned_keep_usec;      /* MANAGER_LEARNED_KEEP_USEC */
 
         Config config;             /* in effect: config_file resolved for @situation (config_situate()) */
         Config config_file;        /* as parsed, with its situation sections */

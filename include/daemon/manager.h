@@ -37,6 +37,10 @@
  * a Get Features is only sent to a controller that did I/O since the last look
  * (it was awake anyway). 30 s keeps the idle daemon far below 0.2 wake-ups/s. */
 #define MANAGER_VERIFY_INTERVAL_USEC (30ULL * 1000000ULL)
+/* What the adaptive policy learned is written when it stops, and at most this often while it
+ * learns ($NVME_APSTD_TEST_LEARNED_KEEP_SEC, 1..3600, in tests), so a crash loses an hour of it at
+ * most. */
+#define MANAGER_LEARNED_KEEP_USEC (3600ULL * 1000000ULL)
 
 /* At most this many engine steps (each a thread) at once among controllers that answer; the rest
  * wait for a slot. A resume over many drives stays a few threads and a few open device nodes; an

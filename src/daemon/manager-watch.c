@@ -93,6 +93,8 @@ struct ManagerWatch {
         uint32_t pcal_logged;      /* states whose disagreement with the descriptor was said */
         bool metrics_due;          /* gaps accounted since the metrics file was last brought up to date */
         uint64_t metrics_usec;     /* when it was */
+        uint64_t learned_usec;     /* when what the policy learned was last kept (or taken up) */
+        double learned_gaps;       /* and how many gaps it had seen then */
 };
 
 static Watch *watcher(ManagerWatch *w) {
@@ -155,6 +157,19 @@ static void learned_keep(ManagerWatch *w) {
         if (r < 0)
                 log_warning_errno(r, "%s: cannot keep what the adaptive policy learned: %m",
                                   w->ctrl->controller.name);
+}
+
+/* A crash, or a drive that hangs the machine in a deep state, loses what was learned since the
+ * last keep: while the policy learns, keep it at most every learned_keep_usec, at a reading that
+ * saw gaps end (the disks were just busy, so the write seldom wakes one that sleeps), and only
+ * when it has seen gaps since. */
+static void learned_keep_while_learning(ManagerWatch *w, uint64_t now) {
+        if (!w->adapt || w->adapt->gaps_seen <= w->learned_gaps ||
+            now - w->learned_usec < w->ctrl->manager->learned_keep_usec)
+                return;
+        learned_keep(w);
+        w->learned_usec = now;
+        w->learned_gaps = w->adapt->gaps_seen;
 }
 
 static void learned_take(ManagerWatch *w) {
@@ -500,8 +515,10 @@ static int on_bpf_timer(ManagerWatch *w) {
         }
         if (w->adapt && (gaps > 0 || gaphist_total_hidden(&delta) > 0) && adapt_observe_gaps(w->adapt, &delta, now * NS_PER_USEC, &table, &why) > 0)
                 program = true;
-        if (w->adapt && gaps > 0)
+        if (w->adapt && gaps > 0) {
                 log_account(w, now * NS_PER_USEC);
+                learned_keep_while_learning(w, now);
+        }
         metrics_account(w, gaps > 0, now);
         busy_hook(m, busy, now, &deadline);
 
@@ -607,6 +624,8 @@ static void adapt_start(ManagerWatch *w, uint64_t now) {
         w->params = configured;
         w->report = (ShadowReport) {};
         learned_take(w);
+        w->learned_usec = now;
+        w->learned_gaps = w->adapt->gaps_seen;
         log_debug("%s: adaptive policy started.", ct->name);
 }
 

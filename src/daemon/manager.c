@@ -851,6 +851,14 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
                 return -ENOMEM;
         m->config_missing_ok = o->config_missing_ok;
         m->verify_interval_usec = o->verify_interval_usec ? o->verify_interval_usec : MANAGER_VERIFY_INTERVAL_USEC;
+        m->learned_keep_usec = MANAGER_LEARNED_KEEP_USEC;
+        const char *e = getenv("NVME_APSTD_TEST_LEARNED_KEEP_SEC");
+        if (e) {
+                unsigned sec;
+                if (safe_atou32(e, &sec) < 0 || sec == 0 || sec > 3600)
+                        return log_error_errno(-EINVAL, "$NVME_APSTD_TEST_LEARNED_KEEP_SEC=%s: not 1..3600.", e);
+                m->learned_keep_usec = (uint64_t) sec * 1000000u;
+        }
         m->ctx = (ControllerContext) {
                 .mode = CONTROLLER_MODE_DAEMON,
                 .sysfs_root = m->sysfs_root,

@@ -11,6 +11,7 @@ src/platform/calib-store.c, src/platform/nvme-admin.c, src/platform/sysfs.c,
 src/platform/config-file.c, src/platform/log.c (and, through bpf-source.sh,
 src/platform/bpfwatch.c)."""
 
+import glob
 import json
 import mmap
 import os
@@ -763,13 +764,25 @@ elif scenario == "bpf-source":
     # loop device (bpf-source.sh). O_DIRECT reads with gaps that the initial table (ps3 after
     # 141 ms, ps4 858 ms later) leaves awake, takes to ps3 and takes to ps4 reach the daemon as
     # exact gaps: the passive calibration finds that this "drive" wakes at once and says how that
-    # differs from the descriptors (1200 and 8000 µs). Then, idle, the daemon
+    # differs from the descriptors (1200 and 8000 µs). What the policy learned is kept while it
+    # learns (every 2 s here, $NVME_APSTD_TEST_LEARNED_KEEP_SEC; an hour by default), not only when
+    # it stops. Then, idle, the daemon
     # reads the program's maps every 20 s, on the monotonic clock's 20 s grid: at most 0.05 wake-ups a second.
     if WRAPPER:
         skip("the wrapper (valgrind) would be the process measured, not the daemon")
     prom = os.path.splitext(CONF)[0] + "-bpf.prom"
+    sdir = tempfile.mkdtemp(prefix="apstd-state-")
     write_config(f"[apst]\npolicy = adaptive\n[watch]\nsource = auto\n[metrics]\npath = {prom}\n", CONF)
-    d = Daemon(CONF)
+    d = Daemon(CONF, args=["--state-dir", sdir], extra_env={"NVME_APSTD_TEST_LEARNED_KEEP_SEC": "2"})
+
+    def learned_file():
+        files = glob.glob(os.path.join(sdir, "adaptive", "*.learned"))
+        if len(files) != 1:
+            return None
+        with open(files[0]) as f:
+            t = f.read()
+        m = re.search(r"^gaps_seen=(\d+)$", t, re.M)
+        return (int(m.group(1)), t) if m and "\nversion=2\n" in t else None
     try:
         check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
         check(d.wait_log(r"Watching I/O with the eBPF program[^\n]*MESSAGE_ID=b08fa45955ed41cda5cfa11be7fd55ec")
@@ -805,6 +818,10 @@ elif scenario == "bpf-source":
             check(int(n) >= 5 and int(adv) in (1200, 8000) and int(us) < int(adv) / 4,
                   f"ps{ps}: a loop device wakes at once ({us} µs measured over {n}, {adv} µs advertised)")
         check(wait_for(source_metric, 10, "the watch source in the metrics"), "the metrics say nvme0 is watched with bpf")
+        # kept while the daemon runs: the gaps, and the wake-ups passive calibration measured
+        kept = wait_for(lambda: (learned_file() or (0, ""))[0] >= 12 and learned_file(), 10, "the learned file")
+        check(kept is not None and re.search(r"^state=[34] count=", kept[1], re.M) is not None,
+              f"what the policy learned is kept while it runs ({kept and kept[0]} gaps, with the measured wake-ups)")
 
         # The shadow kernel: what the tables applied cost beside the kernel's table on the same gaps.
         def savings_metric():
@@ -848,6 +865,9 @@ elif scenario == "bpf-source":
         print(f"idle wake-ups with the eBPF source: {n} in {span:.1f} s = {n / span:.3f}/s")
         check((n - 1) / span <= 0.05, f"idle: at most 0.05 wake-ups/s ({n} in {span:.1f} s)")
         check(d.stop() == 0, "exit 0")
+        last = learned_file()
+        check(last is not None and kept is not None and last[0] >= kept[0] + 4,
+              f"and when it stops, with the last burst's gaps ({kept and kept[0]}, then {last and last[0]})")
     finally:
         if d.proc.poll() is None:
             d.stop()
