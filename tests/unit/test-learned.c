@@ -419,6 +419,20 @@ static void test_store(void) {
         CHECK(learned_load(dir, l.model, l.firmware, l.serial_hash, &back, &err) == -ENOENT);
         CHECK(learned_save(dir, &l) == 0);
         CHECK(learned_load(dir, l.model, l.firmware, l.serial_hash, &back, &err) == 0 && learned_equal(&l, &back));
+        /* the largest file there can be (every line, every count at its bound) is within what is read */
+        Learned big = l;
+        for (unsigned b = 0; b < GAP_BUCKETS; b++) {
+                big.hist_milli[b] = big.hidden_after_milli[b] = LEARNED_COUNT_MAX;
+                for (unsigned k = 0; k < GAP_HIDE_FLOORS; k++)
+                        big.hidden_milli[k][b] = LEARNED_COUNT_MAX;
+        }
+        big.gaps_seen = big.hist_elapsed_ms = LEARNED_COUNT_MAX;
+        big.awake = (PassiveCalibSum) { .count = LEARNED_COUNT_MAX, .sum_ns = UINT64_MAX, .max_ns = UINT64_MAX };
+        for (unsigned ps = 1; ps < IDCTRL_MAX_PS; ps++)
+                big.state[ps] = big.awake;
+        CHECK(learned_save(dir, &big) == 0);
+        CHECK(learned_load(dir, l.model, l.firmware, l.serial_hash, &back, &err) == 0 && learned_equal(&big, &back));
+        CHECK(learned_save(dir, &l) == 0);
         CHECK(learned_path(dir, l.model, l.firmware, l.serial_hash, &path) == 0);
         CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
         /* the file of another drive of the model is not this drive's */
