@@ -3,7 +3,9 @@
  * `nvme-apstd observe`: load the eBPF I/O gap program (bpfwatch.h) for any
  * block disks, NVMe or not, wait, and print what the block layer saw: the exact
  * idle-gap histogram, the service time of the first request after each gap
- * bucket, and the request count. Changes nothing: the program only counts.
+ * bucket, the request count, and the requests that queued behind a slow first
+ * request (gaps a wake-up hid, at the one floor any disk has: 0). Changes
+ * nothing: the program only counts.
  */
 
 #include <errno.h>
@@ -40,10 +42,11 @@ static void help(void) {
         printf("Usage: nvme-apstd observe [OPTIONS] [DISK...]\n\n"
                "Watch the block layer with eBPF for a while and print, for each disk (every whole\n"
                "disk when none is named, NVMe or not): the exact idle-gap histogram, the service\n"
-               "time of the first request after each gap, and the request count. Changes nothing.\n"
+               "time of the first request after each gap, the request count, and the requests that\n"
+               "queued behind a slow first request (gaps a wake-up hid). Changes nothing.\n"
                "Needs root (CAP_BPF and CAP_PERFMON) and a kernel with BTF; without them it says\n"
                "why and exits 1.\n\n"
-               "  -s --seconds N   watch for N seconds (default %u); AdminHandle-C stops early\n"
+               "  -s --seconds N   watch for N seconds (default %u); Ctrl-C stops early\n"
                "  -j --json        print one JSON object (schema in nvme-apstd(8))\n"
                "  -h --help        show this help\n"
                "     --version     show the version\n",
@@ -76,12 +79,37 @@ static void fmt_ns(char *buf, size_t n, uint64_t ns) {
                 (void) snprintf(buf, n, "%.1f us", (double) ns / 1e3);
 }
 
+/* Requests issued 1 ms or more after the one before while a gap's first request still waited:
+ * gaps a slow first request (a wake-up) hid, which a quicker one would have let the disk show. */
+static uint64_t hidden_slow(const GapHist *h) {
+        uint64_t n = 0;
+
+        for (unsigned b = gaphist_bucket(GAP_HIDDEN_MIN_NS); b < GAP_BUCKETS; b++)
+                n += h->hidden[0][b];
+        return n;
+}
+
+static uint64_t row_total(const uint64_t *row) {
+        uint64_t n = 0;
+
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                n += row[b];
+        return n;
+}
+
 static void print_text(const ObservedDisk *d, size_t n, unsigned seconds) {
         for (size_t i = 0; i < n; i++) {
                 const GapHist *h = &d[i].h;
 
-                printf("%s%s: %" PRIu64 " requests, %" PRIu64 " idle gaps in %u s\n", i ? "\n" : "", d[i].name,
-                       h->requests, gaphist_total_gaps(h), seconds);
+                uint64_t gaps = gaphist_total_gaps(h), slow = row_total(h->hidden_after);
+
+                printf("%s%s: %" PRIu64 " request%s, %" PRIu64 " idle gap%s in %u s", i ? "\n" : "", d[i].name,
+                       h->requests, h->requests == 1 ? "" : "s", gaps, gaps == 1 ? "" : "s", seconds);
+                if (hidden_slow(h) > 0)
+                        printf("; %" PRIu64 " more issued 1 ms or more apart behind %" PRIu64 " slow first request%s, "
+                               "gaps a quicker wake-up would have shown",
+                               hidden_slow(h), slow, slow == 1 ? "" : "s");
+                printf("\n");
                 if (gaphist_total_gaps(h) == 0)
                         continue;
                 printf("  %-22s %8s   %s\n", "idle gap", "gaps", "first request after it: mean, max (count)");
@@ -125,12 +153,14 @@ static int print_json(const ObservedDisk *d, size_t n, unsigned seconds) {
                 json_object_object_add(o, "requests", json_object_new_uint64(h->requests));
                 json_object_object_add(o, "gaps", json_object_new_uint64(gaphist_total_gaps(h)));
                 json_object_object_add(o, "gap_sum_ns", json_object_new_uint64(h->gap_sum_ns));
+                json_object_object_add(o, "hidden", json_object_new_uint64(row_total(h->hidden[0])));
+                json_object_object_add(o, "hidden_after", json_object_new_uint64(row_total(h->hidden_after)));
                 json_object_object_add(o, "buckets", bs);
                 for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                         struct json_object *x;
                         uint64_t hi = gaphist_bucket_upper_ns(b);
 
-                        if (h->gaps[b] == 0 && h->wake_count[b] == 0)
+                        if (h->gaps[b] == 0 && h->wake_count[b] == 0 && h->hidden[0][b] == 0 && h->hidden_after[b] == 0)
                                 continue;
                         x = json_object_new_object();
                         if (!x)
@@ -143,6 +173,8 @@ static int print_json(const ObservedDisk *d, size_t n, unsigned seconds) {
                         json_object_object_add(x, "first_count", json_object_new_uint64(h->wake_count[b]));
                         json_object_object_add(x, "first_sum_ns", json_object_new_uint64(h->wake_sum_ns[b]));
                         json_object_object_add(x, "first_max_ns", json_object_new_uint64(h->wake_max_ns[b]));
+                        json_object_object_add(x, "hidden", json_object_new_uint64(h->hidden[0][b]));
+                        json_object_object_add(x, "hidden_after", json_object_new_uint64(h->hidden_after[b]));
                 }
         }
         return json_out_print(stdout, root, JSON_OUT_FLAGS);
@@ -231,6 +263,7 @@ static int select_disks(char **names, size_t n_names, ObservedDisk **ret, size_t
 /* Load the program, give each disk a slot, wait @seconds and read the counters into @disks.
  * Return: 0, or 1 (said). */
 static int watch_disks(ObservedDisk *disks, size_t n, unsigned seconds, bool json) {
+        static const uint64_t floor0[] = { 0 };
         _cleanup_(bpfwatch_freep) BpfWatch *bw = NULL;
         char reason[256];
         int r;
@@ -241,7 +274,9 @@ static int watch_disks(ObservedDisk *disks, size_t n, unsigned seconds, bool jso
                 return 1;
         }
         for (size_t i = 0; i < n; i++) {
-                disks[i].slot = bpfwatch_slot_new(bw, NULL, 0);   /* gaps only: no table to hide them */
+                /* One floor, 0: any disk's requests that queue behind a slow first one (no table
+                 * here, so no other floor means anything) */
+                disks[i].slot = bpfwatch_slot_new(bw, floor0, 1);
                 if (disks[i].slot < 0) {
                         (void) log_error_errno(disks[i].slot, "No slot for %s: %m", disks[i].name);
                         return 1;
