@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 NVME_APSTD = os.environ.get("NVME_APSTD", "nvme-apstd")
@@ -254,17 +255,30 @@ class Daemon:
         # @prefix: a command that execs the rest (the PID stays the daemon's), e.g. unshare(1)
         self.proc = subprocess.Popen([*prefix, *WRAPPER, NVME_APSTD, "run", "--config", config, *args], stdout=self.err,
                                      stderr=self.err, env=env, preexec_fn=preexec_fn)
+        # The socket is read all the time, as systemd reads it: sd_notify() blocks the daemon's loop
+        # once the socket's queue is full (net.unix.max_dgram_qlen, 10 datagrams), and a test that
+        # waited on something else while the daemon said more than that (a stop after a run of
+        # STATUS= lines) held the daemon where no SIGTERM could reach it.
+        self.notify_lock = threading.Lock()
+        self.draining = threading.Event()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        while not self.draining.is_set():
+            self.poll_notify(0.05)
 
     def poll_notify(self, timeout=0.0):
-        # Never a blocking recv(): a test may read the socket from a second thread as well (one that
-        # keeps it from filling up), and the datagram select() announced may be gone to that thread.
+        # Never a blocking recv(): the drain thread reads the socket too (and a test may have a
+        # thread of its own), and the datagram select() announced may be gone to another reader.
+        # Each read and its append are one step under the lock, so the list keeps the order sent.
         r, _, _ = select.select([self.sock], [], [], timeout)
         while r:
-            try:
-                msg = self.sock.recv(65536, socket.MSG_DONTWAIT).decode(errors="replace")
-            except BlockingIOError:
-                return
-            self.notifications.append(msg)
+            with self.notify_lock:
+                try:
+                    msg = self.sock.recv(65536, socket.MSG_DONTWAIT).decode(errors="replace")
+                except BlockingIOError:
+                    return
+                self.notifications.append(msg)
             r, _, _ = select.select([self.sock], [], [], 0)
 
     def wait_notify(self, pattern, start=0, timeout=10.0, quiet=False):
@@ -312,16 +326,37 @@ class Daemon:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             print(f"daemon still running {timeout} s after SIGTERM: killed")
+            self.threads()
             self.proc.kill()
             rc = self.proc.wait()
         if rc != 0:
             print(f"daemon exit status at stop: {rc}")
+        self.draining.set()
         self.poll_notify(0)
         self.err.close()
         if WRAPPER and rc == WRAPPER_RC:
             print(self.log())
         check_wrapper(rc, "nvme-apstd run")
         return rc
+
+    def threads(self):
+        """Where each of the daemon's threads is: its state, the kernel function it waits in and
+        the system call it is in (number and arguments), for a daemon that does not answer."""
+        base = f"/proc/{self.proc.pid}/task"
+        try:
+            tids = sorted(os.listdir(base), key=int)
+        except OSError:
+            return
+        for tid in tids:
+            info = {}
+            for name in ("comm", "wchan", "syscall", "stat"):
+                try:
+                    with open(f"{base}/{tid}/{name}") as f:
+                        info[name] = f.read().strip()
+                except OSError as e:
+                    info[name] = f"({e.strerror})"
+            state = info["stat"].rsplit(")", 1)[-1].split()[0] if ")" in info["stat"] else "?"
+            print(f"  thread {tid} {info['comm']}: state {state}, waits in {info['wchan']}, syscall {info['syscall']}")
 
     def dump(self):
         print("---- daemon stderr ----")
