@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 NVME_APSTD = os.environ.get("NVME_APSTD", "nvme-apstd")
@@ -255,30 +254,17 @@ class Daemon:
         # @prefix: a command that execs the rest (the PID stays the daemon's), e.g. unshare(1)
         self.proc = subprocess.Popen([*prefix, *WRAPPER, NVME_APSTD, "run", "--config", config, *args], stdout=self.err,
                                      stderr=self.err, env=env, preexec_fn=preexec_fn)
-        # The socket is read all the time, as systemd reads it: sd_notify() blocks the daemon's loop
-        # once the socket's queue is full (net.unix.max_dgram_qlen, 10 datagrams), and a test that
-        # waited on something else while the daemon said more than that (a stop after a run of
-        # STATUS= lines) held the daemon where no SIGTERM could reach it.
-        self.notify_lock = threading.Lock()
-        self.draining = threading.Event()
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        while not self.draining.is_set():
-            self.poll_notify(0.05)
 
     def poll_notify(self, timeout=0.0):
-        # Never a blocking recv(): the drain thread reads the socket too (and a test may have a
-        # thread of its own), and the datagram select() announced may be gone to another reader.
-        # Each read and its append are one step under the lock, so the list keeps the order sent.
+        # Never a blocking recv(): a test may read the socket from a second thread as well (one that
+        # keeps it from filling up), and the datagram select() announced may be gone to that thread.
         r, _, _ = select.select([self.sock], [], [], timeout)
         while r:
-            with self.notify_lock:
-                try:
-                    msg = self.sock.recv(65536, socket.MSG_DONTWAIT).decode(errors="replace")
-                except BlockingIOError:
-                    return
-                self.notifications.append(msg)
+            try:
+                msg = self.sock.recv(65536, socket.MSG_DONTWAIT).decode(errors="replace")
+            except BlockingIOError:
+                return
+            self.notifications.append(msg)
             r, _, _ = select.select([self.sock], [], [], 0)
 
     def wait_notify(self, pattern, start=0, timeout=10.0, quiet=False):
@@ -331,7 +317,6 @@ class Daemon:
             rc = self.proc.wait()
         if rc != 0:
             print(f"daemon exit status at stop: {rc}")
-        self.draining.set()
         self.poll_notify(0)
         self.err.close()
         if WRAPPER and rc == WRAPPER_RC:
