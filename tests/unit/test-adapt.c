@@ -13,6 +13,7 @@
 #include "check.h"
 #include "sim-adapt.h"
 #include "sim.h"
+#include "slow-entry-drive.h"
 #include "watch.h"
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
@@ -778,19 +779,6 @@ static void test_exact_sparse_between(void) {
         CHECK(!ever_longer);
         CHECK(!a->fallen_back);
         free(a);
-}
-
-/* A drive whose shallow state is slow to enter (an Intel 670p: ps3 5 ms in and 5 ms out, ps4 3 ms
- * in and 12 ms out). */
-static IdCtrl drive_slow_entry(void) {
-        IdCtrl id = { .vid = 0x8086, .npss = 4, .apst_supported = true };
-        strcpy(id.model, "slow entry");
-        id.psd[0] = (IdPsd) { .max_power_uw = 3500000 };
-        id.psd[1] = (IdPsd) { .max_power_uw = 2700000 };
-        id.psd[2] = (IdPsd) { .max_power_uw = 2000000 };
-        id.psd[3] = (IdPsd) { .max_power_uw = 25000, .non_operational = true, .enlat_us = 5000, .exlat_us = 5000 };
-        id.psd[4] = (IdPsd) { .max_power_uw = 4000, .non_operational = true, .enlat_us = 3000, .exlat_us = 12000 };
-        return id;
 }
 
 /* The gaps a wake-up hides are evidence. A machine coming out of a pause: every 0.8 to 1.3 s a

@@ -19,6 +19,7 @@
 #include "learned.h"
 #include "sim-adapt.h"
 #include "sim.h"
+#include "slow-entry-drive.h"
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
 
@@ -264,21 +265,6 @@ static void test_restore_evidence(void) {
         free(a);
         free(b);
         free(c);
-}
-
-/* An Intel 670p-like drive: ps3 5 ms in and 5 ms out, ps4 3 ms in and 12 ms out, so its wake
- * floors are 0, 5 and 12 ms. */
-static IdCtrl drive_slow_entry(void) {
-        IdCtrl id = { .vid = 0x8086, .npss = 4, .apst_supported = true };
-        strcpy(id.model, "slow entry");
-        strcpy(id.firmware, "2.0");
-        strcpy(id.serial, "BTNH0000000000");
-        id.psd[0] = (IdPsd) { .max_power_uw = 3500000 };
-        id.psd[1] = (IdPsd) { .max_power_uw = 2700000 };
-        id.psd[2] = (IdPsd) { .max_power_uw = 2000000 };
-        id.psd[3] = (IdPsd) { .max_power_uw = 25000, .non_operational = true, .enlat_us = 5000, .exlat_us = 5000 };
-        id.psd[4] = (IdPsd) { .max_power_uw = 4000, .non_operational = true, .enlat_us = 3000, .exlat_us = 12000 };
-        return id;
 }
 
 /* What the eBPF program would have handed the policy, delta by delta, under the kernel's table: a
