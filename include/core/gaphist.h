@@ -85,6 +85,9 @@ int gaphist_delta(const GapHist *now, const GapHist *prev, GapHist *ret);
 /* Add @src's counts to @dst (max for wake_max_ns). */
 void gaphist_merge(GapHist *dst, const GapHist *src);
 
+/* The counts of one row of buckets (gaps, a floor's hidden gaps, hidden_after), summed. */
+uint64_t gaphist_row_total(const uint64_t row[static GAP_BUCKETS]);
+
 /* Gaps counted, over all buckets. */
 uint64_t gaphist_total_gaps(const GapHist *h);
 

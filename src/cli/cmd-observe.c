@@ -89,19 +89,11 @@ static uint64_t hidden_slow(const GapHist *h) {
         return n;
 }
 
-static uint64_t row_total(const uint64_t *row) {
-        uint64_t n = 0;
-
-        for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                n += row[b];
-        return n;
-}
-
 static void print_text(const ObservedDisk *d, size_t n, unsigned seconds) {
         for (size_t i = 0; i < n; i++) {
                 const GapHist *h = &d[i].h;
 
-                uint64_t gaps = gaphist_total_gaps(h), slow = row_total(h->hidden_after);
+                uint64_t gaps = gaphist_total_gaps(h), slow = gaphist_row_total(h->hidden_after);
 
                 printf("%s%s: %" PRIu64 " request%s, %" PRIu64 " idle gap%s in %u s", i ? "\n" : "", d[i].name,
                        h->requests, h->requests == 1 ? "" : "s", gaps, gaps == 1 ? "" : "s", seconds);
@@ -153,8 +145,8 @@ static int print_json(const ObservedDisk *d, size_t n, unsigned seconds) {
                 json_object_object_add(o, "requests", json_object_new_uint64(h->requests));
                 json_object_object_add(o, "gaps", json_object_new_uint64(gaphist_total_gaps(h)));
                 json_object_object_add(o, "gap_sum_ns", json_object_new_uint64(h->gap_sum_ns));
-                json_object_object_add(o, "hidden", json_object_new_uint64(row_total(h->hidden[0])));
-                json_object_object_add(o, "hidden_after", json_object_new_uint64(row_total(h->hidden_after)));
+                json_object_object_add(o, "hidden", json_object_new_uint64(gaphist_row_total(h->hidden[0])));
+                json_object_object_add(o, "hidden_after", json_object_new_uint64(gaphist_row_total(h->hidden_after)));
                 json_object_object_add(o, "buckets", bs);
                 for (unsigned b = 0; b < GAP_BUCKETS; b++) {
                         struct json_object *x;

@@ -107,19 +107,22 @@ void gaphist_merge(GapHist *dst, const GapHist *src) {
         dst->requests += src->requests;
 }
 
-uint64_t gaphist_total_gaps(const GapHist *h) {
+uint64_t gaphist_row_total(const uint64_t row[static GAP_BUCKETS]) {
         uint64_t n = 0;
 
         for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                n += h->gaps[b];
+                n += row[b];
         return n;
+}
+
+uint64_t gaphist_total_gaps(const GapHist *h) {
+        return gaphist_row_total(h->gaps);
 }
 
 uint64_t gaphist_total_hidden(const GapHist *h) {
         uint64_t n = 0;
 
         for (unsigned f = 0; f < GAP_HIDE_FLOORS; f++)
-                for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                        n += h->hidden[f][b];
+                n += gaphist_row_total(h->hidden[f]);
         return n;
 }

@@ -104,14 +104,6 @@ static uint64_t near(const uint64_t *row, uint64_t gap_ns) {
         return n;
 }
 
-static uint64_t row_total(const uint64_t *row) {
-        uint64_t n = 0;
-
-        for (unsigned b = 0; b < GAP_BUCKETS; b++)
-                n += row[b];
-        return n;
-}
-
 int main(int argc, char **argv) {
         static const uint64_t floors[] = { 0, MS(5) };
         char reason[256], img[96];
@@ -185,19 +177,19 @@ int main(int argc, char **argv) {
         printf("%s: A waited %.1f ms; B issued %.1f ms after A, C %.1f ms after B, D %.1f ms after A returned; "
                "hidden at floor 0: %" PRIu64 ", at 5 ms: %" PRIu64 "\n",
                loopdev, (a.ret - a.call) / 1e6, (b.call - a.call) / 1e6, (c.call - b.call) / 1e6,
-               (d.call - a.ret) / 1e6, row_total(h.hidden[0]), row_total(h.hidden[1]));
+               (d.call - a.ret) / 1e6, gaphist_row_total(h.hidden[0]), gaphist_row_total(h.hidden[1]));
         /* the schedule itself: B and C went in while A waited, D after it returned */
         CHECK(waited);
         /* floor 0: from the read before */
-        CHECK(row_total(h.hidden[0]) == 2);
+        CHECK(gaphist_row_total(h.hidden[0]) == 2);
         CHECK(near(h.hidden[0], b.call - a.call) >= 1 && near(h.hidden[0], c.call - b.call) >= 1);
         /* floor 5 ms: B from 5 ms after A, C from B */
-        CHECK(row_total(h.hidden[1]) == 2);
+        CHECK(gaphist_row_total(h.hidden[1]) == 2);
         CHECK(near(h.hidden[1], b.call - a.call - MS(5)) >= 1 && near(h.hidden[1], c.call - b.call) >= 1);
         /* no floors past the two given */
-        CHECK(row_total(h.hidden[2]) == 0 && row_total(h.hidden[3]) == 0);
+        CHECK(gaphist_row_total(h.hidden[2]) == 0 && gaphist_row_total(h.hidden[3]) == 0);
         /* one wake-up hid them, after the 300 ms gap */
-        CHECK(row_total(h.hidden_after) == 1 && near(h.hidden_after, a.call - first.ret) == 1);
+        CHECK(gaphist_row_total(h.hidden_after) == 1 && near(h.hidden_after, a.call - first.ret) == 1);
         /* and the gaps the disk showed: the 300 ms one only (the first read ended none) */
         CHECK(gaphist_total_gaps(&h) == 1);
 

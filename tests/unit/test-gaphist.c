@@ -90,6 +90,8 @@ static void test_hidden(void) {
         CHECK(gaphist_total_gaps(&b) == 1);                 /* not gaps the disk showed */
         CHECK(gaphist_total_hidden(&b) == 3);
         CHECK(b.hidden[0][k] == 1 && b.hidden[1][k] == 2);
+        CHECK(gaphist_row_total(b.hidden[1]) == 2 && gaphist_row_total(b.hidden[2]) == 0);
+        CHECK(gaphist_row_total(b.hidden_after) == 1 && gaphist_row_total(b.gaps) == 1);
         CHECK(b.hidden_after[gaphist_bucket(2000000000)] == 1);
 
         CHECK(gaphist_delta(&b, &a, &d) == 0);
