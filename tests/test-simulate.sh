@@ -149,6 +149,18 @@ for src in stat bpf; do
                 fail "simulate --policy adaptive --watch-source $src exited $?"
         fi
 done
+# The human summary names the table the run started on (for the exact source, the kernel's,
+# not the plan the stat source starts from) and how many the policy wrote after it
+checks=$((checks + 1))
+samsung=$dir/05-samsung-ssd-970-evo-plus-2tb.bin
+"$bin" simulate -i "$samsung" -t "$tmp/periodic.txt" --closed-loop >"$tmp/adaptive.txt"
+"$bin" simulate -i "$samsung" -t "$tmp/periodic.txt" --closed-loop --policy kernel >"$tmp/kernel.txt"
+k=$(sed -n 's/^Policy: kernel: //p' "$tmp/kernel.txt")
+n=$(grep '^"reprograms":' "$tmp/adaptive-bpf.json" | grep -o '{"t":' | wc -l)
+[ -n "$k" ] && grep -qxF "Policy: adaptive: started on $k" "$tmp/adaptive.txt" ||
+        fail "adaptive: the summary does not start on the kernel's table ($k): $(grep '^Policy' "$tmp/adaptive.txt")"
+[ "$n" -gt 1 ] && grep -Eq "^ +$((n - 1)) tables? written since; the last at [0-9]+\.[0-9] s: ps0" "$tmp/adaptive.txt" ||
+        fail "adaptive: $n tables in the JSON, the summary says $(sed -n 2p "$tmp/adaptive.txt" | grep written)"
 checks=$((checks + 1))
 "$bin" simulate -i "$intel_bin" -t "$tmp/tiny.txt" --watch-source ebpf >/dev/null 2>&1
 rc=$?

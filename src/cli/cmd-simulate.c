@@ -610,9 +610,19 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
         if (o->copies > 1)
                 printf(", the last of %u copies scored (the policy kept what it learned)", o->copies);
         printf("\n");
-        apst_describe(chosen_table, id, desc, sizeof desc);
-        printf("Policy: %s%s%s%s: %s\n\n", chosen, section[0] ? " (config section " : "", section,
-               section[0] ? ")" : "", desc);
+        /* The table the run started on, which for the adaptive policy's exact source is the kernel's,
+         * not adapt_init()'s plan; and, when the policy changed it, how often and to what last. */
+        const SimResult *res = &rows[0].res;
+        apst_describe(res->n_reprograms > 0 ? &res->reprograms[0].table : chosen_table, id, desc, sizeof desc);
+        printf("Policy: %s%s%s%s: %s%s\n", chosen, section[0] ? " (config section " : "", section,
+               section[0] ? ")" : "", res->n_reprograms > 1 ? "started on " : "", desc);
+        if (res->n_reprograms > 1) {
+                const SimReprogram *last = &res->reprograms[res->n_reprograms - 1];
+                apst_describe(&last->table, id, desc, sizeof desc);
+                printf("        %zu table%s written since; the last at %.1f s: %s\n", res->n_reprograms - 1,
+                       res->n_reprograms > 2 ? "s" : "", (double) last->t_ns * 1e-9, desc);
+        }
+        printf("\n");
 
         printf("%-14s %11s %9s %8s %8s %9s %9s %9s %9s %9s %9s  %s\n", "policy", "energy J", "mean W", "vs opt",
                "I/Os", "stall s", "add mean", "add p99", "add p99.9", "add max", "wall +s", "wake-ups");
@@ -775,7 +785,7 @@ static int run(const Options *o) {
         char first_name[32];
         const char *names[3] = { simulate_policy_to_string(kind), "none", "kernel" };
         bool with_first = o->copies > 1 && kind != SIMULATE_POLICY_HINDSIGHT;
-        (void) snprintf(first_name, sizeof first_name, "%s-copy1", names[0]);
+        (void) snprintf(first_name, sizeof first_name, "%s-copy1", names[0] ? names[0] : "policy");
         r = build_tables(o, &id, &params, kind, tables);
         if (r < 0)
                 goto finish;
