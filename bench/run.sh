@@ -13,7 +13,8 @@
 #                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-x EXLAT_SCALE] [-H SHARE] [-T POLICY] [-n] [-R]
 #                [-F FAMILIES] [-N COPIES] [-j JOBS] [-X] [-r TRACE_DIR] [-o PICTURE_DIR]
 #
-# The binary may also come from $NVME_APSTD. IDCTRL_DIR defaults to
+# The binary may also come from $NVME_APSTD. IDCTRL_DIR (NAME.bin, or NAME.json where there is
+# no NAME.bin; file names as in tests/data/idctrl, NN-model) defaults to
 # tests/data/idctrl. -x simulates every drive waking EXLAT_SCALE times slower than it
 # advertises (--exlat-scale, every family; the policies still plan from the advertised
 # latencies). -T names the policy whose targets are checked (default adaptive).
@@ -153,6 +154,21 @@ if [ -z "$dir" ] || [ ! -d "$dir" ]; then
         echo "run.sh: no Identify Controller directory (use -D)" >&2
         exit 1
 fi
+# The drives: every NAME.bin in IDCTRL_DIR (`nvme id-ctrl -b`), and every NAME.json
+# (`nvme id-ctrl -o json`) with no NAME.bin beside it, as some drives' data is published
+# only that way; one file name a line, in the order of their names.
+drive_files() {
+        for f in "$dir"/*.bin "$dir"/*.json; do
+                [ -f "$f" ] || continue
+                case $f in *.json) [ -f "${f%.json}.bin" ] && continue ;; esac
+                echo "$f"
+        done | LC_ALL=C sort
+}
+drive_stem() {
+        b=$(basename "$1")
+        echo "${b%.*}"
+}
+[ -n "$(drive_files)" ] || { echo "run.sh: no Identify Controller data (*.bin, *.json) in $dir" >&2; exit 1; }
 case $copies in ''|*[!0-9]*|0) echo "run.sh: -N: expected a number of copies >= 1, got '$copies'" >&2; exit 2 ;; esac
 case $jobs in ''|*[!0-9]*|0) echo "run.sh: -j: expected a number of jobs >= 1, got '$jobs'" >&2; exit 2 ;; esac
 [ -n "$xscale" ] && x3pass=no   # the whole run is on slow drives already
@@ -349,7 +365,7 @@ row() {
 # A drive's name in the table: its file's number and first word (two when the first is
 # short: 09-t-force, 21-sk-hynix), at most 12 characters.
 drive_name() {
-        basename "$1" .bin | awk -F- '{ n = $1 "-" $2; if (length($2) < 3 && NF > 2) n = n "-" $3; print substr(n, 1, 12) }'
+        drive_stem "$1" | awk -F- '{ n = $1 "-" $2; if (length($2) < 3 && NF > 2) n = n "-" $3; print substr(n, 1, 12) }'
 }
 
 learner() { case $1 in adaptive|adaptive-stat) return 0 ;; esac; return 1; }
@@ -456,11 +472,11 @@ while [ "$i" -lt "$jobs" ]; do
         echo >&3
         i=$((i + 1))
 done
-for drive in "$dir"/*.bin; do
+for drive in $(drive_files); do
         read -r slot <&3
         (
                 set +e
-                out=$tmp/rows-$(basename "$drive" .bin)
+                out=$tmp/rows-$(drive_stem "$drive")
                 # not `if ( ... )`: set -e is ignored inside a condition, and a failed
                 # simulation must stop the drive's rows
                 (
@@ -474,8 +490,8 @@ for drive in "$dir"/*.bin; do
 done
 wait
 exec 3>&-
-for drive in "$dir"/*.bin; do
-        f=$tmp/rows-$(basename "$drive" .bin)
+for drive in $(drive_files); do
+        f=$tmp/rows-$(drive_stem "$drive")
         if [ ! -f "$f" ]; then
                 echo "run.sh: $(basename "$drive"): a simulation failed:" >&2
                 cat "$f.err" >&2
@@ -487,7 +503,7 @@ end=$(date +%s)
 
 awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${power:-default}" -v quirks="$quirks" \
     -v xscale="${xscale:-1}" -v tp="$checked" -v copies="$copies" -v ha="$half_a" -v hb="$half_b" \
-    -v x3pass="$x3pass" -v ndrives="$(set -- "$dir"/*.bin; echo $#)" '
+    -v x3pass="$x3pass" -v ndrives="$(drive_files | wc -l)" '
         BEGIN {
                 printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s, exit latencies x%s, %d drives, warm = the last of %s copies\n\n", seed, dur, power, quirks, xscale, ndrives, copies
                 printf "%-12s %-17s %-13s %-4s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "run", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"
@@ -701,7 +717,7 @@ awk '
                 printf "%s\t%s\t%.6f\t%s\n", f[1], f[2], exp(le[k] / n[k]), (sk[k] > 0 ? sprintf("%.6f", s[k] / sk[k]) : "-") }
         END { print "# family\tpolicy\tE/kern geomean\tstall/kernel total"
               for (i = 1; i <= m; i++) out(order[i]); for (i = 1; i <= na; i++) out(alls[i]) }' "$tmp/rows" >"$pictures/tradeoff.tsv"
-for drive in "$dir"/*.bin; do break; done
+for drive in $(drive_files); do break; done
 [ -f "$tmp/desktop.txt" ] || "$tmp/tracegen" -s "$seed" -d "$duration" desktop >"$tmp/desktop.txt"
 sim budget "$tmp/desktop.txt" --timeline >"$tmp/timeline-budget.json"
 sim adaptive "$tmp/desktop.txt" --timeline >"$tmp/timeline-adaptive.json"

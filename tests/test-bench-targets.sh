@@ -11,6 +11,7 @@
 # Then the best static table (hindsight) on the seed job: held to the 1% of target 4 where the
 # kernel's table adds more (target 4 met with it as the checked policy), not with -H 1 (the
 # kernel's wake delay on every row), and target 3's line for it is the mean of its rows.
+# Last, a folder of drives given as nvme-cli JSON gives the rows of the same drives as binary.
 # Usage: test-bench-targets.sh NVME-APSTD-BINARY SOURCE-ROOT
 # Covers: bench/run.sh, src/cli/cmd-simulate.c.
 set -eu
@@ -78,3 +79,19 @@ awk '
                 if ((got - exp(l / n)) ^ 2 > 1e-6) { printf "FAIL: target 3 says hindsight %.3f, its rows give %.3f\n", got, exp(l / n); exit 1 }
                 printf "ok   hindsight on the seed job: within 1%%, %.3f the kernel'"'"'s energy over %d rows\n", got, n
         }' "$tmp/hs.txt"
+
+# A drive given only as `nvme id-ctrl -o json` counts once, as its binary twin would: a folder
+# with the 970 EVO Plus as JSON alone and the SN550 as both gives the rows of a folder with
+# both as binary, and says 2 drives.
+mkdir "$tmp/json" "$tmp/bin"
+cp "$src"/tests/data/idctrl/05-samsung-*.json "$src"/tests/data/idctrl/14-wdc-*.bin "$src"/tests/data/idctrl/14-wdc-*.json "$tmp/json/"
+cp "$src"/tests/data/idctrl/05-samsung-*.bin "$src"/tests/data/idctrl/14-wdc-*.bin "$tmp/bin/"
+for d in json bin; do
+        PYTHON=false sh "$src/bench/run.sh" -b "$bin" -D "$tmp/$d" -d 30 -R -X -p "kernel adaptive" -F "seed desktop" \
+                -o "$tmp/pics" >"$tmp/$d.txt" 2>&1 || { cat "$tmp/$d.txt"; echo "FAIL: bench/run.sh -D ($d) failed"; exit 1; }
+        awk 'NF == 9 && $4 ~ /^(cold|warm)$/' "$tmp/$d.txt" >"$tmp/$d.rows"
+done
+grep -q ', 2 drives,' "$tmp/json.txt" || { head -1 "$tmp/json.txt"; echo "FAIL: the JSON folder is not 2 drives"; exit 1; }
+grep -q '^05-samsung ' "$tmp/json.rows" || { echo "FAIL: no rows for the drive given as JSON alone"; exit 1; }
+cmp -s "$tmp/json.rows" "$tmp/bin.rows" || { diff "$tmp/json.rows" "$tmp/bin.rows"; echo "FAIL: JSON and binary give other rows"; exit 1; }
+echo "ok   a drive given as JSON alone: $(wc -l <"$tmp/json.rows") rows, as its binary twin's"
