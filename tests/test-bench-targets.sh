@@ -11,7 +11,8 @@
 # Then the best static table (hindsight) on the seed job: held to the 1% of target 4 where the
 # kernel's table adds more (target 4 met with it as the checked policy), not with -H 1 (the
 # kernel's wake delay on every row), and target 3's line for it is the mean of its rows.
-# Last, a folder of drives given as nvme-cli JSON gives the rows of the same drives as binary.
+# Last, a folder of drives given as nvme-cli JSON gives the rows of the same drives as binary,
+# and the held-out drives (bench/drives/held-out) all load.
 # Usage: test-bench-targets.sh NVME-APSTD-BINARY SOURCE-ROOT
 # Covers: bench/run.sh, src/cli/cmd-simulate.c.
 set -eu
@@ -95,3 +96,15 @@ grep -q ', 2 drives,' "$tmp/json.txt" || { head -1 "$tmp/json.txt"; echo "FAIL: 
 grep -q '^05-samsung ' "$tmp/json.rows" || { echo "FAIL: no rows for the drive given as JSON alone"; exit 1; }
 cmp -s "$tmp/json.rows" "$tmp/bin.rows" || { diff "$tmp/json.rows" "$tmp/bin.rows"; echo "FAIL: JSON and binary give other rows"; exit 1; }
 echo "ok   a drive given as JSON alone: $(wc -l <"$tmp/json.rows") rows, as its binary twin's"
+
+# The held-out drives (bench/drives/held-out, JSON alone): every one loads and runs, and the
+# folder's README names each file.
+PYTHON=false sh "$src/bench/run.sh" -b "$bin" -D "$src/bench/drives/held-out" -d 30 -R -X -p "kernel adaptive" -F seed \
+        -o "$tmp/pics" >"$tmp/ho.txt" 2>&1 || { cat "$tmp/ho.txt"; echo "FAIL: bench/run.sh on the held-out drives failed"; exit 1; }
+n=$(ls "$src"/bench/drives/held-out/*.json | wc -l)
+grep -q ", $n drives," "$tmp/ho.txt" || { head -1 "$tmp/ho.txt"; echo "FAIL: not the $n held-out drives"; exit 1; }
+for f in "$src"/bench/drives/held-out/*.json; do
+        grep -qF "\`$(basename "$f")\`" "$src/bench/drives/held-out/README.md" ||
+                { echo "FAIL: bench/drives/held-out/README.md does not name $(basename "$f")"; exit 1; }
+done
+echo "ok   the $n held-out drives load, and their README names each"
