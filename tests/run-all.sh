@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 src=$PWD
 build=${BUILD_DIR:-$src/build}
 
-tests/deps.sh build test e2e
+tests/deps.sh build test e2e bench   # bench: matplotlib, so "bench - pictures" draws (no skip)
 
 if [ ! -f "$build/build.ninja" ]; then
         meson setup "$build" -Dwerror=true
