@@ -13,7 +13,7 @@
 #include "check.h"
 #include "sim-adapt.h"
 #include "sim.h"
-#include "slow-entry-drive.h"
+#include "test-drives.h"
 #include "watch.h"
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
@@ -108,25 +108,13 @@ static void test_watch_activity(void) {
         CHECK(r.ios == 0 && r.gap_ns == 0 && r.dt_ns == 0);
 }
 
-/* Samsung 970 EVO Plus-like: ps3 70 mW (enlat 210, exlat 1200 µs), ps4 5 mW (2000, 8000 µs). */
-static IdCtrl drive(void) {
-        IdCtrl id = { .vid = 0x144d, .npss = 4, .apst_supported = true };
-        strcpy(id.model, "test drive");
-        id.psd[0] = (IdPsd) { .max_power_uw = 7500000 };
-        id.psd[1] = (IdPsd) { .max_power_uw = 5900000 };
-        id.psd[2] = (IdPsd) { .max_power_uw = 3600000 };
-        id.psd[3] = (IdPsd) { .max_power_uw = 70000, .non_operational = true, .enlat_us = 210, .exlat_us = 1200 };
-        id.psd[4] = (IdPsd) { .max_power_uw = 5000, .non_operational = true, .enlat_us = 2000, .exlat_us = 8000 };
-        return id;
-}
-
 typedef struct Outcome {
         SimResult adaptive, kernel;
         Adapt a;
 } Outcome;
 
 static void run_source(const TraceIo *io, size_t n, bool closed, double exlat_scale, bool exact, Outcome *o) {
-        IdCtrl id = drive();
+        IdCtrl id = drive_970_like();
         ApstParams p = APST_PARAMS_DEFAULT, kp = APST_PARAMS_DEFAULT;
         SimDrive d;
         SimPolicy pol;
@@ -354,7 +342,7 @@ static void test_exact_stationary(void) {
  * measured, trusts no other state's word either). */
 static void test_exact_lying_state(void) {
         static TraceIo io[8192];
-        IdCtrl id = drive();
+        IdCtrl id = drive_970_like();
         ApstParams p = APST_PARAMS_DEFAULT;
         SimParams sp = SIM_PARAMS_DEFAULT;
         SimDrive d;
@@ -653,7 +641,7 @@ static void test_exact_guard_dwell(void) {
 
 /* The policy for the test drive, defaults, on the exact source from 0. */
 static Adapt *exact_start(void) {
-        IdCtrl id = drive();
+        IdCtrl id = drive_970_like();
         ApstParams p = APST_PARAMS_DEFAULT;
         ApstTable table;
         Adapt *a = calloc(1, sizeof(Adapt));
@@ -849,7 +837,7 @@ static void test_exact_hidden(void) {
  * chooses, on either source, stays within it (the kernel's table, its reference, aside). */
 static void test_capped(void) {
         static TraceIo io[8192];
-        IdCtrl id = drive();
+        IdCtrl id = drive_970_like();
 
         for (int exact = 0; exact <= 1; exact++) {
                 /* gaps for which each source, uncapped, chooses ps4 (checked by running it so) */

@@ -10,20 +10,9 @@
 #include "check.h"
 #include "hindsight.h"
 #include "sim.h"
+#include "test-drives.h"
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
-
-/* Samsung 970 EVO Plus-like: ps3 70 mW (enlat 210, exlat 1200 µs), ps4 5 mW (2000, 8000 µs). */
-static IdCtrl drive(void) {
-        IdCtrl id = { .vid = 0x144d, .npss = 4, .apst_supported = true };
-        strcpy(id.model, "test drive");
-        id.psd[0] = (IdPsd) { .max_power_uw = 7500000 };
-        id.psd[1] = (IdPsd) { .max_power_uw = 5900000 };
-        id.psd[2] = (IdPsd) { .max_power_uw = 3600000 };
-        id.psd[3] = (IdPsd) { .max_power_uw = 70000, .non_operational = true, .enlat_us = 210, .exlat_us = 1200 };
-        id.psd[4] = (IdPsd) { .max_power_uw = 5000, .non_operational = true, .enlat_us = 2000, .exlat_us = 8000 };
-        return id;
-}
 
 /* The states a table enters, as a bit mask. */
 static unsigned targets(const ApstTable *t) {
@@ -54,7 +43,7 @@ static void setup(Case *c, const TraceIo *io, size_t n, unsigned quirks_pci) {
         SimPolicy pol;
         SimParams sp = SIM_PARAMS_DEFAULT;
 
-        c->id = drive();
+        c->id = drive_970_like();
         CHECK(sim_drive_from_idctrl(&c->id, APST_P0_DEFAULT_UW, &c->d) == 0);
         c->p = APST_PARAMS_DEFAULT;
         c->p.policy = APST_POLICY_KERNEL;

@@ -19,7 +19,7 @@
 #include "learned.h"
 #include "sim-adapt.h"
 #include "sim.h"
-#include "slow-entry-drive.h"
+#include "test-drives.h"
 
 #define MS(x) ((uint64_t) ((x) * 1000000.0 + 0.5))
 
@@ -130,23 +130,9 @@ static void test_path(void) {
         CHECK(learned_serial_hash("a") == UINT64_C(0xaf63dc4c8601ec8c));
 }
 
-/* Samsung 970 EVO Plus-like: ps3 70 mW (210/1200 µs), ps4 5 mW (2000/8000 µs). */
-static IdCtrl drive(void) {
-        IdCtrl id = { .vid = 0x144d, .npss = 4, .apst_supported = true };
-        strcpy(id.model, "test drive");
-        strcpy(id.firmware, "1.0");
-        strcpy(id.serial, "S4EWNX0R123456");
-        id.psd[0] = (IdPsd) { .max_power_uw = 7500000 };
-        id.psd[1] = (IdPsd) { .max_power_uw = 5900000 };
-        id.psd[2] = (IdPsd) { .max_power_uw = 3600000 };
-        id.psd[3] = (IdPsd) { .max_power_uw = 70000, .non_operational = true, .enlat_us = 210, .exlat_us = 1200 };
-        id.psd[4] = (IdPsd) { .max_power_uw = 5000, .non_operational = true, .enlat_us = 2000, .exlat_us = 8000 };
-        return id;
-}
-
 static void test_restore(void) {
         static TraceIo io[8192];
-        IdCtrl id = drive();
+        IdCtrl id = drive_970_like();
         ApstParams p = APST_PARAMS_DEFAULT;
         SimParams sp = SIM_PARAMS_DEFAULT;
         SimDrive d;
@@ -228,7 +214,7 @@ static void quiet_delta(Adapt *a, uint64_t *now) {
 }
 
 static void test_restore_evidence(void) {
-        IdCtrl id = drive();
+        IdCtrl id = drive_970_like();
         ApstParams p = APST_PARAMS_DEFAULT;
         ApstTable t;
         Adapt *a = calloc(1, sizeof(Adapt)), *b = calloc(1, sizeof(Adapt)), *c = calloc(1, sizeof(Adapt));
