@@ -156,7 +156,7 @@ if [ -z "$dir" ] || [ ! -d "$dir" ]; then
 fi
 # The drives: every NAME.bin in IDCTRL_DIR (`nvme id-ctrl -b`), and every NAME.json
 # (`nvme id-ctrl -o json`) with no NAME.bin beside it, as some drives' data is published
-# only that way; one file name a line, in the order of their names.
+# only that way; one file name a line, in the order of their names (listed once, in $drives).
 drive_files() {
         for f in "$dir"/*.bin "$dir"/*.json; do
                 [ -f "$f" ] || continue
@@ -168,7 +168,8 @@ drive_stem() {
         b=$(basename "$1")
         echo "${b%.*}"
 }
-[ -n "$(drive_files)" ] || { echo "run.sh: no Identify Controller data (*.bin, *.json) in $dir" >&2; exit 1; }
+drives=$(drive_files)
+[ -n "$drives" ] || { echo "run.sh: no Identify Controller data (*.bin, *.json) in $dir" >&2; exit 1; }
 case $copies in ''|*[!0-9]*|0) echo "run.sh: -N: expected a number of copies >= 1, got '$copies'" >&2; exit 2 ;; esac
 case $jobs in ''|*[!0-9]*|0) echo "run.sh: -j: expected a number of jobs >= 1, got '$jobs'" >&2; exit 2 ;; esac
 [ -n "$xscale" ] && x3pass=no   # the whole run is on slow drives already
@@ -472,7 +473,7 @@ while [ "$i" -lt "$jobs" ]; do
         echo >&3
         i=$((i + 1))
 done
-for drive in $(drive_files); do
+for drive in $drives; do
         read -r slot <&3
         (
                 set +e
@@ -490,7 +491,7 @@ for drive in $(drive_files); do
 done
 wait
 exec 3>&-
-for drive in $(drive_files); do
+for drive in $drives; do
         f=$tmp/rows-$(drive_stem "$drive")
         if [ ! -f "$f" ]; then
                 echo "run.sh: $(basename "$drive"): a simulation failed:" >&2
@@ -503,7 +504,7 @@ end=$(date +%s)
 
 awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${power:-default}" -v quirks="$quirks" \
     -v xscale="${xscale:-1}" -v tp="$checked" -v copies="$copies" -v ha="$half_a" -v hb="$half_b" \
-    -v x3pass="$x3pass" -v ndrives="$(drive_files | wc -l)" '
+    -v x3pass="$x3pass" -v ndrives="$(echo "$drives" | wc -l)" '
         BEGIN {
                 printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s, exit latencies x%s, %d drives, warm = the last of %s copies\n\n", seed, dur, power, quirks, xscale, ndrives, copies
                 printf "%-12s %-17s %-13s %-4s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "run", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"
@@ -717,7 +718,7 @@ awk '
                 printf "%s\t%s\t%.6f\t%s\n", f[1], f[2], exp(le[k] / n[k]), (sk[k] > 0 ? sprintf("%.6f", s[k] / sk[k]) : "-") }
         END { print "# family\tpolicy\tE/kern geomean\tstall/kernel total"
               for (i = 1; i <= m; i++) out(order[i]); for (i = 1; i <= na; i++) out(alls[i]) }' "$tmp/rows" >"$pictures/tradeoff.tsv"
-for drive in $(drive_files); do break; done
+for drive in $drives; do break; done
 [ -f "$tmp/desktop.txt" ] || "$tmp/tracegen" -s "$seed" -d "$duration" desktop >"$tmp/desktop.txt"
 sim budget "$tmp/desktop.txt" --timeline >"$tmp/timeline-budget.json"
 sim adaptive "$tmp/desktop.txt" --timeline >"$tmp/timeline-adaptive.json"
