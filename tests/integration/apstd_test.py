@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 NVME_APSTD = os.environ.get("NVME_APSTD", "nvme-apstd")
@@ -266,6 +267,23 @@ class Daemon:
                 return
             self.notifications.append(msg)
             r, _, _ = select.select([self.sock], [], [], 0)
+
+    def drain_notify(self):
+        """Read the notify socket from a thread while the daemon runs, as systemd does: every event sends
+        a STATUS=, and once the datagram queue (net.unix.max_dgram_qlen, 10) is full the daemon's
+        sd_notify() blocks, where no SIGTERM reaches it. What the thread reads still lands in
+        notifications, for wait_notify(). Returns an Event that stops it; it stops too when the daemon
+        exits. Opt-in: tests that time the daemon by its notifications read the socket themselves."""
+        stop = threading.Event()
+
+        def loop():
+            while not stop.is_set() and self.proc.poll() is None:
+                try:
+                    self.poll_notify(0.1)
+                except (OSError, ValueError):
+                    return
+        threading.Thread(target=loop, daemon=True).start()
+        return stop
 
     def wait_notify(self, pattern, start=0, timeout=10.0, quiet=False):
         """Index of the first notification at or after @start matching regex @pattern; None (said

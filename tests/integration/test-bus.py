@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -178,16 +177,11 @@ def scenario_api():
     want0 = plan_table(CONF, SAMSUNG, "144d:a808")
     want1 = plan_table(CONF, WDC, "15b7:5009")
     d = Daemon(CONF, extra_env={"DBUS_SYSTEM_BUS_ADDRESS": addr})
-    draining = threading.Event()
     try:
         check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
-        # Each event sends a STATUS= notification; read them as systemd would, or the daemon's
-        # sd_notify() blocks once the datagram queue (10) is full: waiting on bus signals and
-        # status calls below, the test held the daemon there, past its SIGTERM, now and then.
-        def drain():
-            while not draining.is_set():
-                d.poll_notify(0.1)
-        threading.Thread(target=drain, daemon=True).start()
+        # Waiting on bus signals and status calls below, the test would leave the notify socket
+        # full and hold the daemon in sd_notify(), past its SIGTERM, now and then.
+        d.drain_notify()
         # the API is up while the first steps run: take in what it announced before READY=1
         sig.pump(0.3)
         # owned before READY=1: no wait needed
@@ -356,7 +350,6 @@ def scenario_api():
 
         check(d.stop() == 0, "daemon exit 0")
     finally:
-        draining.set()
         if d.proc.poll() is None:
             d.stop()
         d.dump()

@@ -336,15 +336,8 @@ elif scenario == "pm-qos":
     try:
         check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
         check(read_table("nvme0") == want0 and read_table("nvme1") == want1, "both tables written")
-        # Each event sends a STATUS= notification; read them as systemd would, or the daemon's
-        # sd_notify() blocks once the datagram queue (10) is full.
-        import threading
-        draining = threading.Event()
-
-        def drain():
-            while not draining.is_set():
-                d.poll_notify(0.1)
-        threading.Thread(target=drain, daemon=True).start()
+        # Each event sends a STATUS= notification: read them as systemd would.
+        draining = d.drain_notify()
         pid = d.proc.pid
         w0 = watches(pid)
         stat0 = stat_text("nvme0")

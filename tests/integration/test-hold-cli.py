@@ -26,7 +26,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -148,21 +147,9 @@ def hold_once(bus, args, script, expect_rc, what, prefix=()):
     return h
 
 
-def drain_notifications(d):
-    """Read the daemon's sd_notify messages while it runs: every table change sends a STATUS=, and a full
-    socket would block the daemon in sd_notify() (systemd reads them at once)."""
-    def loop():
-        while d.proc.poll() is None:
-            try:
-                d.poll_notify(0.1)
-            except OSError:
-                return
-    threading.Thread(target=loop, daemon=True).start()
-
-
 def new_daemon(bus):
     d = Daemon(CONF, extra_env=bus.env)
-    drain_notifications(d)
+    d.drain_notify()
     return d
 
 
