@@ -279,6 +279,12 @@ def scenario_polkit():
         p = subprocess.run(NOBODY + ["id", "-u"], capture_output=True, text=True)
         if p.returncode != 0 or p.stdout.strip() != "65534":
             skip(f"cannot run as nobody with setpriv: {p.stderr.strip()}")
+        # nobody must reach the binary (and the wrapper open it): not so in a build tree under a
+        # directory only root may search, such as a clone in mktemp -d's 0700 directory
+        p = subprocess.run(NOBODY + WRAPPER + [NVME_APSTD, "--version"], capture_output=True, text=True)
+        if p.returncode != 0:
+            skip(f"nobody cannot run {NVME_APSTD} (exit {p.returncode}: {p.stderr.strip().splitlines()[-1:]}); "
+                 "is every directory above the build tree searchable by others?")
         os.chmod(STATE, 0o755)      # COMMAND, run as nobody, copies the fake's table as its first action
         h = hold_once(bus, ["nvme0"], 'touch "$D/ran"', 125, "nobody, polkit refuses: 125", prefix=NOBODY)
         check(not os.path.exists(h.path("ran")), "COMMAND never ran")
