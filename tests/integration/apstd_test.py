@@ -333,12 +333,17 @@ class Daemon:
             self.threads()
             self.proc.kill()
             rc = self.proc.wait()
-        if rc != 0:
-            print(f"daemon exit status at stop: {rc}")
         self.poll_notify(0)
         self.err.close()
         if WRAPPER and rc == WRAPPER_RC:
             print(self.log())
+        elif rc != 0:
+            # why it did not exit 0 is in its last lines; a test's own dump may come too late or
+            # not at all (CI keeps only part of a long output)
+            tail = self.log().splitlines()[-30:]
+            print(f"daemon exit status at stop: {rc}; the last {len(tail)} lines of its log:")
+            for line in tail:
+                print(f"  | {line}")
         check_wrapper(rc, "nvme-apstd run")
         return rc
 
