@@ -43,7 +43,9 @@ def report(key, value):
 
 
 def proc_status(pid):
-    """VmRSS and RssAnon in KiB, context switches summed over all threads."""
+    """VmRSS and RssAnon in KiB; context switches summed over all threads: voluntary ones ("wakes":
+    a thread blocked, so each is followed by a wake-up) and involuntary ones ("preempted": taken off
+    a CPU while running, by another program on a busy machine; no wake-up)."""
     out = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -63,7 +65,8 @@ def proc_status(pid):
                         invol += int(line.split()[1])
         except (FileNotFoundError, ProcessLookupError):
             continue
-    out["ctxsw"] = vol + invol
+    out["wakes"] = vol
+    out["preempted"] = invol
     # time on a CPU: cpu_s in ns from schedstat, per live thread (exact; an idle daemon's only thread
     # is its loop); cpu_all_s from utime + stime in /proc/PID/stat, in 10 ms ticks, but counting the
     # threads that have exited too (each admin-command step runs in one)
@@ -219,13 +222,25 @@ def idle(seconds):
     time.sleep(seconds)
     b = {k: proc_status(p) for k, p in pids.items()}
     for k in pids:
-        w = (b[k]["ctxsw"] - a[k]["ctxsw"]) / seconds
+        w = (b[k]["wakes"] - a[k]["wakes"]) / seconds
         cpu = (b[k]["cpu_s"] - a[k]["cpu_s"]) * 1000
-        report(f"idle_{k}", f"{w:.3f} wake-ups/s (context switches), {cpu:.2f} ms CPU in {seconds} s, "
+        report(f"idle_{k}", f"{w:.3f} wake-ups/s (voluntary context switches; "
+               f"{b[k]['preempted'] - a[k]['preempted']} preempted), {cpu:.2f} ms CPU in {seconds} s, "
                f"RSS {mib(b[k]['VmRSS'])} (anon {mib(b[k]['RssAnon'])})")
     report("idle_nvme-apstd_above_floor", mib(b["nvme-apstd"]["VmRSS"] - b["rss-floor"]["VmRSS"]))
     for k, p in procs.items():
         p.stop()
+
+
+def wait_log_count(path, pattern, n, timeout):
+    """time.monotonic() when the log at @path has @n lines matching @pattern; None after @timeout s."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with open(path, errors="replace") as f:
+            if len(re.findall(pattern, f.read(), re.M)) >= n:
+                return time.monotonic()
+        time.sleep(0.5)
+    return None
 
 
 def sources(seconds):
@@ -233,7 +248,7 @@ def sources(seconds):
     source's cost in memory (the program, its maps, libbpf) against the sampler's."""
     loopdevs = os.environ["BENCH_LOOPDEV"].split()
     res = {}
-    for src in ("stat", "bpf"):
+    for src in (os.environ.get("SOURCES") or "stat bpf").split():
         conf = os.path.join(OUT, f"sources-{src}.conf")
         with open(conf, "w") as f:
             f.write(f"[apst]\npolicy = adaptive\n[watch]\nsource = {src}\n")
@@ -249,20 +264,43 @@ def sources(seconds):
                     time.sleep(0.05)
             finally:
                 os.close(fd)
-        time.sleep(40)  # the reading interval backs off (to 20 s with bpf)
+        # Idle means after the daemon's answer to that I/O: each controller that did I/O is verified
+        # once, at the first reading a verify interval (30 s) after the last check, a step per
+        # controller in a thread of its own. Those wake-ups are the I/O's, not the idle daemon's:
+        # the window starts once every controller's verification is logged, and the readings have
+        # backed off (to 20 s with bpf) a grid period later.
+        t_io = time.monotonic()
+        verified = wait_log_count(d.dir + "/log", r": APST table already in place .*nothing written\.$", len(loopdevs), 75)
+        report(f"post_io_verification_{src}", f"{len(loopdevs)} controllers verified {verified - t_io:.1f} s after the "
+               f"last read" if verified else f"not every controller verified within 75 s")
+        time.sleep(25)
+        # when in the window the daemon woke (reading /proc wakes none of its threads): the figure's
+        # evidence, and which timer a wake-up too many came from
         a = proc_status(d.proc.pid)
-        time.sleep(seconds)
+        t0, last, seen = time.monotonic(), a, []
+        while time.monotonic() - t0 < seconds:
+            time.sleep(0.05)
+            c = proc_status(d.proc.pid)
+            if c["wakes"] != last["wakes"] or c["preempted"] != last["preempted"]:
+                n, p = c["wakes"] - last["wakes"], c["preempted"] - last["preempted"]
+                seen.append(f"{time.monotonic() - t0:.1f} s" + (f" ({n} wake-ups)" if n != 1 else "") +
+                            (f" ({p} preempted)" if p else ""))
+                last = c
         b = proc_status(d.proc.pid)
-        w = (b["ctxsw"] - a["ctxsw"]) / seconds
+        w = (b["wakes"] - a["wakes"]) / seconds
         res[src] = b
-        report(f"idle_source_{src}", f"{w:.3f} wake-ups/s (context switches) in {seconds} s, RSS {mib(b['VmRSS'])} "
+        report(f"idle_source_{src}", f"{w:.3f} wake-ups/s (voluntary context switches; "
+               f"{b['preempted'] - a['preempted']} preempted) in {seconds} s, RSS {mib(b['VmRSS'])} "
                f"(anon {mib(b['RssAnon'])}, file {mib(b['RssFile'])}, peak VmHWM {mib(b['VmHWM'])})")
+        report(f"idle_source_{src}_wakes_at", ", ".join(seen) if seen else "none")
         d.stop()
         with open(d.dir + "/log", errors="replace") as f:
             used = "Watching I/O with the eBPF program" in f.read()
         if src == "bpf" and not used:
             report("idle_source_bpf", "the eBPF program was not used (see the log): no comparison")
             return
+    if "stat" not in res or "bpf" not in res:
+        return
     report("idle_source_bpf_minus_stat_rss", f"{mib(res['bpf']['VmRSS'] - res['stat']['VmRSS'])} "
            f"(anon {mib(res['bpf']['RssAnon'] - res['stat']['RssAnon'])})")
 

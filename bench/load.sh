@@ -18,7 +18,9 @@
 #   OUT=DIR     where logs and the report go (default BUILD_DIR/bench-load)
 #   POLICY=adaptive   the [apst] policy at start and in the idle window (default budget)
 #   SOURCES_S=60  the idle window of each I/O source (sampler, eBPF) in step 4, with IDLE_CTRLS
-#               controllers on loop devices (default IDLE_S; 0 skips)
+#               controllers on loop devices (default IDLE_S; 0 skips). The window starts once the
+#               verification that follows the step's I/O is done, and the times the daemon woke are
+#               printed. SOURCES="bpf": only that source (default "stat bpf")
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +49,13 @@ for f in "$NVME_APSTD" "$TB"; do
     [ -x "$f" ] || { echo "load.sh: $f not built (meson compile -C $BUILD)" >&2; exit 1; }
 done
 command -v umockdev-wrapper >/dev/null || { echo "load.sh: umockdev-wrapper missing" >&2; exit 1; }
+# The harness's sysfs and /dev (umockdev's testbed, a directory under $TMPDIR) in memory, as the
+# kernel's sysfs is. With it on a disk-backed /tmp, the idle daemon now and then blocked inside a
+# reading of the fake sysfs (more voluntary context switches within one wake-up, no more returns
+# from epoll_wait under strace): a wait on the disk a real sysfs never has. HARNESS_TMPDIR=DIR
+# puts it elsewhere.
+HARNESS_TMPDIR=${HARNESS_TMPDIR:-/dev/shm}
+[ -d "$HARNESS_TMPDIR" ] && [ -w "$HARNESS_TMPDIR" ] || HARNESS_TMPDIR=${TMPDIR:-/tmp}
 
 # The RSS floor: nvme-apstd's libraries and one sd-event loop, nothing else (bench/rss-floor.c).
 # --no-as-needed: keep libcpupower mapped even if a linker would drop it, as the floor in
@@ -64,7 +73,7 @@ harness() { # N COMMAND...: run COMMAND in a harness with N controllers; keep on
     local n=$1
     shift
     mapfile -t args < <(ctrls "$n")
-    umockdev-wrapper "$TB" "${args[@]}" -- "$@" 2>>"$OUT/harness.log" | grep -v '^fake: ' | tee -a "$REPORT"
+    TMPDIR=$HARNESS_TMPDIR umockdev-wrapper "$TB" "${args[@]}" -- "$@" 2>>"$OUT/harness.log" | grep -v '^fake: ' | tee -a "$REPORT"
 }
 
 {
@@ -167,7 +176,7 @@ sources() {
         echo "sources: skipped, no loop device here" | tee -a "$REPORT"
     elif out=$("$NVME_APSTD" observe --seconds 1 "${loops[0]#/dev/}" 2>&1); then
         echo "sources: $IDLE_CTRLS controllers" | tee -a "$REPORT"
-        BENCH_LOOPDEV="${loops[*]}" umockdev-wrapper "$TB" "${args[@]}" \
+        BENCH_LOOPDEV="${loops[*]}" TMPDIR=$HARNESS_TMPDIR umockdev-wrapper "$TB" "${args[@]}" \
             -- python3 "$SRC/bench/load.py" sources "$SOURCES_S" 2>>"$OUT/harness.log" | grep -v '^fake: ' | tee -a "$REPORT"
     else
         echo "sources: skipped, the eBPF program does not load here: $out" | tee -a "$REPORT"
