@@ -269,10 +269,11 @@ def sources(seconds):
         # controller in a thread of its own. Those wake-ups are the I/O's, not the idle daemon's:
         # the window starts once every controller's verification is logged, and the readings have
         # backed off (to 20 s with bpf) a grid period later.
-        t_io = time.monotonic()
-        verified = wait_log_count(d.dir + "/log", r": APST table already in place .*nothing written\.$", len(loopdevs), 75)
+        t_io, limit = time.monotonic(), 75
+        verified = wait_log_count(d.dir + "/log", r": APST table already in place .*nothing written\.$", len(loopdevs),
+                                  limit)
         report(f"post_io_verification_{src}", f"{len(loopdevs)} controllers verified {verified - t_io:.1f} s after the "
-               f"last read" if verified else f"not every controller verified within 75 s")
+               f"last read" if verified else f"not every controller verified within {limit} s")
         time.sleep(25)
         # when in the window the daemon woke (reading /proc wakes none of its threads): the figure's
         # evidence, and which timer a wake-up too many came from
