@@ -16,6 +16,10 @@
  *                                              command: what a client killed mid-ioctl does
  *   test-fake-client lying NAME                arms get-apst=garble:once and set-apst=ignore:once at run
  *                                              time and checks what each answers
+ *   test-fake-client threads ROUNDS NAME...    one thread per controller, each ROUNDS times: open, Identify,
+ *                                              close, all at once, as the daemon's per-controller steps do;
+ *                                              every Identify must succeed (umockdev's unlocked fd table,
+ *                                              README.md)
  *
  * Uses only libnvme's generic nvme_{identify,set_features,get_features}() (libnvme 1.3's typed APST
  * helpers are broken, doc/platform.md), open() on /dev and sd_device_enumerator_allow_uninitialized(), as
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -522,6 +527,64 @@ static int cmd_stall(const char *name, int n)
         return 0;
 }
 
+/* Every controller's thread opens, identifies and closes at the same time as the others. Without the
+ * preload's lock around umockdev's open and close, two opens can take one slot of umockdev's fd table
+ * and the losing fd's ioctl reaches the testbed's plain file: ENOTTY. */
+typedef struct {
+        pthread_t thread;
+        const char *name;
+        int rounds, failed, first_errno, first_round;
+} Racer;
+
+static pthread_barrier_t racers_ready;
+
+static void *racer(void *userdata)
+{
+        Racer *r = userdata;
+        struct nvme_id_ctrl id;
+
+        for (int i = 0; i < r->rounds; i++) {
+                int fd;
+
+                /* every round starts together: the opens and closes meet, as a stop's restores do */
+                pthread_barrier_wait(&racers_ready);
+                fd = open_ctrl(r->name);
+                int k = fd < 0 ? -1 : do_identify(fd, &id);
+
+                if (k != 0 && r->failed++ == 0) {
+                        r->first_errno = k < 0 ? errno : 0;
+                        r->first_round = i;
+                }
+                if (fd >= 0)
+                        close(fd);
+        }
+        return NULL;
+}
+
+static int cmd_threads(int rounds, int n, char **names)
+{
+        Racer *rs = calloc(n, sizeof(*rs));
+
+        if (!rs || rounds <= 0)
+                return 2;
+        pthread_barrier_init(&racers_ready, NULL, n);
+        for (int i = 0; i < n; i++) {
+                rs[i] = (Racer) { .name = names[i], .rounds = rounds };
+                if (pthread_create(&rs[i].thread, NULL, racer, &rs[i]) != 0)
+                        return 2;
+        }
+        for (int i = 0; i < n; i++) {
+                pthread_join(rs[i].thread, NULL);
+                CHECK_SAY(rs[i].failed == 0, "%s: %d of %d open+Identify failed (first at round %d: %s)",
+                          rs[i].name, rs[i].failed, rounds, rs[i].first_round,
+                          rs[i].first_errno ? strerror(rs[i].first_errno) : "an NVMe status");
+                printf("%s: %d rounds, %d failed\n", rs[i].name, rounds, rs[i].failed);
+        }
+        pthread_barrier_destroy(&racers_ready);
+        free(rs);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         int r = 2;
@@ -545,6 +608,8 @@ int main(int argc, char **argv)
                 r = cmd_lying(argv[2]);
         else if (argc == 3 && !strcmp(argv[1], "add-remove"))
                 r = cmd_add_remove(argv[2]);
+        else if (argc >= 4 && !strcmp(argv[1], "threads"))
+                r = cmd_threads(atoi(argv[2]), argc - 3, argv + 3);
         else
                 fprintf(stderr, "usage: see the comment at the top of test-fake-client.c\n");
         if (r == 0 && n_failed)
