@@ -18,8 +18,8 @@
  *                                              time and checks what each answers
  *   test-fake-client threads ROUNDS NAME...    one thread per controller, each ROUNDS times: open, Identify,
  *                                              close, all at once, as the daemon's per-controller steps do;
- *                                              every Identify must succeed (umockdev's unlocked fd table,
- *                                              README.md)
+ *                                              every Identify must succeed and come from the controller
+ *                                              opened, by its serial (umockdev's unlocked fd table, README.md)
  *
  * Uses only libnvme's generic nvme_{identify,set_features,get_features}() (libnvme 1.3's typed APST
  * helpers are broken, doc/platform.md), open() on /dev and sd_device_enumerator_allow_uninitialized(), as
@@ -533,7 +533,8 @@ static int cmd_stall(const char *name, int n)
 typedef struct {
         pthread_t thread;
         const char *name;
-        int rounds, failed, first_errno, first_round;
+        char sn[21];               /* the controller's serial number, from sysfs, trimmed */
+        int rounds, failed, misrouted, first_errno, first_round;
 } Racer;
 
 static pthread_barrier_t racers_ready;
@@ -555,6 +556,9 @@ static void *racer(void *userdata)
                         r->first_errno = k < 0 ? errno : 0;
                         r->first_round = i;
                 }
+                /* an fd whose slot took another fd's socket is answered by the other controller */
+                if (k == 0 && strncmp(id.sn, r->sn, strlen(r->sn)) != 0)
+                        r->misrouted++;
                 if (fd >= 0)
                         close(fd);
         }
@@ -569,7 +573,15 @@ static int cmd_threads(int rounds, int n, char **names)
                 return 2;
         pthread_barrier_init(&racers_ready, NULL, n);
         for (int i = 0; i < n; i++) {
+                char path[256];
+                const char *sn;
+
                 rs[i] = (Racer) { .name = names[i], .rounds = rounds };
+                snprintf(path, sizeof(path), "/sys/class/nvme/%s/serial", names[i]);
+                sn = read_text(path);
+                if (!sn)
+                        return 2;
+                snprintf(rs[i].sn, sizeof(rs[i].sn), "%.*s", (int) strcspn(sn, " \n"), sn);
                 if (pthread_create(&rs[i].thread, NULL, racer, &rs[i]) != 0)
                         return 2;
         }
@@ -578,7 +590,10 @@ static int cmd_threads(int rounds, int n, char **names)
                 CHECK_SAY(rs[i].failed == 0, "%s: %d of %d open+Identify failed (first at round %d: %s)",
                           rs[i].name, rs[i].failed, rounds, rs[i].first_round,
                           rs[i].first_errno ? strerror(rs[i].first_errno) : "an NVMe status");
-                printf("%s: %d rounds, %d failed\n", rs[i].name, rounds, rs[i].failed);
+                CHECK_SAY(rs[i].misrouted == 0, "%s: %d of %d Identify answered by another controller",
+                          rs[i].name, rs[i].misrouted, rounds);
+                printf("%s: %d rounds, %d failed, %d misrouted\n", rs[i].name, rounds, rs[i].failed,
+                       rs[i].misrouted);
         }
         pthread_barrier_destroy(&racers_ready);
         free(rs);
