@@ -42,6 +42,12 @@ static int in_sys(const char *p)
         return p && getenv("UMOCKDEV_DIR") && !strncmp(p, "/sys/", 5);
 }
 
+/* A write-open under /sys replaces the attribute's value, as real sysfs does */
+static int sys_flags(const char *path, int flags)
+{
+        return in_sys(path) && (flags & O_ACCMODE) != O_RDONLY ? flags | O_TRUNC : flags;
+}
+
 /* Recursive: umockdev's wrappers may call a public open or close, which resolves back to ours. */
 static pthread_mutex_t fd_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
@@ -89,9 +95,7 @@ static int in_dev(const char *p)
                         mode = va_arg(ap, mode_t);                                                         \
                         va_end(ap);                                                                        \
                 }                                                                                          \
-                if (in_sys(path) && (flags & O_ACCMODE) != O_RDONLY)                                       \
-                        flags |= O_TRUNC;                                                                  \
-                return LOCKED_IF(in_dev(path), real(path, flags, mode));                                   \
+                return LOCKED_IF(in_dev(path), real(path, sys_flags(path, flags), mode));                  \
         }
 WRAP_OPEN(open)
 WRAP_OPEN(open64)
@@ -105,9 +109,7 @@ int __open64_2(const char *path, int flags);
                 static int (*real)(const char *, int);                                                     \
                 if (!real)                                                                                 \
                         real = (int (*)(const char *, int)) dlsym(RTLD_NEXT, #name);                       \
-                if (in_sys(path) && (flags & O_ACCMODE) != O_RDONLY)                                       \
-                        flags |= O_TRUNC;                                                                  \
-                return LOCKED_IF(in_dev(path), real(path, flags));                                         \
+                return LOCKED_IF(in_dev(path), real(path, sys_flags(path, flags)));                        \
         }
 WRAP_OPEN_2(__open_2)
 WRAP_OPEN_2(__open64_2)

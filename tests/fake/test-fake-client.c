@@ -533,7 +533,7 @@ static int cmd_stall(const char *name, int n)
 typedef struct {
         pthread_t thread;
         const char *name;
-        char sn[21];               /* the controller's serial number, from sysfs, trimmed */
+        char sn[64];               /* the controller's serial number as sysfs shows it */
         int rounds, failed, misrouted, first_errno, first_round;
 } Racer;
 
@@ -556,8 +556,11 @@ static void *racer(void *userdata)
                         r->first_errno = k < 0 ? errno : 0;
                         r->first_round = i;
                 }
-                /* an fd whose slot took another fd's socket is answered by the other controller */
-                if (k == 0 && strncmp(id.sn, r->sn, strlen(r->sn)) != 0)
+                /* an fd whose slot took another fd's socket is answered by the other controller:
+                 * compared as cmd_setget() does, the whole padded string ("RACE1" is not "RACE10") */
+                char sn[64];
+                snprintf(sn, sizeof(sn), "%.*s\n", (int) strnlen(id.sn, sizeof(id.sn)), id.sn);
+                if (k == 0 && strcmp(sn, r->sn) != 0)
                         r->misrouted++;
                 if (fd >= 0)
                         close(fd);
@@ -581,7 +584,7 @@ static int cmd_threads(int rounds, int n, char **names)
                 sn = read_text(path);
                 if (!sn)
                         return 2;
-                snprintf(rs[i].sn, sizeof(rs[i].sn), "%.*s", (int) strcspn(sn, " \n"), sn);
+                snprintf(rs[i].sn, sizeof(rs[i].sn), "%.*s", (int) sizeof(rs[i].sn) - 1, sn);
                 if (pthread_create(&rs[i].thread, NULL, racer, &rs[i]) != 0)
                         return 2;
         }
