@@ -100,6 +100,13 @@ static int do_get(int fd, uint32_t *apste, uint64_t e[32])
         return r;
 }
 
+/* An Identify string field (space padded, not NUL terminated) as the kernel's sysfs shows it:
+ * "%.*s\n", the padding kept. */
+static void id_string_sysfs(char *buf, size_t size, const char *field, size_t len)
+{
+        snprintf(buf, size, "%.*s\n", (int) strnlen(field, len), field);
+}
+
 static char *read_text(const char *path)
 {
         static char buf[8192];
@@ -136,11 +143,11 @@ static int cmd_setget(const char *name)
 
         /* sysfs must show the Identify strings as the kernel does ("%.*s\n", space padding kept) */
         snprintf(path, sizeof(path), "/sys/class/nvme/%s/model", name);
-        snprintf(want, sizeof(want), "%.*s\n", (int) strnlen(id.mn, sizeof(id.mn)), id.mn);
+        id_string_sysfs(want, sizeof(want), id.mn, sizeof(id.mn));
         s = read_text(path);
         CHECK_SAY(s && !strcmp(s, want), "%s: sysfs model '%s' = Identify mn", name, s ? s : "(none)");
         snprintf(path, sizeof(path), "/sys/class/nvme/%s/firmware_rev", name);
-        snprintf(want, sizeof(want), "%.*s\n", (int) strnlen(id.fr, sizeof(id.fr)), id.fr);
+        id_string_sysfs(want, sizeof(want), id.fr, sizeof(id.fr));
         s = read_text(path);
         CHECK_SAY(s && !strcmp(s, want), "%s: sysfs firmware_rev = Identify fr", name);
         snprintf(path, sizeof(path), "/sys/class/nvme/%s/device/vendor", name);
@@ -557,9 +564,9 @@ static void *racer(void *userdata)
                         r->first_round = i;
                 }
                 /* an fd whose slot took another fd's socket is answered by the other controller:
-                 * compared as cmd_setget() does, the whole padded string ("RACE1" is not "RACE10") */
+                 * the whole padded string is compared ("RACE1" is not "RACE10") */
                 char sn[64];
-                snprintf(sn, sizeof(sn), "%.*s\n", (int) strnlen(id.sn, sizeof(id.sn)), id.sn);
+                id_string_sysfs(sn, sizeof(sn), id.sn, sizeof(id.sn));
                 if (k == 0 && strcmp(sn, r->sn) != 0)
                         r->misrouted++;
                 if (fd >= 0)
