@@ -253,6 +253,34 @@ checks=$((checks + 1))
 "$bin" simulate -i "$intel_bin" -t "$tmp/second.txt" --repeat 0 >/dev/null 2>"$tmp/err"
 rc=$?
 [ $rc -eq 2 ] && grep -q -- "--repeat" "$tmp/err" || fail "--repeat 0: rc $rc, $(cat "$tmp/err")"
+# A sequence: the tiny trace twice, the second closed loop. Each trace's figures add up to the
+# whole run's; the second starts --segment-gap after the first one's last I/O (0.3 + 2 s).
+checks=$((checks + 1))
+if "$bin" simulate -i "$intel_bin" -t "$tmp/tiny.txt" -t "$tmp/tiny.txt" --closed-loop=2 --segment-gap 2 \
+        --window 0.1 -p kernel --json >"$tmp/seq.json" 2>"$tmp/err"; then
+        grep -q '"segments":\[{"file":"[^"]*tiny.txt","start_s":0.000000000,"ios":3,"closed_loop":false},{"file":"[^"]*tiny.txt","start_s":2.300000000,"ios":3,"closed_loop":true}\]' \
+                "$tmp/seq.json" || fail "sequence: the trace's segments: $(grep '"trace"' "$tmp/seq.json")"
+        awk 'index($0, "{\"name\":\"kernel\"") == 1 {
+                whole = $0; sub(/,"segments".*/, "", whole)
+                match(whole, /"energy_j":[0-9.eE+-]+/); w = substr(whole, RSTART + 11, RLENGTH - 11) + 0
+                seg = $0; sub(/.*"segments":\[/, "", seg); n = 0; sum = 0
+                while (match(seg, /"span_s":[0-9.]+,"energy_j":[0-9.eE+-]+/)) {
+                        part = substr(seg, RSTART, RLENGTH); sub(/.*"energy_j":/, "", part)
+                        # every other one is a window
+                        if (n % 2 == 0) sum += part + 0
+                        n++; seg = substr(seg, RSTART + RLENGTH)
+                }
+                found = 1; d = sum - w; if (d < 0) d = -d
+                if (n != 4 || d > 1e-9 * w) { print "sequence: " n " figures, segments " sum " J, whole " w " J"; exit 1 }
+        } END { if (!found) { print "sequence: no kernel row"; exit 1 } }' "$tmp/seq.json" >"$tmp/err" ||
+                fail "$(cat "$tmp/err")"
+else
+        fail "simulate with two --trace: rc $?, $(cat "$tmp/err")"
+fi
+checks=$((checks + 1))
+"$bin" simulate -i "$intel_bin" -t "$tmp/tiny.txt" -t "$tmp/tiny.txt" --closed-loop=3 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "trace 3 was not given" "$tmp/err" || fail "--closed-loop=3 of two traces: rc $rc, $(cat "$tmp/err")"
 checks=$((checks + 1))
 "$bin" simulate -i "$intel_bin" -t "$tmp/tiny.txt" --policy fastest >/dev/null 2>&1
 rc=$?

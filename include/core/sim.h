@@ -159,6 +159,35 @@ typedef struct SimStateChange {
 
 const char *sim_activity_to_string(SimActivity a);
 
+/* One workload of a sequence (SimParams.segments): a stretch of the trace, from its I/O @first
+ * on to the next segment's first, that begins at @start_ns (its windows are measured from there)
+ * and is open or closed loop on its own. A closed-loop segment's delays carry on within it only:
+ * the next segment's I/O arrive at their own times, behind the drive if it is still busy. */
+typedef struct SimSegment {
+        size_t first;
+        uint64_t start_ns;
+        bool closed_loop;
+} SimSegment;
+
+/* What the drive did over a stretch of time: the energy, the wake delay of the I/O that arrived
+ * in it and their wake-ups, and how many I/O arrived. */
+typedef struct SimFigures {
+        double energy_j;
+        uint64_t stall_ns;
+        uint64_t wakeups;
+        uint64_t ios;
+        uint64_t span_ns;
+} SimFigures;
+
+typedef struct SimSegmentResult {
+        SimFigures whole;          /* from its start to the next segment's (or the last completion) */
+        SimFigures window;         /* its first SimParams.window_ns (all of it when shorter) */
+        int64_t added_wall_ns;     /* its last completion minus the same without power management */
+} SimSegmentResult;
+
+/* Upper bound on SimParams.n_segments. */
+#define SIM_SEGMENTS_MAX 64u
+
 typedef struct SimParams {
         uint64_t service_ns;       /* time to serve one I/O; SIM_SERVICE_DEFAULT_NS */
         /* false: open loop, I/Os arrive at their trace times whatever happened before.
@@ -171,6 +200,13 @@ typedef struct SimParams {
         /* The drive's last I/O completed at t = 0 (a later copy in sim_run_repeat()): the
          * first I/O ends a gap on the exact source, as every later one does. */
         bool continued;
+        /* A sequence of workloads (NULL: the trace is one segment, SimParams.closed_loop's):
+         * starts in time order, the first segment's first I/O 0, each segment's first I/O after
+         * the previous one's; SimResult.segments gets each one's figures. closed_loop is then
+         * ignored. */
+        const SimSegment *segments;
+        size_t n_segments;
+        uint64_t window_ns;        /* SimSegmentResult.window's length; 0: none */
 } SimParams;
 
 #define SIM_PARAMS_DEFAULT ((SimParams) { .service_ns = SIM_SERVICE_DEFAULT_NS, .closed_loop = false })
@@ -208,6 +244,9 @@ typedef struct SimResult {
          * where a later copy of the trace carries on from (sim_run_repeat()). Filled
          * for a policy with sample() only, zero otherwise. */
         SimBlockStat end_stat;
+        /* With SimParams.segments: each segment's figures, in order; malloc'd. */
+        SimSegmentResult *segments;
+        size_t n_segments;
 } SimResult;
 
 /**
@@ -215,7 +254,7 @@ typedef struct SimResult {
  * @io: I/Os sorted by t_ns (as trace_parse() returns them)
  * @ret: filled in on success; free with sim_result_done()
  *
- * Return: 0, -EINVAL (bad params, unsorted trace, or a table sim_table_check()
+ * Return: 0, -EINVAL (bad params or segments, unsorted trace, or a table sim_table_check()
  * refuses), -ELOOP, -E2BIG (more than SIM_MAX_SAMPLES samples, or more than
  * SIM_TIMELINE_MAX timeline entries), -ENOMEM,
  * or the policy's own error.

@@ -102,6 +102,12 @@ DEFINE_PRIVATE_STRING_TABLE_LOOKUP(simulate_policy, SimulatePolicy);
 
 typedef struct Options {
         const char *id_ctrl, *trace, *config, *policy, *device;
+        /* --trace given more than once: a sequence of workloads, played one after the other */
+        const char *traces[SIM_SEGMENTS_MAX];
+        size_t n_traces;
+        bool closed_segment[SIM_SEGMENTS_MAX];   /* --closed-loop=LIST */
+        uint64_t window_ns;          /* --window: each segment's first stretch, scored apart */
+        uint64_t segment_gap_ns;     /* --segment-gap: idle between one segment's last I/O and the next's first */
         char event;
         uint32_t p0_uw;
         ApstPlatform platform;       /* PCI ids from --pci; DMI unknown */
@@ -121,7 +127,12 @@ static void help(void) {
                "\n"
                "  -i --id-ctrl FILE     Identify Controller data (`nvme id-ctrl -b` or `-o json`)\n"
                "  -t --trace FILE       I/O trace: \"TIME_S [R|W|F|D] [BYTES]\" lines or blkparse\n"
-               "                        text output; - reads standard input\n"
+               "                        text output; - reads standard input. Given more than once\n"
+               "                        (up to %u): a sequence of workloads played one after the\n"
+               "                        other to the same policy, each scored on its own too\n"
+               "     --segment-gap S    sequence: seconds idle between one trace's last I/O and the\n"
+               "                        next one's first (default 1)\n"
+               "     --window S         sequence: also score each trace's first S seconds (default 60)\n"
                "  -c --config FILE      nvme-apstd.conf to take the policy and its knobs from\n"
                "                        (the drive is matched as controller \"sim0\")\n"
                "  -p --policy NAME      adaptive (default), budget, kernel or none; overrides the config;\n"
@@ -138,8 +149,9 @@ static void help(void) {
                "                        (/sys/block/X/stat sampled every 50 ms to 5 s)\n"
                "     --repeat N         play the trace N times to the same policy, which keeps what it\n"
                "                        learned; score the last copy only (a warm run; default 1)\n"
-               "  -l --closed-loop      each I/O waits for the previous one (one synchronous job):\n"
-               "                        lateness shifts every later I/O\n"
+               "  -l --closed-loop[=N,...]  each I/O waits for the previous one (one synchronous job):\n"
+               "                        lateness shifts every later I/O; with a list, only in those\n"
+               "                        traces of a sequence (1 = the first --trace)\n"
                "  -P --pci VVVV:DDDD    the drive's PCI vendor:device, for the kernel's quirks and\n"
                "                        match_pci (default: unknown, no PCI quirk applies)\n"
                "  -d --device MAJ,MIN   blkparse: the device to keep (default: the only one)\n"
@@ -148,7 +160,7 @@ static void help(void) {
                "     --timeline         with --json: each policy's power state over time\n"
                "  -h --help             show this help\n"
                "     --version          show the version\n",
-               SIM_P0_DEFAULT_UW / 1e6, (unsigned) (SIM_SERVICE_DEFAULT_NS / 1000));
+               SIM_SEGMENTS_MAX, SIM_P0_DEFAULT_UW / 1e6, (unsigned) (SIM_SERVICE_DEFAULT_NS / 1000));
 }
 
 /* --idle-power-w: 100 W is beyond any NVMe drive's PS0 (the spec's MP tops out at 655 W, real
@@ -244,6 +256,41 @@ static int parse_event(const char *arg, char *ret) {
         return 0;
 }
 
+/* --window, --segment-gap: seconds, 0..TRACE_TIME_MAX_S. */
+static int parse_seconds(const char *name, const char *arg, uint64_t *ret_ns) {
+        double v;
+
+        if (safe_atod(arg, &v) < 0 || v < 0 || v > TRACE_TIME_MAX_S) {
+                log_error("--%s: expected seconds in 0..%u, got \"%s\"", name, (unsigned) TRACE_TIME_MAX_S, arg);
+                return -EINVAL;
+        }
+        *ret_ns = (uint64_t) (v * 1e9 + 0.5);
+        return 0;
+}
+
+/* --closed-loop=N,M,...: the traces of a sequence (1-based) played closed loop. */
+static int parse_closed_list(const char *arg, bool ret[static SIM_SEGMENTS_MAX]) {
+        const char *p = arg;
+
+        if (!*p)
+                goto bad;
+        while (*p) {
+                char *end;
+                errno = 0;
+                unsigned long v = strtoul(p, &end, 10);
+                if (errno || end == p || v < 1 || v > SIM_SEGMENTS_MAX || (*end && *end != ','))
+                        goto bad;
+                ret[v - 1] = true;
+                p = *end ? end + 1 : end;
+                if (*end && !*p)
+                        goto bad;
+        }
+        return 0;
+bad:
+        log_error("--closed-loop: expected trace numbers 1..%u separated by commas, got \"%s\"", SIM_SEGMENTS_MAX, arg);
+        return -EINVAL;
+}
+
 /* After the options: no arguments, and both inputs given. Return: 1 or -EINVAL. */
 static int options_complete(const Options *o, int argc, char *argv[]) {
         if (verb_check_args("simulate", argc, argv) < 0)
@@ -256,11 +303,16 @@ static int options_complete(const Options *o, int argc, char *argv[]) {
                 log_error("--timeline needs --json");
                 return -EINVAL;
         }
+        for (size_t i = o->n_traces; i < SIM_SEGMENTS_MAX; i++)
+                if (o->closed_segment[i]) {
+                        log_error("--closed-loop: trace %zu was not given (%zu --trace)", i + 1, o->n_traces);
+                        return -EINVAL;
+                }
         return 1;
 }
 
 /* simulate's long-only options */
-enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE, ARG_HINDSIGHT_SHARE, ARG_REPEAT };
+enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE, ARG_HINDSIGHT_SHARE, ARG_REPEAT, ARG_WINDOW, ARG_SEGMENT_GAP };
 
 /* One option of simulate's. Return: 0, or -EINVAL (said why). */
 static int parse_option(int c, const char *arg, Options *o) {
@@ -269,7 +321,13 @@ static int parse_option(int c, const char *arg, Options *o) {
                 o->id_ctrl = arg;
                 break;
         case 't':
-                o->trace = arg;
+                if (o->n_traces == SIM_SEGMENTS_MAX) {
+                        log_error("--trace: at most %u traces", SIM_SEGMENTS_MAX);
+                        return -EINVAL;
+                }
+                if (!o->trace)
+                        o->trace = arg;
+                o->traces[o->n_traces++] = arg;
                 break;
         case 'c':
                 o->config = arg;
@@ -287,7 +345,10 @@ static int parse_option(int c, const char *arg, Options *o) {
                         return -EINVAL;
                 break;
         case 'l':
-                o->closed_loop = true;
+                if (!arg)
+                        o->closed_loop = true;
+                else if (parse_closed_list(arg, o->closed_segment) < 0)
+                        return -EINVAL;
                 break;
         case 'x':
                 if (parse_exlat_scale(arg, &o->exlat_scale) < 0)
@@ -324,6 +385,14 @@ static int parse_option(int c, const char *arg, Options *o) {
                 if (parse_copies(arg, &o->copies) < 0)
                         return -EINVAL;
                 break;
+        case ARG_WINDOW:
+                if (parse_seconds("window", arg, &o->window_ns) < 0)
+                        return -EINVAL;
+                break;
+        case ARG_SEGMENT_GAP:
+                if (parse_seconds("segment-gap", arg, &o->segment_gap_ns) < 0)
+                        return -EINVAL;
+                break;
         case '?':
                 return -EINVAL;
         default:
@@ -340,7 +409,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "policy", required_argument, NULL, 'p' },
                 { "idle-power-w", required_argument, NULL, 'w' },
                 { "service-us", required_argument, NULL, 's' },
-                { "closed-loop", no_argument, NULL, 'l' },
+                { "closed-loop", optional_argument, NULL, 'l' },
                 { "exlat-scale", required_argument, NULL, 'x' },
                 { "watch-source", required_argument, NULL, 'W' },
                 { "device", required_argument, NULL, 'd' },
@@ -350,13 +419,15 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "timeline", no_argument, NULL, ARG_TIMELINE },
                 { "hindsight-share", required_argument, NULL, ARG_HINDSIGHT_SHARE },
                 { "repeat", required_argument, NULL, ARG_REPEAT },
+                { "window", required_argument, NULL, ARG_WINDOW },
+                { "segment-gap", required_argument, NULL, ARG_SEGMENT_GAP },
                 CLI_COMMON_OPTIONS,
                 {}
         };
         int c;
 
         optind = 0;   /* a full reset: main.c may have run getopt already */
-        while ((c = cli_getopt(argc, argv, "i:t:c:p:w:s:lx:W:d:P:e:jh", options, help)) >= 0) {
+        while ((c = cli_getopt(argc, argv, "i:t:c:p:w:s:l::x:W:d:P:e:jh", options, help)) >= 0) {
                 if (parse_option(c, optarg, o) < 0)
                         return -EINVAL;
         }
@@ -502,7 +573,7 @@ static struct json_object *json_drive(const Options *o, const IdCtrl *id, const 
         return drive;
 }
 
-static struct json_object *json_trace(const Options *o, const Trace *t) {
+static struct json_object *json_trace(const Options *o, const Trace *t, const SimSegment *segs, size_t n_segs) {
         struct json_object *trace = json_object_new_object();
         char event[2] = { t->action, 0 };
 
@@ -512,6 +583,20 @@ static struct json_object *json_trace(const Options *o, const Trace *t) {
         if (t->format == TRACE_FORMAT_BLKPARSE) {
                 (void) json_object_object_add(trace, "device", json_object_new_string(t->device));
                 (void) json_object_object_add(trace, "event", json_object_new_string(event));
+        }
+        if (n_segs > 0) {
+                struct json_object *a = json_object_new_array();
+                for (size_t i = 0; i < n_segs; i++) {
+                        struct json_object *g = json_object_new_object();
+                        (void) json_object_object_add(g, "file", json_object_new_string(o->traces[i]));
+                        (void) json_object_object_add(g, "start_s", json_out_fixed((double) segs[i].start_ns * 1e-9, 9));
+                        (void) json_object_object_add(g, "ios", json_object_new_uint64(
+                                                                     (i + 1 < n_segs ? segs[i + 1].first : t->n) - segs[i].first));
+                        (void) json_object_object_add(g, "closed_loop", json_object_new_boolean(segs[i].closed_loop));
+                        (void) json_object_array_add(a, g);
+                }
+                (void) json_object_object_add(trace, "segments", a);
+                (void) json_object_object_add(trace, "window_s", json_out_fixed((double) o->window_ns * 1e-9, 9));
         }
         return trace;
 }
@@ -530,6 +615,32 @@ static struct json_object *json_shadow(const Adapt *a) {
         (void) json_object_object_add(o, "gaps", json_object_new_uint64((uint64_t) ta.gaps));
         (void) json_object_object_add(o, "guard_fallbacks", json_object_new_uint64(a->shadow.fallbacks));
         return o;
+}
+
+static struct json_object *json_figures(const SimFigures *f) {
+        struct json_object *o = json_object_new_object();
+
+        (void) json_object_object_add(o, "span_s", json_out_fixed((double) f->span_ns * 1e-9, 9));
+        (void) json_object_object_add(o, "energy_j", json_out_general(f->energy_j, 9));
+        (void) json_object_object_add(o, "stall_s", json_out_fixed((double) f->stall_ns * 1e-9, 9));
+        (void) json_object_object_add(o, "wakeups", json_object_new_uint64(f->wakeups));
+        (void) json_object_object_add(o, "ios", json_object_new_uint64(f->ios));
+        return o;
+}
+
+/* A sequence's segments, one row each: the whole of it, its first --window, its added run time. */
+static struct json_object *json_segments(const SimResult *r) {
+        struct json_object *a = json_object_new_array();
+
+        for (size_t i = 0; i < r->n_segments; i++) {
+                const SimSegmentResult *g = &r->segments[i];
+                struct json_object *o = json_figures(&g->whole);
+
+                (void) json_object_object_add(o, "window", json_figures(&g->window));
+                (void) json_object_object_add(o, "added_wall_s", json_out_fixed((double) g->added_wall_ns * 1e-9, 9));
+                (void) json_object_array_add(a, o);
+        }
+        return a;
 }
 
 static struct json_object *json_row(const SimDrive *d, const Row *row, const Row *opt, bool timeline) {
@@ -559,6 +670,8 @@ static struct json_object *json_row(const SimDrive *d, const Row *row, const Row
         (void) json_object_object_add(o, "added_latency_s", added);
         (void) json_object_object_add(o, "added_wall_s", json_out_fixed((double) r->added_wall_ns * 1e-9, 9));
         (void) json_object_object_add(o, "reprograms", json_reprograms(r));
+        if (r->n_segments > 0)
+                (void) json_object_object_add(o, "segments", json_segments(r));
         if (row->shadow)
                 (void) json_object_object_add(o, "shadow", json_shadow(row->shadow));
         if (timeline && row != opt)
@@ -567,14 +680,15 @@ static struct json_object *json_row(const SimDrive *d, const Row *row, const Row
 }
 
 /* One member a line and one policy a line: bench/run.sh reads it line by line. */
-static int print_json(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const char *chosen,
-                      const char *section, const Row *rows, size_t n_rows, const Row *opt) {
+static int print_json(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t, const SimSegment *segs,
+                      size_t n_segs, const char *chosen, const char *section, const Row *rows, size_t n_rows,
+                      const Row *opt) {
         static const char *const split[] = { "policies", NULL };
         _cleanup_(json_object_putp) struct json_object *doc = json_object_new_object();
         struct json_object *model = json_object_new_object(), *policies = json_object_new_array();
 
         (void) json_object_object_add(doc, "drive", json_drive(o, id, d));
-        (void) json_object_object_add(doc, "trace", json_trace(o, t));
+        (void) json_object_object_add(doc, "trace", json_trace(o, t, segs, n_segs));
         (void) json_object_object_add(model, "service_us", json_out_fixed((double) o->service_ns / 1e3, 3));
         (void) json_object_object_add(model, "closed_loop", json_object_new_boolean(o->closed_loop));
         (void) json_object_object_add(model, "copies", json_object_new_uint64(o->copies));
@@ -591,8 +705,8 @@ static int print_json(const Options *o, const IdCtrl *id, const SimDrive *d, con
 }
 
 static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, const Trace *t,
-                        const char *chosen, const char *section, const Row *rows, size_t n_rows, const Row *opt,
-                        const ApstTable *chosen_table) {
+                        const SimSegment *segs, size_t n_segs, const char *chosen, const char *section,
+                        const Row *rows, size_t n_rows, const Row *opt, const ApstTable *chosen_table) {
         char desc[512];
         uint64_t span = t->n ? t->io[t->n - 1].t_ns : 0;
 
@@ -600,8 +714,12 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
                id->apst_supported ? "supported" : "NOT supported");
         printf("        PS0 idle %.3f W (%s)\n", d->ps[0].power_uw / 1e6,
                d->p0_reported ? "reported by the drive" : "assumed: the drive does not report it; --idle-power-w");
-        printf("Trace:  %s: %s, %zu I/Os over %.3f s", o->trace, trace_format_to_string(t->format), t->n,
-               (double) span * 1e-9);
+        if (n_segs > 0)
+                printf("Trace:  a sequence of %zu: %s, %zu I/Os over %.3f s", n_segs, trace_format_to_string(t->format),
+                       t->n, (double) span * 1e-9);
+        else
+                printf("Trace:  %s: %s, %zu I/Os over %.3f s", o->trace, trace_format_to_string(t->format), t->n,
+                       (double) span * 1e-9);
         if (t->format == TRACE_FORMAT_BLKPARSE)
                 printf(" (device %s, %c events)", t->device, t->action);
         printf("\nModel:  %.0f µs per I/O, %s loop", (double) o->service_ns / 1e3, o->closed_loop ? "closed" : "open");
@@ -641,6 +759,24 @@ static void print_human(const Options *o, const IdCtrl *id, const SimDrive *d, c
                        (double) r->added_p999_ns * 1e-6, (double) r->added_max_ns * 1e-6,
                        (double) r->added_wall_ns * 1e-9, wk[0] ? wk : "-");
         }
+        if (n_segs == 0)
+                return;
+        /* A sequence: each trace on its own, and its first --window, against the kernel's table. */
+        const SimResult *k = &rows[2].res;
+        printf("\n%-3s %-28s %-6s %9s %9s %9s %9s %12s %12s\n", "#", "trace", "loop", "span s", "E/kern", "stall/k",
+               "wall +%", "first E/kern", "first stall/k");
+        for (size_t i = 0; i < n_segs && i < res->n_segments && i < k->n_segments; i++) {
+                const SimSegmentResult *g = &res->segments[i], *gk = &k->segments[i];
+                uint64_t job = g->whole.span_ns > (uint64_t) MAX(g->added_wall_ns, 0) ?
+                                       g->whole.span_ns - (uint64_t) MAX(g->added_wall_ns, 0) : 0;
+                printf("%-3zu %-28.28s %-6s %9.1f %9.3f %9.3f %9.3f %12.3f %12.3f\n", i + 1, o->traces[i],
+                       segs[i].closed_loop ? "closed" : "open", (double) g->whole.span_ns * 1e-9,
+                       ratio(g->whole.energy_j, gk->whole.energy_j),
+                       ratio((double) g->whole.stall_ns, (double) gk->whole.stall_ns),
+                       job > 0 ? 100.0 * (double) g->added_wall_ns / (double) job : 0.0,
+                       ratio(g->window.energy_j, gk->window.energy_j),
+                       ratio((double) g->window.stall_ns, (double) gk->window.stall_ns));
+        }
 }
 
 /* The drive: Identify data from a file, as the model sees it. */
@@ -668,31 +804,86 @@ static int load_drive(const Options *o, IdCtrl *id, SimDrive *d) {
         return r;
 }
 
-/* The workload: a trace file (or standard input). */
-static int load_trace(const Options *o, Trace *t) {
+/* One trace file (or standard input). */
+static int load_one_trace(const Options *o, const char *path, Trace *t) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
         TraceError te = {};
         TraceOptions topts = { .device = o->device, .action = o->event };
         int r;
 
-        r = read_full_file(o->trace, TRACE_FILE_MAX, READ_FULL_ALLOW_STDIN, &buf, &len);
+        r = read_full_file(path, TRACE_FILE_MAX, READ_FULL_ALLOW_STDIN, &buf, &len);
         if (r < 0) {
-                log_error("%s: %s", o->trace, strerror(-r));
+                log_error("%s: %s", path, strerror(-r));
                 return r;
         }
         r = trace_parse(buf, len, &topts, t, &te);
         if (r == -EBADMSG) {
-                log_error("%s:%zu: %s", strcmp(o->trace, "-") == 0 ? "<stdin>" : o->trace, te.line, te.reason);
+                log_error("%s:%zu: %s", strcmp(path, "-") == 0 ? "<stdin>" : path, te.line, te.reason);
                 return r;
         }
         if (r < 0) {
-                log_error("%s: %s", o->trace, strerror(-r));
+                log_error("%s: %s", path, strerror(-r));
                 return r;
         }
         if (t->n == 0)
-                log_warning("%s: no I/O in the trace", o->trace);
+                log_warning("%s: no I/O in the trace", path);
         return 0;
+}
+
+/* The workload: one trace, or a sequence of them (--trace given more than once) played one after
+ * the other as one trace with its segments (@segs, @ret_n_segs: 0 for a single trace): each one
+ * starts --segment-gap after the previous one's last I/O, its own times kept relative to that. */
+static int load_trace(const Options *o, Trace *t, SimSegment segs[static SIM_SEGMENTS_MAX], size_t *ret_n_segs) {
+        Trace all = {};
+        uint64_t start = 0;
+        int r;
+
+        *ret_n_segs = 0;
+        if (o->n_traces <= 1)
+                return load_one_trace(o, o->trace, t);
+        for (size_t i = 0; i < o->n_traces; i++) {
+                _cleanup_(trace_done) Trace one = {};
+
+                r = load_one_trace(o, o->traces[i], &one);
+                if (r < 0)
+                        goto fail;
+                if (one.n == 0) {
+                        log_error("%s: a trace of a sequence needs at least one I/O", o->traces[i]);
+                        r = -EINVAL;
+                        goto fail;
+                }
+                if (one.io[one.n - 1].t_ns > (uint64_t) TRACE_TIME_MAX_S * UINT64_C(1000000000) - start) {
+                        log_error("%s: the sequence lasts longer than %u s", o->traces[i], (unsigned) TRACE_TIME_MAX_S);
+                        r = -E2BIG;
+                        goto fail;
+                }
+                TraceIo *q = reallocarray(all.io, all.n + one.n, sizeof(TraceIo));
+                if (!q) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                all.io = q;
+                segs[i] = (SimSegment) { .first = all.n, .start_ns = start,
+                                         .closed_loop = o->closed_loop || o->closed_segment[i] };
+                for (size_t k = 0; k < one.n; k++) {
+                        all.io[all.n + k] = one.io[k];
+                        all.io[all.n + k].t_ns += start;
+                }
+                all.n += one.n;
+                if (i == 0) {
+                        all.format = one.format;
+                        memcpy(all.device, one.device, sizeof all.device);
+                        all.action = one.action;
+                }
+                start = all.io[all.n - 1].t_ns + o->segment_gap_ns;
+        }
+        *t = all;
+        *ret_n_segs = o->n_traces;
+        return 0;
+fail:
+        trace_done(&all);
+        return r;
 }
 
 /* The chosen policy's table, then the baselines': APST off and the kernel's defaults. Return: 0 or -errno
@@ -767,12 +958,14 @@ static int run(const Options *o) {
         ApstTable tables[3];
         char section[128];
         SimulatePolicy kind;
+        SimSegment segs[SIM_SEGMENTS_MAX];
+        size_t n_segs;
         int r;
 
         r = load_drive(o, &id, &d);
         if (r < 0)
                 return r;
-        r = load_trace(o, &t);
+        r = load_trace(o, &t, segs, &n_segs);
         if (r < 0)
                 return r;
 
@@ -790,7 +983,8 @@ static int run(const Options *o) {
         if (r < 0)
                 goto finish;
 
-        SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop, .timeline = o->timeline };
+        SimParams sp = { .service_ns = o->service_ns, .closed_loop = o->closed_loop, .timeline = o->timeline,
+                         .segments = n_segs > 0 ? segs : NULL, .n_segments = n_segs, .window_ns = o->window_ns };
         Row rows[4] = { [3] = { .name = first_name } }, opt = { .name = "optimum" };
         size_t done = 0;
         adapt = calloc(1, sizeof(Adapt));
@@ -819,9 +1013,10 @@ static int run(const Options *o) {
         }
 
         if (o->json)
-                r = print_json(o, &id, &d, &t, names[0], section, rows, with_first ? 4 : 3, &opt);
+                r = print_json(o, &id, &d, &t, segs, n_segs, names[0], section, rows, with_first ? 4 : 3, &opt);
         else
-                print_human(o, &id, &d, &t, names[0], section, rows, with_first ? 4 : 3, &opt, &tables[0]);
+                print_human(o, &id, &d, &t, segs, n_segs, names[0], section, rows, with_first ? 4 : 3, &opt,
+                            &tables[0]);
         if (r < 0 || fflush(stdout) != 0 || ferror(stdout)) {
                 r = -EIO;
                 log_error("writing the output failed");
@@ -838,7 +1033,8 @@ finish:
 
 int verb_simulate(int argc, char *argv[]) {
         Options o = { .p0_uw = SIM_P0_DEFAULT_UW, .service_ns = SIM_SERVICE_DEFAULT_NS, .exlat_scale = 1.0,
-                      .hindsight_share = 1.0, .copies = 1,
+                      .hindsight_share = 1.0, .copies = 1, .window_ns = UINT64_C(60000000000),
+                      .segment_gap_ns = UINT64_C(1000000000),
                       .source = ADAPT_SOURCE_BPF };
         int r;
 

@@ -259,6 +259,17 @@ static int check_input(const SimDrive *d, const TraceIo *io, size_t n, const Sim
         /* Bound the schedule: n * service_ns must stay far from overflow. */
         if (n > 0 && (uint64_t) n > (UINT64_C(1) << 62) / p->service_ns)
                 return -EINVAL;
+        /* Segments: each begins with an I/O of its own, in order, no later than that I/O and no
+         * earlier than the one before it. */
+        if (p->n_segments > 0 && (!p->segments || p->n_segments > SIM_SEGMENTS_MAX))
+                return -EINVAL;
+        for (size_t i = 0; i < p->n_segments; i++) {
+                const SimSegment *g = &p->segments[i];
+                if ((i == 0 && g->first != 0) || (i > 0 && g->first <= p->segments[i - 1].first) || g->first >= n)
+                        return -EINVAL;
+                if (g->start_ns > io[g->first].t_ns || (i > 0 && g->start_ns < io[g->first - 1].t_ns))
+                        return -EINVAL;
+        }
         return 0;
 }
 
@@ -390,7 +401,76 @@ typedef struct Run {
         uint64_t first_arr, first_done;  /* the request that ended the last gap: issue, completion */
         uint64_t first_gap;              /* ... and that gap */
         bool hid;                        /* its wake-up hid a request already (gaphist.h) */
+        /* SimParams.segments: the one the next I/O belongs to, and the running totals taken at
+         * each segment's start and at the end of its window (sim_marks()) */
+        const SimSegment *segments;
+        size_t n_segments, seg;
+        uint64_t window_ns;
+        SimFigures *at_start, *at_window;
+        bool *window_taken;
+        size_t next_start;               /* segments whose start was not yet taken */
+        size_t arrived;                  /* I/Os that arrived so far */
 } Run;
+
+/* The running totals now: what SimFigures are differences of. */
+static SimFigures run_totals(const Run *run, uint64_t t) {
+        return (SimFigures) {
+                .energy_j = run->s.energy_uwns / UWNS_PER_J,
+                .stall_ns = run->res.stall_ns,
+                .wakeups = run->res.wakeups_total,
+                .ios = run->arrived,
+                .span_ns = t,
+        };
+}
+
+static SimFigures figures_between(const SimFigures *from, const SimFigures *to) {
+        return (SimFigures) {
+                .energy_j = to->energy_j - from->energy_j,
+                .stall_ns = to->stall_ns - from->stall_ns,
+                .wakeups = to->wakeups - from->wakeups,
+                .ios = to->ios - from->ios,
+                .span_ns = to->span_ns - from->span_ns,
+        };
+}
+
+/* Take the running totals at every segment start and window end up to @until (no I/O arrives
+ * before it), the drive's idle chain walked up to each when it is idle by then (@prev_done: the
+ * last completion). A mark passed while the drive serves is taken with the service charged. */
+static void run_marks(Run *run, uint64_t until, uint64_t prev_done) {
+        for (;;) {
+                uint64_t t = UINT64_MAX;
+                size_t w = SIZE_MAX;
+                bool start = false;
+
+                if (run->next_start < run->n_segments && run->segments[run->next_start].start_ns <= until) {
+                        t = run->segments[run->next_start].start_ns;
+                        start = true;
+                }
+                for (size_t i = 0; i < run->next_start && run->window_ns > 0; i++)
+                        if (!run->window_taken[i] && run->segments[i].start_ns + run->window_ns <= until &&
+                            run->segments[i].start_ns + run->window_ns < t) {
+                                t = run->segments[i].start_ns + run->window_ns;
+                                w = i;
+                                start = false;
+                        }
+                if (t == UINT64_MAX)
+                        return;
+                if (t >= prev_done)
+                        idle_advance(&run->s, t);
+                if (start) {
+                        run->at_start[run->next_start] = run_totals(run, t);
+                        /* A window that reaches past the next segment's start ends there. */
+                        if (run->next_start > 0 && !run->window_taken[run->next_start - 1]) {
+                                run->at_window[run->next_start - 1] = run->at_start[run->next_start];
+                                run->window_taken[run->next_start - 1] = true;
+                        }
+                        run->next_start++;
+                } else {
+                        run->at_window[w] = run_totals(run, t);
+                        run->window_taken[w] = true;
+                }
+        }
+}
 
 /* One policy sample at @now; @idle when nothing is in flight then. */
 static int run_sample(Run *run, uint64_t now, bool idle) {
@@ -438,6 +518,7 @@ static int run_sample(Run *run, uint64_t now, bool idle) {
 /* Samples strictly before @until; an arrival at the sample time goes first. */
 static int run_samples(Run *run, uint64_t prev_done, uint64_t until) {
         while (run->pol->sample_period_ns > 0 && (run->pol->sample || run->pol->gaps) && run->next_sample < until) {
+                run_marks(run, run->next_sample, prev_done);
                 int q = run_sample(run, run->next_sample, run->next_sample >= prev_done);
 
                 if (q < 0)
@@ -553,15 +634,45 @@ static void finish_result(Run *run, size_t n, uint64_t *added, uint64_t shadow_d
                 counters_snapshot(&run->cnt, run->io, run->arr, run->comp, res->duration_ns, &res->end_stat);
 }
 
+/* Each segment's figures, once every I/O completed at @end_ns (the marks not reached by then are
+ * taken now). */
+static int finish_segments(Run *run, uint64_t end_ns, const int64_t *added_wall) {
+        SimSegmentResult *r;
+        SimFigures end;
+
+        if (run->n_segments == 0)
+                return 0;
+        run_marks(run, end_ns, end_ns);
+        end = run_totals(run, end_ns);
+        r = calloc(run->n_segments, sizeof(SimSegmentResult));
+        if (!r)
+                return -ENOMEM;
+        for (size_t i = 0; i < run->n_segments; i++) {
+                const SimFigures *to = i + 1 < run->n_segments ? &run->at_start[i + 1] : &end;
+                r[i].whole = figures_between(&run->at_start[i], to);
+                r[i].window = figures_between(&run->at_start[i], run->window_taken[i] ? &run->at_window[i] : to);
+                r[i].added_wall_ns = added_wall[i];
+        }
+        run->res.segments = r;
+        run->res.n_segments = run->n_segments;
+        return 0;
+}
+
 int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, const SimPolicy *pol,
             SimResult *ret) {
         _cleanup_free_ uint64_t *arr = NULL, *comp = NULL, *added = NULL;
+        _cleanup_free_ SimFigures *at_start = NULL, *at_window = NULL;
+        _cleanup_free_ bool *window_taken = NULL;
+        _cleanup_free_ int64_t *added_wall = NULL;
         Run run = {
                 .s = { .d = d, .phase = PHASE_RESTING, .record = p->timeline },
                 .pol = pol,
                 .io = io,
                 .next_sample = pol->sample_period_ns,
                 .continued = p->continued,
+                .segments = p->segments,
+                .n_segments = p->n_segments,
+                .window_ns = p->window_ns,
         };
         uint64_t shadow_done = 0;         /* completion of the previous I/O without power management */
         ApstTable t = {};
@@ -577,8 +688,19 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                 if (!arr || !comp || !added)
                         return -ENOMEM;
         }
+        if (run.n_segments > 0) {
+                at_start = calloc(run.n_segments, sizeof(SimFigures));
+                at_window = calloc(run.n_segments, sizeof(SimFigures));
+                window_taken = calloc(run.n_segments, sizeof(bool));
+                added_wall = calloc(run.n_segments, sizeof(int64_t));
+                if (!at_start || !at_window || !window_taken || !added_wall)
+                        return -ENOMEM;
+        }
         run.arr = arr;
         run.comp = comp;
+        run.at_start = at_start;
+        run.at_window = at_window;
+        run.window_taken = window_taken;
 
         q = pol->start(pol->userdata, &t);
         if (q < 0)
@@ -593,9 +715,17 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                 uint64_t a = 0, until;
 
                 if (k < n) {
+                        bool closed = p->closed_loop;
+                        size_t first = 0;
+                        if (run.n_segments > 0) {
+                                while (run.seg + 1 < run.n_segments && run.segments[run.seg + 1].first <= k)
+                                        run.seg++;
+                                closed = run.segments[run.seg].closed_loop;
+                                first = run.segments[run.seg].first;
+                        }
                         a = io[k].t_ns;
                         /* Closed loop: the job issues this I/O as late as the previous one completed late. */
-                        if (p->closed_loop && k > 0)
+                        if (closed && k > first)
                                 a += comp[k - 1] - shadow_done;
                         until = a;
                 } else
@@ -608,8 +738,10 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                         goto fail;
                 if (k == n)
                         break;
+                run_marks(&run, a, prev_done);
 
                 run_io(&run, k, a, p->service_ns);
+                run.arrived++;
 
                 /* The same I/O with no power management (open loop, original arrival). */
                 uint64_t shadow_arrival = io[k].t_ns;
@@ -617,9 +749,14 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                 /* Response-time difference; >= 0 (see doc/simulator.md). */
                 uint64_t resp = comp[k] - a, shadow_resp = shadow_done - shadow_arrival;
                 added[k] = resp > shadow_resp ? resp - shadow_resp : 0;
+                if (run.n_segments > 0)
+                        added_wall[run.seg] = (int64_t) (comp[k] - shadow_done);
         }
 
         q = run.s.tl_error;
+        if (q < 0)
+                goto fail;
+        q = finish_segments(&run, n > 0 ? comp[n - 1] : 0, added_wall);
         if (q < 0)
                 goto fail;
         finish_result(&run, n, added, shadow_done);
@@ -630,6 +767,7 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
 
 fail:
         free(run.res.reprograms);
+        free(run.res.segments);
         free(run.s.tl);
         return q;
 }
@@ -791,5 +929,6 @@ void sim_result_done(SimResult *r) {
                 return;
         free(r->reprograms);
         free(r->timeline);
+        free(r->segments);
         *r = (SimResult) {};
 }

@@ -325,6 +325,79 @@ static void test_closed_loop(void) {
         sim_result_done(&r);
 }
 
+/* A sequence of two workloads: an open one, then a closed one whose delays carry on within it. */
+static void test_segments(void) {
+        SimDrive d = drive_a();
+        ApstTable t = table_a();
+        uint64_t times[] = { 0, MS(100), MS(200), MS(300), MS(400) };
+        SimSegment segs[] = { { .first = 0, .start_ns = 0 }, { .first = 2, .start_ns = MS(150), .closed_loop = true } };
+        SimParams p = params_100us;
+        SimResult r;
+
+        current = "segments/two";
+        p.segments = segs;
+        p.n_segments = 2;
+        p.window_ns = MS(60);
+        CHECK(run_static(&d, &t, times, 5, &p, &r) == 0);
+        REQUIRE(r.n_segments == 2 && r.segments);
+        /* Segment 1, 0..150: io0 0..0.1; ps0 to 10.1, entry to 11.1, ps1 to 100; io1 waits 2, 102..102.1;
+         * ps0 to 112.1, entry to 113.1, ps1 to 150. P0: 10.1 + 1 + 2 + 0.1 + 10 + 1 = 24.2 ms x 200 mW
+         * = 4.84 mJ; ps1: 88.9 + 36.9 = 125.8 ms x 10 mW = 1.258 mJ: 6.098 mJ. */
+        CHECK_J(r.segments[0].whole.energy_j, 6.098);
+        CHECK(r.segments[0].whole.stall_ns == MS(2) && r.segments[0].whole.wakeups == 1);
+        CHECK(r.segments[0].whole.ios == 2 && r.segments[0].whole.span_ns == MS(150));
+        CHECK(r.segments[0].added_wall_ns == (int64_t) MS(2));
+        /* Its first 60 ms: P0 11.1 ms = 2.22 mJ, ps1 11.1..60 = 48.9 ms = 0.489 mJ; io0 only, no wake. */
+        CHECK_J(r.segments[0].window.energy_j, 2.709);
+        CHECK(r.segments[0].window.stall_ns == 0 && r.segments[0].window.ios == 1);
+        CHECK(r.segments[0].window.span_ns == MS(60));
+        /* Segment 2, closed: io2 at 200 as scheduled (its first: nothing to carry), waits 2, ends 202.1
+         * (2 late); io3 issued at 302, waits 2, ends 304.1 (4 late); io4 at 404, waits 2, ends 406.1.
+         * ps1 150..200 = 50, 213.1..302 = 88.9, 315.1..404 = 88.9: 227.8 ms = 2.278 mJ; P0 3 x 2.1 (exit,
+         * service) + 2 x 11 (ps0, entry) = 28.3 ms = 5.66 mJ: 7.938 mJ. */
+        CHECK_J(r.segments[1].whole.energy_j, 7.938);
+        CHECK(r.segments[1].whole.stall_ns == MS(6) && r.segments[1].whole.wakeups == 3);
+        CHECK(r.segments[1].whole.ios == 3 && r.segments[1].whole.span_ns == MS(256.1));
+        CHECK(r.segments[1].added_wall_ns == (int64_t) MS(6));
+        /* Its first 60 ms, 150..210: ps1 50 ms = 0.5 mJ, P0 200..210 = 10 ms = 2 mJ; io2's wake. */
+        CHECK_J(r.segments[1].window.energy_j, 2.5);
+        CHECK(r.segments[1].window.stall_ns == MS(2) && r.segments[1].window.wakeups == 1);
+        CHECK(r.segments[1].window.ios == 1);
+        /* The whole run is the two segments. */
+        CHECK_J(r.energy_j, 14.036);
+        CHECK(r.duration_ns == MS(406.1) && r.stall_ns == MS(8));
+        sim_result_done(&r);
+
+        current = "segments/window-past-the-next-start";
+        p.window_ns = MS(200);
+        CHECK(run_static(&d, &t, times, 5, &p, &r) == 0);
+        REQUIRE(r.n_segments == 2);
+        /* Segment 1's window ends where segment 2 starts. Segment 2's, 150..350: the whole of it but
+         * for ps1 350..404 (54 ms = 0.54 mJ) and io4's wake and service (2.1 ms = 0.42 mJ): 6.978 mJ. */
+        CHECK_J(r.segments[0].window.energy_j, 6.098);
+        CHECK_J(r.segments[1].window.energy_j, 6.978);
+        CHECK(r.segments[1].window.wakeups == 2 && r.segments[1].window.ios == 2);
+        sim_result_done(&r);
+
+        current = "segments/window-past-the-end";
+        p.window_ns = MS(300);
+        CHECK(run_static(&d, &t, times, 5, &p, &r) == 0);
+        REQUIRE(r.n_segments == 2);
+        /* 150 + 300 is past the last completion (406.1): the window is the whole segment. */
+        CHECK_J(r.segments[1].window.energy_j, 7.938);
+        sim_result_done(&r);
+
+        current = "segments/invalid";
+        SimSegment bad[] = { { .first = 0 }, { .first = 2, .start_ns = MS(250) } };   /* starts after its first I/O */
+        p.segments = bad;
+        CHECK(run_static(&d, &t, times, 5, &p, &r) == -EINVAL);
+        bad[1] = (SimSegment) { .first = 2, .start_ns = MS(50) };                       /* before the previous I/O */
+        CHECK(run_static(&d, &t, times, 5, &p, &r) == -EINVAL);
+        bad[0].first = 1;                                                               /* the first not at 0 */
+        bad[1].start_ns = MS(150);
+        CHECK(run_static(&d, &t, times, 5, &p, &r) == -EINVAL);
+}
+
 static void test_timeline(void) {
         static const struct {
                 double t_ms;
@@ -819,6 +892,7 @@ int main(void) {
         test_gap_optimum();
         test_none_and_kernel();
         test_closed_loop();
+        test_segments();
         test_timeline();
         test_counters();
         test_exact_gaps();
