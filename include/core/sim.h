@@ -125,6 +125,10 @@ typedef struct SimPolicy {
          * service time, wake-up included), only when there is at least one. Return as
          * sample(). May be NULL; a policy has sample() or gaps(), not both. */
         int (*gaps)(void *userdata, uint64_t now_ns, const GapHist *delta, ApstTable *ret_table);
+        /* The exact source: the time from which the policy wants gaps() called at a sample even
+         * with an empty delta (the daemon's timer for a look while the disk is idle), UINT64_MAX
+         * when it does not. May be NULL. */
+        uint64_t (*recheck)(void *userdata);
         /* The exact source's floors for gaps a wake-up hid (gaphist.h), counted as the eBPF
          * program counts them: the first hide_floors of hide_floor_ns (idctrl_wake_floors()). */
         size_t hide_floors;

@@ -315,11 +315,9 @@ static int options_complete(const Options *o, int argc, char *argv[]) {
 enum { ARG_TIMELINE = _CLI_ARG_FIRST_PRIVATE, ARG_HINDSIGHT_SHARE, ARG_REPEAT, ARG_WINDOW, ARG_SEGMENT_GAP };
 
 /* One option of simulate's. Return: 0, or -EINVAL (said why). */
-static int parse_option(int c, const char *arg, Options *o) {
+/* The options that say what is played and how it is scored; 1 when @c is not one of them. */
+static int parse_scenario_option(int c, const char *arg, Options *o) {
         switch (c) {
-        case 'i':
-                o->id_ctrl = arg;
-                break;
         case 't':
                 if (o->n_traces == SIM_SEGMENTS_MAX) {
                         log_error("--trace: at most %u traces", SIM_SEGMENTS_MAX);
@@ -328,6 +326,37 @@ static int parse_option(int c, const char *arg, Options *o) {
                 if (!o->trace)
                         o->trace = arg;
                 o->traces[o->n_traces++] = arg;
+                return 0;
+        case 'l':
+                if (!arg)
+                        o->closed_loop = true;
+                else if (parse_closed_list(arg, o->closed_segment) < 0)
+                        return -EINVAL;
+                return 0;
+        case ARG_TIMELINE:
+                o->timeline = true;
+                return 0;
+        case ARG_HINDSIGHT_SHARE:
+                return parse_share(arg, &o->hindsight_share) < 0 ? -EINVAL : 0;
+        case ARG_REPEAT:
+                return parse_copies(arg, &o->copies) < 0 ? -EINVAL : 0;
+        case ARG_WINDOW:
+                return parse_seconds("window", arg, &o->window_ns) < 0 ? -EINVAL : 0;
+        case ARG_SEGMENT_GAP:
+                return parse_seconds("segment-gap", arg, &o->segment_gap_ns) < 0 ? -EINVAL : 0;
+        default:
+                return 1;
+        }
+}
+
+static int parse_option(int c, const char *arg, Options *o) {
+        int r = parse_scenario_option(c, arg, o);
+        if (r <= 0)
+                return r;
+
+        switch (c) {
+        case 'i':
+                o->id_ctrl = arg;
                 break;
         case 'c':
                 o->config = arg;
@@ -342,12 +371,6 @@ static int parse_option(int c, const char *arg, Options *o) {
                 break;
         case 's':
                 if (parse_service_us(arg, &o->service_ns) < 0)
-                        return -EINVAL;
-                break;
-        case 'l':
-                if (!arg)
-                        o->closed_loop = true;
-                else if (parse_closed_list(arg, o->closed_segment) < 0)
                         return -EINVAL;
                 break;
         case 'x':
@@ -373,25 +396,6 @@ static int parse_option(int c, const char *arg, Options *o) {
                 break;
         case 'j':
                 o->json = true;
-                break;
-        case ARG_TIMELINE:
-                o->timeline = true;
-                break;
-        case ARG_HINDSIGHT_SHARE:
-                if (parse_share(arg, &o->hindsight_share) < 0)
-                        return -EINVAL;
-                break;
-        case ARG_REPEAT:
-                if (parse_copies(arg, &o->copies) < 0)
-                        return -EINVAL;
-                break;
-        case ARG_WINDOW:
-                if (parse_seconds("window", arg, &o->window_ns) < 0)
-                        return -EINVAL;
-                break;
-        case ARG_SEGMENT_GAP:
-                if (parse_seconds("segment-gap", arg, &o->segment_gap_ns) < 0)
-                        return -EINVAL;
                 break;
         case '?':
                 return -EINVAL;

@@ -391,6 +391,8 @@ typedef struct Run {
         const SimPolicy *pol;
         const TraceIo *io;
         uint64_t *arr, *comp;            /* per I/O: arrival as issued, completion */
+        uint64_t *added;                 /* per I/O: response time over no power management's */
+        uint64_t shadow_done;            /* completion of the last I/O without power management */
         uint64_t next_sample, n_samples;
         /* the exact source: gaps whose first request completed, not yet delivered */
         GapHist delta;
@@ -408,6 +410,7 @@ typedef struct Run {
         uint64_t window_ns;
         SimFigures *at_start, *at_window;
         bool *window_taken;
+        int64_t *added_wall;             /* per segment: its last completion's lateness */
         size_t next_start;               /* segments whose start was not yet taken */
         size_t arrived;                  /* I/Os that arrived so far */
 } Run;
@@ -658,12 +661,117 @@ static int finish_segments(Run *run, uint64_t end_ns, const int64_t *added_wall)
         return 0;
 }
 
+/* The per-I/O and per-segment buffers of @run; run_release() frees them. */
+static int run_alloc(Run *run, size_t n) {
+        if (n > 0) {
+                run->arr = calloc(n, sizeof(uint64_t));
+                run->comp = calloc(n, sizeof(uint64_t));
+                run->added = calloc(n, sizeof(uint64_t));
+                if (!run->arr || !run->comp || !run->added)
+                        return -ENOMEM;
+        }
+        if (run->n_segments > 0) {
+                run->at_start = calloc(run->n_segments, sizeof(SimFigures));
+                run->at_window = calloc(run->n_segments, sizeof(SimFigures));
+                run->window_taken = calloc(run->n_segments, sizeof(bool));
+                run->added_wall = calloc(run->n_segments, sizeof(int64_t));
+                if (!run->at_start || !run->at_window || !run->window_taken || !run->added_wall)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static void run_release(Run *run) {
+        free(run->arr);
+        free(run->comp);
+        free(run->added);
+        free(run->at_start);
+        free(run->at_window);
+        free(run->window_taken);
+        free(run->added_wall);
+}
+
+/* When I/O @k arrives: as recorded, or in closed loop as late as the one before completed late. */
+static uint64_t run_arrival(Run *run, size_t k, const SimParams *p) {
+        bool closed = p->closed_loop;
+        size_t first = 0;
+
+        if (run->n_segments > 0) {
+                while (run->seg + 1 < run->n_segments && run->segments[run->seg + 1].first <= k)
+                        run->seg++;
+                closed = run->segments[run->seg].closed_loop;
+                first = run->segments[run->seg].first;
+        }
+        if (closed && k > first)
+                return run->io[k].t_ns + (run->comp[k - 1] - run->shadow_done);
+        return run->io[k].t_ns;
+}
+
+/* The same I/O @k with no power management (open loop, original arrival), and what power
+ * management added to its response time, >= 0 (see doc/simulator.md). */
+static void run_shadow(Run *run, size_t k, uint64_t a, uint64_t service_ns) {
+        uint64_t shadow_arrival = run->io[k].t_ns;
+
+        run->shadow_done = MAX(shadow_arrival, k > 0 ? run->shadow_done : 0) + service_ns;
+        uint64_t resp = run->comp[k] - a, shadow_resp = run->shadow_done - shadow_arrival;
+        run->added[k] = resp > shadow_resp ? resp - shadow_resp : 0;
+        if (run->n_segments > 0)
+                run->added_wall[run->seg] = (int64_t) (run->comp[k] - run->shadow_done);
+}
+
+/* Every I/O in order, with the samples and gap deliveries due before each. */
+static int run_all(Run *run, size_t n, const SimParams *p) {
+        for (size_t k = 0; k <= n; k++) {
+                uint64_t prev_done = k > 0 ? run->comp[k - 1] : 0;
+                uint64_t a = k < n ? run_arrival(run, k, p) : 0;
+                /* after the last I/O: the trailing samples, up to the last completion */
+                uint64_t until = k < n ? a : prev_done;
+                int q;
+
+                q = run_samples(run, prev_done, until);
+                if (q >= 0 && k == n)
+                        q = run_last_gap(run, prev_done);
+                if (q < 0)
+                        return q;
+                if (k == n)
+                        break;
+                run_marks(run, a, prev_done);
+                run_io(run, k, a, p->service_ns);
+                run->arrived++;
+                run_shadow(run, k, a, p->service_ns);
+        }
+        return 0;
+}
+
+static int run_play(Run *run, size_t n, const SimParams *p) {
+        ApstTable t = {};
+        int q;
+
+        q = run_alloc(run, n);
+        if (q < 0)
+                return q;
+        q = run->pol->start(run->pol->userdata, &t);
+        if (q < 0)
+                return q;
+        q = set_table(&run->s, &run->res, &run->allocated, 0, &t);
+        if (q < 0)
+                return q;
+        note(&run->s, 0, 0, SIM_ACTIVITY_REST);
+        q = run_all(run, n, p);
+        if (q < 0)
+                return q;
+        q = run->s.tl_error;
+        if (q < 0)
+                return q;
+        q = finish_segments(run, n > 0 ? run->comp[n - 1] : 0, run->added_wall);
+        if (q < 0)
+                return q;
+        finish_result(run, n, run->added, run->shadow_done);
+        return 0;
+}
+
 int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, const SimPolicy *pol,
             SimResult *ret) {
-        _cleanup_free_ uint64_t *arr = NULL, *comp = NULL, *added = NULL;
-        _cleanup_free_ SimFigures *at_start = NULL, *at_window = NULL;
-        _cleanup_free_ bool *window_taken = NULL;
-        _cleanup_free_ int64_t *added_wall = NULL;
         Run run = {
                 .s = { .d = d, .phase = PHASE_RESTING, .record = p->timeline },
                 .pol = pol,
@@ -674,102 +782,23 @@ int sim_run(const SimDrive *d, const TraceIo *io, size_t n, const SimParams *p, 
                 .n_segments = p->n_segments,
                 .window_ns = p->window_ns,
         };
-        uint64_t shadow_done = 0;         /* completion of the previous I/O without power management */
-        ApstTable t = {};
         int q;
 
         q = check_input(d, io, n, p);
         if (q < 0)
                 return q;
-        if (n > 0) {
-                arr = calloc(n, sizeof(uint64_t));
-                comp = calloc(n, sizeof(uint64_t));
-                added = calloc(n, sizeof(uint64_t));
-                if (!arr || !comp || !added)
-                        return -ENOMEM;
+        q = run_play(&run, n, p);
+        run_release(&run);
+        if (q < 0) {
+                free(run.res.reprograms);
+                free(run.res.segments);
+                free(run.s.tl);
+                return q;
         }
-        if (run.n_segments > 0) {
-                at_start = calloc(run.n_segments, sizeof(SimFigures));
-                at_window = calloc(run.n_segments, sizeof(SimFigures));
-                window_taken = calloc(run.n_segments, sizeof(bool));
-                added_wall = calloc(run.n_segments, sizeof(int64_t));
-                if (!at_start || !at_window || !window_taken || !added_wall)
-                        return -ENOMEM;
-        }
-        run.arr = arr;
-        run.comp = comp;
-        run.at_start = at_start;
-        run.at_window = at_window;
-        run.window_taken = window_taken;
-
-        q = pol->start(pol->userdata, &t);
-        if (q < 0)
-                goto fail;
-        q = set_table(&run.s, &run.res, &run.allocated, 0, &t);
-        if (q < 0)
-                goto fail;
-        note(&run.s, 0, 0, SIM_ACTIVITY_REST);
-
-        for (size_t k = 0; k <= n; k++) {
-                uint64_t prev_done = k > 0 ? comp[k - 1] : 0;
-                uint64_t a = 0, until;
-
-                if (k < n) {
-                        bool closed = p->closed_loop;
-                        size_t first = 0;
-                        if (run.n_segments > 0) {
-                                while (run.seg + 1 < run.n_segments && run.segments[run.seg + 1].first <= k)
-                                        run.seg++;
-                                closed = run.segments[run.seg].closed_loop;
-                                first = run.segments[run.seg].first;
-                        }
-                        a = io[k].t_ns;
-                        /* Closed loop: the job issues this I/O as late as the previous one completed late. */
-                        if (closed && k > first)
-                                a += comp[k - 1] - shadow_done;
-                        until = a;
-                } else
-                        until = prev_done;   /* trailing samples, up to the last completion */
-
-                q = run_samples(&run, prev_done, until);
-                if (q >= 0 && k == n)
-                        q = run_last_gap(&run, prev_done);
-                if (q < 0)
-                        goto fail;
-                if (k == n)
-                        break;
-                run_marks(&run, a, prev_done);
-
-                run_io(&run, k, a, p->service_ns);
-                run.arrived++;
-
-                /* The same I/O with no power management (open loop, original arrival). */
-                uint64_t shadow_arrival = io[k].t_ns;
-                shadow_done = MAX(shadow_arrival, k > 0 ? shadow_done : 0) + p->service_ns;
-                /* Response-time difference; >= 0 (see doc/simulator.md). */
-                uint64_t resp = comp[k] - a, shadow_resp = shadow_done - shadow_arrival;
-                added[k] = resp > shadow_resp ? resp - shadow_resp : 0;
-                if (run.n_segments > 0)
-                        added_wall[run.seg] = (int64_t) (comp[k] - shadow_done);
-        }
-
-        q = run.s.tl_error;
-        if (q < 0)
-                goto fail;
-        q = finish_segments(&run, n > 0 ? comp[n - 1] : 0, added_wall);
-        if (q < 0)
-                goto fail;
-        finish_result(&run, n, added, shadow_done);
         run.res.timeline = run.s.tl;
         run.res.n_timeline = run.s.n_tl;
         *ret = run.res;
         return 0;
-
-fail:
-        free(run.res.reprograms);
-        free(run.res.segments);
-        free(run.s.tl);
-        return q;
 }
 
 /* A policy played a later copy of the trace: its clock and counters carry on from the
@@ -800,6 +829,13 @@ static int later_gaps(void *userdata, uint64_t now_ns, const GapHist *delta, Aps
         return l->inner->gaps(l->inner->userdata, now_ns + l->offset_ns, delta, ret_table);
 }
 
+static uint64_t later_recheck(void *userdata) {
+        const Later *l = userdata;
+        uint64_t t = l->inner->recheck(l->inner->userdata);
+
+        return t == UINT64_MAX ? t : t > l->offset_ns ? t - l->offset_ns : 0;
+}
+
 static void later_reason(void *userdata, char *buf, size_t n) {
         const Later *l = userdata;
 
@@ -816,6 +852,7 @@ int sim_run_repeat(const SimDrive *d, const TraceIo *io, size_t n, const SimPara
                 .start = later_start,
                 .sample = pol->sample ? later_sample : NULL,
                 .gaps = pol->gaps ? later_gaps : NULL,
+                .recheck = pol->recheck ? later_recheck : NULL,
                 .reason = pol->reason ? later_reason : NULL,
                 .userdata = &later,
         };
