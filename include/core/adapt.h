@@ -88,6 +88,22 @@
  * that answers the overrun (nothing deeper than the kernel's, or nothing at all) would then be
  * held for seconds at a cost in energy far above the wake delay it saves. */
 #define ADAPT_BUDGET_MIN_SPAN_NS UINT64_C(5000000000)
+/* A stall budget the user set, charged per wake-up (doc/policy.md, "The stall bucket"). Every
+ * wake-up the drive is measured to cost is paid from a bucket that refills at ADAPT_BUCKET_FILL
+ * of the stall budget's rate up to ADAPT_BUDGET_BURST_NS of it (20 ms at 1%); what it cannot pay
+ * is a debt, repaid from the refill. Over any stretch of T the tables in force then wait at most
+ * ADAPT_BUCKET_FILL x budget x T + the bucket, within the budget for every job of
+ * BURST / (1 - FILL) = 6.7 s or more, whatever the evidence said before the job began. On the
+ * burst's gaps (those of the last seconds short enough that the bucket cannot refill within
+ * one), a new table may cost at most the refill, less the debt spread over
+ * ADAPT_BUDGET_HORIZON_NS; the table in force may also spend what the bucket holds over the
+ * same horizon, and backs off at once when it no longer can. The default budget does not bind
+ * so: bound always, or while a workload is young, it cost the energy the policy exists to save
+ * (doc/policy.md). 0.7 leaves room for a first reading's wake-ups, paid before any decision, on
+ * a drive that wakes 3x slower than it says. */
+#define ADAPT_BUCKET_FILL 0.7
+#define ADAPT_BUDGET_BURST_NS UINT64_C(2000000000)
+#define ADAPT_BUDGET_HORIZON_NS UINT64_C(2000000000)
 /* First requests after gaps settled in a state before its wake cost is believed ahead
  * of passive calibration's own estimate (which also needs awake requests). */
 #define ADAPT_EXLAT_EARLY_SAMPLES 2u
@@ -134,6 +150,8 @@ typedef struct AdaptDecision {
         double exlat_factor;       /* real / advertised wake cost, from the ticks (>= 1) */
         double hidden_gaps;        /* exact source: gaps the drive's wake-ups hid, in the evidence */
         bool guard;                /* the shadow kernel's guard chose this table */
+        bool backoff;              /* the stall bucket could no longer pay the table in force */
+        double bucket_ms;          /* exact source: what the stall bucket held */
 } AdaptDecision;
 
 typedef struct Adapt {
@@ -171,6 +189,9 @@ typedef struct Adapt {
         double recent_elapsed_ns;  /* decayed time it covers */
         uint64_t shift_until_ns;   /* candidates answer to the recent gaps too until then */
         double spent_wake_ns;      /* faded the same: wake delay the tables in force cost */
+        double bucket_ns;          /* the stall bucket (ADAPT_BUDGET_BURST_NS): wake delay it may still pay */
+        ShadowHist burst;          /* the burst's gaps (decayed, ADAPT_GAPS_FAST_HALF_LIFE_NS) */
+        uint64_t recheck_ns;       /* adapt_recheck_ns() */
         PassiveCalib pcal;         /* exit latencies measured from the first requests */
         double awake_svc_ns;       /* an awake request's service time, learned; < 0 unknown */
         double gaps_seen;          /* evidence since the drive was first watched (ADAPT_TRUST_MIN_GAP_NS) */
@@ -234,6 +255,14 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
  * then. Return: 0, -EINVAL.
  */
 int adapt_start_exact(Adapt *a, ApstTable *ret_table);
+
+/**
+ * adapt_recheck_ns() - when the exact source wants to be asked again with no new gaps
+ * A table the stall bucket held back from is due once the bucket has refilled: an idle disk
+ * ends no gap, so the caller calls adapt_observe_gaps() with an empty delta at this time.
+ * Return: the time, or UINT64_MAX when nothing is due.
+ */
+uint64_t adapt_recheck_ns(const Adapt *a);
 
 /* What the policy learned about its drive, to keep across restarts (learned.h). */
 void adapt_learned_capture(const Adapt *a, Learned *ret);

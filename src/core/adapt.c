@@ -196,6 +196,8 @@ int adapt_init(Adapt *a, const IdCtrl *id, const ApstPlatform *plat, const ApstP
         a->params = *p;
         a->hide_floors = idctrl_wake_floors(id, a->hide_floor_ns, GAP_HIDE_FLOORS);
         a->budget_explicit = p->stall_budget_pct_x100 != APST_STALL_BUDGET_DEFAULT_PCT_X100;
+        a->bucket_ns = (double) ADAPT_BUDGET_BURST_NS * a->budget_pct_x100 / 10000.0;
+        a->recheck_ns = UINT64_MAX;
         a->kernel_table = plan.outcome == APST_OUTCOME_PROGRAM ? plan.table : (ApstTable) {};
         a->sd = (ShadowDrive) { .npss = id->npss, .p0_uw = a->p0_uw };
         for (unsigned i = 1; i <= id->npss && i < SHADOW_STATES; i++) {
@@ -501,6 +503,10 @@ typedef struct GapSearch {
         double recent_limit_ns;    /* > 0: our tables' wake delay on the recent gaps at most this */
         double kernel_ns;          /* the kernel's table's wake delay on the gaps the disk showed */
         double kernel_hidden_ns[GAP_HIDE_FLOORS];   /* ... and on each floor's hidden ones */
+        /* the stall bucket, while it binds (burst_ns > 0): a new table's wake delay on the
+         * burst's gaps, per ns of the time they stand for, at most burst_rate; the table in
+         * force's, at most keep_rate */
+        double burst_ns, burst_rate, keep_rate;
         AdaptChain best;
         double best_e, best_w, best_bound;
         double best_kernel_ns, best_limit_ns, best_tolerance_ns;   /* on the best one's evidence */
@@ -556,6 +562,17 @@ static double gap_excess_bound(const GapSearch *s, const ShadowChain *sc, const 
         return loss - save;
 }
 
+/* Would the stall bucket pay for chain @sc's wake-ups (with the model @sd) on the burst's gaps,
+ * as a new table (@keep false) or as the table in force? */
+static bool bucket_allows(const GapSearch *s, const ShadowDrive *sd, const ShadowChain *sc, bool keep) {
+        double e, w;
+
+        if (s->burst_ns <= 0)
+                return true;
+        shadow_hist_cost(sd, sc, &s->a->burst, &e, &w);
+        return w <= MAX(keep ? s->keep_rate : s->burst_rate, 0.0) * s->burst_ns;
+}
+
 static void gap_consider(GapSearch *s, const AdaptChain *c, bool reference) {
         ShadowChain sc;
         double e, w;
@@ -573,7 +590,7 @@ static void gap_consider(GapSearch *s, const AdaptChain *c, bool reference) {
                 return;
         evidence_wake(s->a, sd, &sc, w, s->kernel_ns, s->kernel_hidden_ns, &hidden, &w, &kernel);
         double limit = allowed_wake_ns(s->a, kernel, s->budget_ns, s->hold), bound = 0;
-        if (w > limit)
+        if (w > limit || !bucket_allows(s, sd, &sc, false))
                 return;
         if (s->recent_limit_ns > 0 && !reference) {
                 double re, rw;
@@ -752,12 +769,67 @@ static double allowed_wake_ns(const Adapt *a, double k_w, double budget_w, bool 
         return k_w;
 }
 
+/* The stall budget's rate: wake delay per ns of time (ApstParams.stall_budget_pct_x100). */
+static double budget_rate(const Adapt *a) {
+        return a->budget_pct_x100 / 10000.0;
+}
+
+/* The stall bucket's capacity: ADAPT_BUDGET_BURST_NS of the budget. */
+static double bucket_capacity_ns(const Adapt *a) {
+        return budget_rate(a) * (double) ADAPT_BUDGET_BURST_NS;
+}
+
+/* How long the bucket takes to refill from empty: a gap this long pays for its own wake-up. */
+static double bucket_refill_ns(const Adapt *a) {
+        (void) a;
+        return (double) ADAPT_BUDGET_BURST_NS / ADAPT_BUCKET_FILL;
+}
+
+/* The mean length of the gaps in histogram bucket @b (its middle; the last one's lower end). */
+static double bucket_mid_ns(unsigned b) {
+        uint64_t lo = gaphist_bucket_lower_ns(b), hi = gaphist_bucket_upper_ns(b);
+
+        return hi == UINT64_MAX ? (double) lo : ((double) lo + (double) hi) / 2;
+}
+
+
+/* The stall bucket takes in @dt_ns of refill, up to its capacity, and pays the wake delay
+ * @spent_ns the drive was measured to cost over it (what it cannot pay is a debt, repaid from the
+ * refill). The burst's histogram takes the gaps of @delta short enough that the bucket does not
+ * refill within one. No gap ending for the refill time: the disk was idle, and what came before
+ * is another burst. */
+static void bucket_take(Adapt *a, const GapHist *delta, uint64_t dt_ns, double spent_ns) {
+        double refill = bucket_refill_ns(a);
+        double f = (double) dt_ns >= refill ? 0 : mathfn_exp2(-(double) dt_ns / (double) ADAPT_GAPS_FAST_HALF_LIFE_NS);
+
+        a->bucket_ns = MIN(a->bucket_ns + ADAPT_BUCKET_FILL * budget_rate(a) * (double) dt_ns, bucket_capacity_ns(a)) -
+                       spent_ns;
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                a->burst.gaps[b] = a->burst.gaps[b] * f +
+                                   ((double) gaphist_bucket_upper_ns(b) <= refill ? (double) delta->gaps[b] : 0);
+}
+
+/* Where the user set the stall budget, what a table may cost on the burst's gaps
+ * (GapSearch.burst_*); elsewhere nothing (burst_ns 0). */
+static void bucket_limits(const Adapt *a, GapSearch *s) {
+        s->burst_ns = 0;
+        if (!a->budget_explicit)
+                return;
+        for (unsigned b = 0; b < GAP_BUCKETS; b++)
+                s->burst_ns += a->burst.gaps[b] * bucket_mid_ns(b);
+        /* a new table: the refill, less the debt spread over the horizon; the table in force
+         * may also spend what the bucket holds over it */
+        s->burst_rate = ADAPT_BUCKET_FILL * budget_rate(a) + MIN(a->bucket_ns, 0.0) / (double) ADAPT_BUDGET_HORIZON_NS;
+        s->keep_rate = ADAPT_BUCKET_FILL * budget_rate(a) + a->bucket_ns / (double) ADAPT_BUDGET_HORIZON_NS;
+}
+
 /* Take in the gaps of @delta (@now_ns never before the last call): the evidence, the recent
  * histogram, the count of gaps seen, passive calibration, and what
  * the table in force (@ret_applied) and the kernel's cost on them. */
 static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, ShadowChain *ret_applied) {
         ShadowChain applied;
         PassiveCalibReach reach;
+        uint64_t dt = now_ns - a->gaps_last_ns;
         double f;
 
         /* The evidence: the last ADAPT_EVIDENCE_GAPS gaps, plus this delta; the recent histogram
@@ -793,6 +865,7 @@ static void gaps_account(Adapt *a, const GapHist *delta, uint64_t now_ns, Shadow
          * service, which errs on the side of having spent more. */
         shadow_account(&a->shadow, &a->sd, &applied, &a->kernel_sc, delta, MAX(a->awake_svc_ns, 0.0), now_ns);
         a->spent_wake_ns = a->spent_wake_ns * f + (a->shadow.total_applied.wake_ns - spent_before);
+        bucket_take(a, delta, dt, a->shadow.total_applied.wake_ns - spent_before);
         *ret_applied = applied;
 }
 
@@ -818,6 +891,15 @@ static double guard_wake_slack_ns(const Adapt *a, const ShadowChain *applied) {
         double wake = MAX(chain_slowest_wake_ns(a, applied), chain_slowest_wake_ns(a, &a->kernel_sc));
 
         return MAX(wake, ADAPT_CONFIDENCE_Z * shadow_window_wake_spread_ns(&a->shadow));
+}
+
+/* Would the stall bucket, while it binds, pay for chain @c's wake-ups (model @sd) as the table
+ * in force? */
+static bool bucket_pays(const Adapt *a, const ShadowDrive *sd, const ShadowChain *c) {
+        GapSearch s = { .a = a };
+
+        bucket_limits(a, &s);
+        return bucket_allows(&s, sd, c, true);
 }
 
 /* The guard: the table in force (@applied, its chain) worse than the kernel's over the window puts
@@ -853,8 +935,11 @@ static int gaps_guard(Adapt *a, const ShadowChain *applied, uint64_t now_ns, Aps
                         return return_new_table(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
                 }
         } else {
+                /* The stall bucket is not the guard's to hold: a kernel's table it can no longer
+                 * pay is left at once (gaps_decide()). */
                 if (!evidence_changed(a, now_ns)) {
-                        *ret_done = true;
+                        *ret_done = chain_equal(a, &a->current, &a->kernel) &&
+                                    bucket_pays(a, &a->sd_cand, applied);
                         return 0;
                 }
                 a->fallen_back = false;
@@ -913,11 +998,19 @@ static void gaps_describe(const Adapt *a, const GapSearch *s, double k_e, double
                 risk[0] = 0;
         /* So does a change of workload. */
         const char *busier = shift ? "; the last seconds' gaps woke it more than the kernel's table would" : "";
+        /* And a back-off: the stall bucket could no longer pay the table in force. */
+        char back[128] = "";
+        d->bucket_ms = a->bucket_ns / 1e6;
+        if (d->backoff && snprintf(back, sizeof back,
+                                   "; backed off: the stall budget's bucket could not pay the table in force's "
+                                   "wake-ups (%.1f ms left)",
+                                   d->bucket_ms) < 0)
+                back[0] = 0;
         if (snprintf(d->reason, sizeof d->reason,
                      "%.0f gaps of evidence (%.2g/s)%s%s: %s would wait %.2f%% of the time for wake-ups "
-                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s%s",
+                     "(the kernel's table %.2f%%, allowed %.2f%%) for %.0f%% of the kernel's idle energy%s%s%s",
                      hist_total(&a->hist), d->io_rate, hid, lie, chain, 100 * d->expected_stall, 100 * d->kernel_stall,
-                     100 * d->limit_stall, 100 * d->energy_vs_kernel, risk, busier) < 0)
+                     100 * d->limit_stall, 100 * d->energy_vs_kernel, risk, busier, back) < 0)
                 d->reason[0] = 0;
 }
 
@@ -941,6 +1034,46 @@ static bool workload_shift(Adapt *a, const ShadowChain *applied_chain, uint64_t 
         if (now_ns < a->shift_until_ns)
                 s->recent_limit_ns = recent_limit;
         return shift;
+}
+
+/* How long until the stall bucket is full again, and no less than the time a new burst takes
+ * to begin (bucket_refill_ns()) or decisions are apart. */
+static uint64_t bucket_wait_ns(const Adapt *a) {
+        double wait = MAX(bucket_capacity_ns(a) - a->bucket_ns, 0.0) / (ADAPT_BUCKET_FILL * budget_rate(a));
+
+        return MAX((uint64_t) MAX(wait, bucket_refill_ns(a)), ADAPT_GAPS_DECIDE_NS);
+}
+
+/* The bucket held the choice back (@bound, against the same search without it, @unbound): look
+ * again once it has refilled, gaps or not (adapt_recheck_ns()). */
+static void bucket_recheck(Adapt *a, GapSearch *unbound, const GapSearch *bound, uint64_t now_ns) {
+        a->recheck_ns = UINT64_MAX;
+        if (bound->burst_ns <= 0)
+                return;
+        unbound->burst_ns = 0;
+        gap_search(unbound);
+        if (unbound->found && bound->found && chain_equal(a, &unbound->best, &bound->best))
+                return;
+        a->recheck_ns = now_ns + bucket_wait_ns(a);
+}
+
+/* After the guard's fallback and a back-off from the kernel's table: that table again, once the
+ * stall bucket (@s, its limits now) pays for it. */
+static int kernel_again(Adapt *a, const GapSearch *s, uint64_t now_ns, ApstTable *ret_table, AdaptDecision *ret_why) {
+        AdaptDecision d = {};
+
+        if (chain_equal(a, &a->current, &a->kernel))
+                return 0;
+        if (!bucket_allows(s, &a->sd, &a->kernel_sc, false)) {
+                a->recheck_ns = now_ns + bucket_wait_ns(a);
+                return 0;
+        }
+        if (snprintf(d.reason, sizeof d.reason,
+                     "the kernel's table again: the stall budget's bucket pays for its wake-ups again (%.1f ms)",
+                     a->bucket_ns / 1e6) < 0)
+                d.reason[0] = 0;
+        d.bucket_ms = a->bucket_ns / 1e6;
+        return return_new_table(a, &a->kernel, &a->kernel_table, &d, now_ns, ret_table, ret_why);
 }
 
 /* The least-energy table whose wake delay on the evidence is within what is allowed, and whose
@@ -975,16 +1108,25 @@ static int gaps_decide(Adapt *a, const ShadowChain *applied_chain, uint64_t now_
 
         shadow_bucket_wait(&a->sd, &a->kernel_sc, s.kernel_wait);
         bool shift = workload_shift(a, applied_chain, now_ns, &s);
+        bucket_limits(a, &s);
+        bool backoff = !bucket_allows(&s, &a->sd_cand, applied_chain, true);
+        /* After the guard's fallback only the bucket moves the table (gaps_guard()): off the
+         * kernel's table when it cannot pay for it, back to it once it can. */
+        if (a->fallen_back && !backoff)
+                return kernel_again(a, &s, now_ns, ret_table, ret_why);
+        GapSearch unbound = s;
         gap_search(&s);
+        bucket_recheck(a, &unbound, &s, now_ns);
         if (!s.found || chain_equal(a, &s.best, &a->current))
                 return 0;
-        bool overrun = shift || cur_w > limit * 1.05 + 1e6;
+        bool overrun = shift || backoff || cur_w > limit * 1.05 + 1e6;
         if (!overrun && ((a->programs > 0 && now_ns - a->last_program_ns < ADAPT_GAPS_ENERGY_NS) ||
                          s.best_e > (1.0 - ADAPT_GAPS_MIN_GAIN) * cur_e))
                 return 0;
 
         ApstTable t;
         chain_to_table(a, &s.best, &t);
+        d.backoff = backoff;
         gaps_describe(a, &s, k_e, s.best_kernel_ns, s.best_limit_ns, shift, &d);
         return return_new_table(a, &s.best, &t, &d, now_ns, ret_table, ret_why);
 }
@@ -1000,6 +1142,9 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
         a->source = ADAPT_SOURCE_BPF;
         if (now_ns < a->gaps_last_ns)
                 now_ns = a->gaps_last_ns;
+        /* a look again that was due is this one; a decision sets the next (bucket_recheck()) */
+        if (now_ns >= a->recheck_ns)
+                a->recheck_ns = UINT64_MAX;
         gaps_account(a, delta, now_ns, &applied);
         if (!a->enabled)
                 return 0;
@@ -1009,10 +1154,17 @@ int adapt_observe_gaps(Adapt *a, const GapHist *delta, uint64_t now_ns, ApstTabl
         return gaps_decide(a, &applied, now_ns, ret_table, ret_why);
 }
 
+uint64_t adapt_recheck_ns(const Adapt *a) {
+        return a->enabled && a->source == ADAPT_SOURCE_BPF ? a->recheck_ns : UINT64_MAX;
+}
+
 int adapt_start_exact(Adapt *a, ApstTable *ret_table) {
         if (!a || !ret_table)
                 return -EINVAL;
         a->source = ADAPT_SOURCE_BPF;
+        a->bucket_ns = bucket_capacity_ns(a);
+        a->burst = (ShadowHist) {};
+        a->recheck_ns = UINT64_MAX;
         if (a->enabled && a->programs == 0) {
                 a->current = a->kernel;
                 a->current_table = a->kernel_table;

@@ -43,6 +43,10 @@ static int sim_gaps(void *userdata, uint64_t now_ns, const GapHist *delta, ApstT
         return adapt_observe_gaps(userdata, delta, now_ns, ret_table, NULL);
 }
 
+static uint64_t sim_recheck(void *userdata) {
+        return adapt_recheck_ns(userdata);
+}
+
 static int sim_start_exact(void *userdata, ApstTable *ret_table) {
         return adapt_start_exact(userdata, ret_table);
 }
@@ -53,6 +57,7 @@ void adapt_sim_policy_gaps(SimPolicy *ret, Adapt *a) {
                 .sample_period_ns = ADAPT_GAPS_PERIOD_NS,
                 .start = sim_start_exact,
                 .gaps = sim_gaps,
+                .recheck = sim_recheck,
                 .reason = sim_reason,
                 .userdata = a,
         };

@@ -496,7 +496,8 @@ static int run_sample(Run *run, uint64_t now, bool idle) {
                         run->completed++;
                         run->delta.requests++;
                 }
-                if (gaphist_total_gaps(&run->delta) == 0 && gaphist_total_hidden(&run->delta) == 0)
+                if (gaphist_total_gaps(&run->delta) == 0 && gaphist_total_hidden(&run->delta) == 0 &&
+                    !(pol->recheck && now >= pol->recheck(pol->userdata)))
                         return 0;
                 q = pol->gaps(pol->userdata, now, &run->delta, &t);
                 run->delta = (GapHist) {};

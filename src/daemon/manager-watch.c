@@ -251,7 +251,7 @@ static void fmt_pct(char *buf, size_t n, double share) {
 static void log_decision(const ManagerCtrl *c, const AdaptDecision *d) {
         const Controller *ct = &c->controller;
         char hex[32 * 19 + 1], obs[24], exp[24], kern[24], budget[24], energy[24], rate[24], gap[24], xf[24],
-                wake[16], hidden[24];
+                wake[16], hidden[24], bucket[24];
 
         apst_table_to_hex(&d->table, hex, sizeof hex);
         fmt_pct(obs, sizeof obs, d->observed_stall);
@@ -264,10 +264,12 @@ static void log_decision(const ManagerCtrl *c, const AdaptDecision *d) {
         (void) snprintf(xf, sizeof xf, "%.2f", d->exlat_factor);
         (void) snprintf(wake, sizeof wake, "%" PRIu32, apst_worst_wake_us(&d->table, &ct->plan.plan_id));
         (void) snprintf(hidden, sizeof hidden, "%.0f", d->hidden_gaps);
+        (void) snprintf(bucket, sizeof bucket, "%.1f", d->bucket_ms);
         log_event(LOG_INFO, 0, MSGID_ADAPT_TABLE,
                   LOG_FIELDS({ "NVME_CTRL", ct->name }, { "NVME_MODEL", controller_model(ct) },
                              { "NVME_FIRMWARE", controller_firmware(ct) }, { "APST_POLICY", "adaptive" },
-                             { "APST_REASON", "adaptive" }, { "APST_OBSERVED_STALL_PCT", obs },
+                             { "APST_REASON", d->backoff ? "backoff" : "adaptive" },
+                             { "APST_STALL_BUCKET_MS", bucket }, { "APST_OBSERVED_STALL_PCT", obs },
                              { "APST_EXPECTED_STALL_PCT", exp }, { "APST_KERNEL_STALL_PCT", kern },
                              { "APST_STALL_BUDGET_PCT", budget }, { "APST_ENERGY_VS_KERNEL", energy },
                              { "APST_IO_RATE", rate }, { "APST_MEDIAN_GAP_MS", gap }, { "APST_EXLAT_FACTOR", xf },
@@ -513,7 +515,11 @@ static int on_bpf_timer(ManagerWatch *w) {
                 (void) snprintf(why.reason, sizeof why.reason,
                                 "every idle gap seen from now on: the kernel's own table until they say otherwise");
         }
-        if (w->adapt && (gaps > 0 || gaphist_total_hidden(&delta) > 0) && adapt_observe_gaps(w->adapt, &delta, now * NS_PER_USEC, &table, &why) > 0)
+        /* A table the stall bucket held back from is due once it has refilled, gaps or not
+         * (adapt_recheck_ns(): one look, not a periodic wake-up). */
+        bool recheck = w->adapt && now * NS_PER_USEC >= adapt_recheck_ns(w->adapt);
+        if (w->adapt && (gaps > 0 || gaphist_total_hidden(&delta) > 0 || recheck) &&
+            adapt_observe_gaps(w->adapt, &delta, now * NS_PER_USEC, &table, &why) > 0)
                 program = true;
         if (w->adapt && gaps > 0) {
                 log_account(w, now * NS_PER_USEC);
@@ -532,6 +538,8 @@ static int on_bpf_timer(ManagerWatch *w) {
         cap = m->config.cpu.pin == CPU_PIN_BUSY ? WATCH_SLOW_NS : WATCH_BPF_IDLE_NS;
         /* idle for good: on the cap's grid, shared by every controller (watch_idle_next()) */
         w->next_usec = watch_idle_next(now * NS_PER_USEC, MIN(wait, cap), cap) / NS_PER_USEC;
+        if (w->adapt && adapt_recheck_ns(w->adapt) != UINT64_MAX)
+                w->next_usec = MIN(w->next_usec, adapt_recheck_ns(w->adapt) / NS_PER_USEC + 1);
         watch_arm(w, now, deadline != UINT64_MAX ? MIN(w->next_usec, deadline) : w->next_usec);
         verify = verify_due(w, now, w->total_requests);
 

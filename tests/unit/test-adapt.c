@@ -404,8 +404,7 @@ static void test_exact_lying_state(void) {
  * hardly sleeps. The decision histogram, full of quiet gaps, still finds it within the
  * kernel's wake delay; the last seconds' gaps do not, and a table that sleeps later goes in
  * within a few seconds, before the guard's window is used up: no fallback, and over the whole
- * trace the kernel's wake delay within the guard's tolerance (0.7% over it here: the window
- * is held at the kernel's, not the whole run), for 15% less energy. */
+ * trace the kernel's wake delay within the guard's tolerance, for 15% less energy. */
 static void test_exact_workload_change(void) {
         static TraceIo io[16384];
         size_t n, m;
@@ -472,9 +471,18 @@ static void test_exact_guard(void) {
         CHECK(memcmp(&table, &o.a.kernel_table, sizeof(ApstTable)) == 0);
         CHECK(why.guard && strstr(why.reason, "the kernel's table again: the table in force spent more wake delay") != NULL);
         CHECK(o.a.shadow.fallbacks == 1 && o.a.fallen_back);
-        /* The same workload for another minute: it stays on the kernel's table. */
-        for (unsigned i = 1; i <= 120; i++)
-                CHECK(adapt_observe_gaps(&o.a, &one, now + i * MS(500), &table, &why) == 0);
+        /* Another minute: the guard tries none of its own tables again; only the stall bucket
+         * may move it, off a kernel's table whose wake-ups on the last seconds' gaps (the
+         * two minutes' 200 ms gaps, fading) it cannot pay, and back once it can, saying so. */
+        for (unsigned i = 1; i <= 120; i++) {
+                why = (AdaptDecision) {};
+                int r = adapt_observe_gaps(&o.a, &one, now + i * MS(500), &table, &why);
+                if (getenv("TEST_VERBOSE") && r != 0)
+                        fprintf(stderr, "guard then: %d %d %d %s\n", r, why.backoff, why.guard, why.reason);
+                CHECK(r == 0 || (r == 1 && why.backoff && strstr(why.reason, "; backed off: ")) ||
+                      (r == 1 && strstr(why.reason, "the kernel's table again: the stall budget's bucket pays") &&
+                       memcmp(&table, &o.a.kernel_table, sizeof(ApstTable)) == 0));
+        }
         CHECK(o.a.fallen_back);
         done(&o);
 }
@@ -552,12 +560,90 @@ static void test_exact_guard_spread(void) {
         done(&o);
 }
 
+/* The deepest state a table enters (0: none). */
+static unsigned deepest_state(const ApstTable *t) {
+        unsigned deepest = 0;
+
+        for (unsigned i = 0; t->apste && i < APST_ENTRIES; i++)
+                if (apst_entry_itpt(t->entry[i]) > 0)
+                        deepest = apst_entry_itps(t->entry[i]) > deepest ? apst_entry_itps(t->entry[i]) : deepest;
+        return deepest;
+}
+
+/* The policy for the test drive, defaults but a stall budget of @budget_pct_x100, on the exact
+ * source from 0. */
+static Adapt *exact_start_budget(uint32_t budget_pct_x100) {
+        IdCtrl id = drive_970_like();
+        ApstParams p = APST_PARAMS_DEFAULT;
+        ApstTable table;
+        Adapt *a = calloc(1, sizeof(Adapt));
+
+        REQUIRE(a);
+        p.policy = APST_POLICY_ADAPTIVE;
+        p.stall_budget_pct_x100 = budget_pct_x100;
+        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
+        REQUIRE(adapt_start_exact(a, &table) == 0);
+        return a;
+}
+
+static Adapt *exact_start(void) {
+        return exact_start_budget(APST_STALL_BUDGET_DEFAULT_PCT_X100);
+}
+
+/* A stall budget the user set is charged per wake-up, as the drive charged it. An hour of a
+ * quiet machine takes the policy to a table that sleeps deep soon; then a write every 300 ms,
+ * each woken from the deepest state (the kernel's table would wake on each too, so its guard has
+ * nothing to say): 3% of the time waiting, which the bucket (refilled at 70% of the 0.9% budget)
+ * cannot pay. Within a few seconds the policy backs off at once, saying so, to a table whose
+ * wake-ups it can pay. Then the disk goes idle: no gap ends, and once the bucket has refilled the
+ * policy looks again by itself (adapt_recheck_ns()), back to a table that sleeps deeper. */
+static void test_exact_backoff(void) {
+        ApstTable table, learned;
+        AdaptDecision why = {};
+        uint64_t now = 0, backed = 0;
+
+        current = "exact/backoff";
+        Adapt *a = exact_start_budget(90);
+        for (unsigned i = 0; i < 180; i++) {
+                GapHist d = {};
+                gaphist_add_gap(&d, MS(20000), MS(8.1));
+                now += MS(20000);
+                CHECK(adapt_observe_gaps(a, &d, now, &table, &why) >= 0);
+        }
+        learned = a->current_table;
+        CHECK(!apst_table_equal(&learned, &a->kernel_table) && deepest_state(&learned) == 4);
+        for (unsigned i = 0; i < 20 && !backed; i++) {
+                GapHist d = {};
+                gaphist_add_gap(&d, MS(300), MS(8.1));
+                now += MS(300);
+                why = (AdaptDecision) {};
+                if (adapt_observe_gaps(a, &d, now, &table, &why) == 1 && why.backoff)
+                        backed = now;
+        }
+        CHECK(backed > 0 && backed - MS(20000) * 180 <= MS(3000));
+        CHECK(!a->fallen_back && strstr(why.reason, "; backed off: ") != NULL);
+        CHECK(why.bucket_ms < 1e-6 * 90 / 10000.0 * (double) ADAPT_BUDGET_BURST_NS);
+        CHECK(!apst_table_equal(&table, &learned));
+        if (getenv("TEST_VERBOSE"))
+                fprintf(stderr, "backoff after %.1f s: %s\n", (backed - MS(20000) * 180) / 1e9, why.reason);
+        /* idle: a look again is due, no later than twice the bucket's refill from empty */
+        uint64_t at = adapt_recheck_ns(a);
+        CHECK(at != UINT64_MAX && at > now && at <= now + (uint64_t) (2.0 * ADAPT_BUDGET_BURST_NS / ADAPT_BUCKET_FILL));
+        if (at != UINT64_MAX) {
+                GapHist none = {};
+                CHECK(adapt_observe_gaps(a, &none, at, &table, &why) == 1);
+                CHECK(!why.backoff && deepest_state(&table) == 4);
+                CHECK(adapt_recheck_ns(a) == UINT64_MAX);
+        }
+        free(a);
+}
+
 /* A drive its quirk leaves one sleep state (a WD SN550: ps3 at 25 mW, 3.9 + 11 ms; the kernel
  * drops ps4 for 15b7:5009), on a stationary workload whose gaps average 200 ms: the kernel's
  * table (ps3 after 100 ms) waits ~3% of the time, over the 1% stall budget, so for its first
  * gaps the policy sleeps later at more energy. Once the workload has gone on past the hold it
- * must come to the kernel's table: over ten minutes the hold's cost stays under 3% (2.0% here;
- * 3.9% when the ramp after the hold was 100 gaps), at no more wake delay. */
+ * must come to the kernel's table: over ten minutes the hold's cost stays under 3%, at no more
+ * wake delay. */
 static void test_exact_one_state(void) {
         static TraceIo io[8192];
         IdCtrl id = { .vid = 0x15b7, .npss = 4, .apst_supported = true };
@@ -639,18 +725,75 @@ static void test_exact_guard_dwell(void) {
         done(&o);
 }
 
-/* The policy for the test drive, defaults, on the exact source from 0. */
-static Adapt *exact_start(void) {
+/* A quiet hour, then a job. An hour of a quiet machine (a read every 20 s: the policy learns to
+ * sleep deep soon), then the seed job (a write every 250..350 ms for 20 s, each waiting for the
+ * one before): a table chosen for the quiet gaps would wake the drive from its deepest state on
+ * every write. Played as one sequence to one policy, on an honest drive and one that wakes 3x
+ * slower than it says. With the default budget, past the hold, the job is held to the kernel's
+ * table's wake delay: no more added time than under it (about 2.6% and 7.5% here: the default
+ * does not keep the job within 1%, doc/policy.md "The stall bucket"). With a budget the user set
+ * (0.9%), charged per wake-up, the job's added time stays within it, far under the kernel's
+ * table's. Either way the quiet hour costs less energy than under the kernel's table. */
+static void test_exact_seed_after_quiet(void) {
+        static TraceIo io[4096];
         IdCtrl id = drive_970_like();
-        ApstParams p = APST_PARAMS_DEFAULT;
-        ApstTable table;
-        Adapt *a = calloc(1, sizeof(Adapt));
+        ApstParams p = APST_PARAMS_DEFAULT, kp = APST_PARAMS_DEFAULT;
+        ApstPlan kplan;
+        size_t n = 0;
 
-        REQUIRE(a);
-        p.policy = APST_POLICY_ADAPTIVE;
-        REQUIRE(adapt_init(a, &id, NULL, &p, 0, &table) == 0);
-        REQUIRE(adapt_start_exact(a, &table) == 0);
-        return a;
+        for (unsigned i = 0; i < 180; i++)
+                io[n++] = (TraceIo) { .t_ns = MS(20000) * i, .bytes = 4096, .op = TRACE_OP_READ };
+        size_t first = n;
+        uint64_t seed_start = MS(20000) * 180;
+        n += seed_trace(io + n, 4096 - n, 20);
+        for (size_t i = first; i < n; i++)
+                io[i].t_ns += seed_start;
+        SimSegment seg[2] = { { .first = 0, .start_ns = 0 },
+                              { .first = first, .start_ns = seed_start, .closed_loop = true } };
+        kp.policy = APST_POLICY_KERNEL;
+        REQUIRE(apst_build(&id, NULL, &kp, &kplan) == 0);
+
+        for (int run = 0; run < 4; run++) {
+                bool lie = run & 1, set = run & 2;
+                SimParams sp = SIM_PARAMS_DEFAULT;
+                SimResult r, k;
+                SimDrive d;
+                SimPolicy pol;
+                ApstTable start;
+                Adapt *a = calloc(1, sizeof(Adapt));
+
+                current = set ? (lie ? "exact/seed-after-quiet-budget-lying-drive" : "exact/seed-after-quiet-budget")
+                              : (lie ? "exact/seed-after-quiet-lying-drive" : "exact/seed-after-quiet");
+                REQUIRE(a);
+                sp.segments = seg;
+                sp.n_segments = 2;
+                REQUIRE(sim_drive_from_idctrl(&id, APST_P0_DEFAULT_UW, &d) == 0);
+                REQUIRE(sim_drive_scale_exlat(&d, lie ? 3.0 : 1.0) == 0);
+                p.policy = APST_POLICY_ADAPTIVE;
+                p.stall_budget_pct_x100 = set ? 90 : APST_STALL_BUDGET_DEFAULT_PCT_X100;
+                REQUIRE(adapt_init(a, &id, NULL, &p, 0, &start) == 0);
+                adapt_sim_policy_gaps(&pol, a);
+                REQUIRE(sim_run(&d, io, n, &sp, &pol, &r) == 0);
+                sim_policy_static(&pol, "kernel", &kplan.table);
+                REQUIRE(sim_run(&d, io, n, &sp, &pol, &k) == 0);
+                REQUIRE(r.n_segments == 2 && k.n_segments == 2);
+
+                double span = (double) r.segments[1].whole.span_ns;
+                if (getenv("TEST_VERBOSE"))
+                        fprintf(stderr, "%s: seed added %.2f%% (kernel %.2f%%); quiet energy %.3f of the kernel's\n",
+                                current, 100.0 * (double) r.segments[1].added_wall_ns / span,
+                                100.0 * (double) k.segments[1].added_wall_ns / span,
+                                r.segments[0].whole.energy_j / k.segments[0].whole.energy_j);
+                if (set) {
+                        CHECK((double) r.segments[1].added_wall_ns <= 90 / 10000.0 * span);
+                        CHECK(r.segments[1].added_wall_ns * 2 < k.segments[1].added_wall_ns);
+                } else
+                        CHECK(r.segments[1].added_wall_ns <= k.segments[1].added_wall_ns);
+                CHECK(r.segments[0].whole.energy_j < k.segments[0].whole.energy_j);
+                sim_result_done(&r);
+                sim_result_done(&k);
+                free(a);
+        }
 }
 
 /* Does the table in force wait longer than the kernel's on a gap of @gap_ns, and by how much? */
@@ -776,9 +919,9 @@ static void test_exact_sparse_between(void) {
  * table that enters ps3 after 1 ms wakes in 5 ms instead and meets the later two as gaps of about
  * 2 and 3.5 ms, each spent entering ps3 (5 ms) and paying its way out. Counted as the eBPF program
  * counts them (SimPolicy's floors), the policy starts with a table that sleeps only after 5 ms and
- * waits less than the kernel's; without them it starts with ps3 after 1 ms, runs up wake delay,
- * and the stall budget then holds the drive awake for seconds: more wake delay and three times
- * the energy, over the first 10 s. */
+ * waits less than the kernel's; without them it starts with ps3 after 1 ms, runs up wake
+ * delay, and the stall bucket then holds the drive awake for seconds: over twice the energy
+ * over the first 10 s. */
 static void test_exact_hidden(void) {
         static TraceIo io[64];
         IdCtrl id = drive_slow_entry();
@@ -826,8 +969,9 @@ static void test_exact_hidden(void) {
                         kernel.stall_ns / 1e6, with.stall_ns / 1e6, without.stall_ns / 1e6, kernel.energy_j, with.energy_j,
                         without.energy_j);
         CHECK(with.stall_ns <= kernel.stall_ns);
-        /* what the evidence it did not have cost */
-        CHECK(with.stall_ns < without.stall_ns && with.energy_j < 0.5 * without.energy_j);
+        /* what the evidence it did not have cost: over twice the energy, for about the same
+         * wake delay (the stall bucket holds both to the budget) */
+        CHECK(with.energy_j < 0.5 * without.energy_j && (double) with.stall_ns <= 1.05 * (double) without.stall_ns);
         sim_result_done(&kernel);
         sim_result_done(&with);
         sim_result_done(&without);
@@ -930,6 +1074,8 @@ int main(void) {
         test_exact_guard_slack();
         test_exact_guard_spread();
         test_exact_guard_dwell();
+        test_exact_backoff();
+        test_exact_seed_after_quiet();
         test_exact_one_state();
         test_exact_confidence();
         test_exact_quiet();
