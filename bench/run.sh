@@ -11,7 +11,7 @@
 #
 #   bench/run.sh -b BUILD/nvme-apstd [-D IDCTRL_DIR] [-p "none kernel budget adaptive adaptive-stat optimum hindsight"]
 #                [-s SEED] [-d SECONDS] [-w IDLE_POWER_W] [-x EXLAT_SCALE] [-H SHARE] [-T POLICY] [-n] [-R]
-#                [-F FAMILIES] [-N COPIES] [-j JOBS] [-X] [-r TRACE_DIR] [-o PICTURE_DIR]
+#                [-F FAMILIES] [-N COPIES] [-j JOBS] [-X] [-r TRACE_DIR] [-o PICTURE_DIR] [-c CONFIG]
 #
 # The binary may also come from $NVME_APSTD. IDCTRL_DIR (NAME.bin, or NAME.json where there is
 # no NAME.bin; file names as in tests/data/idctrl, NN-model) defaults to
@@ -26,7 +26,8 @@
 # below). -j runs JOBS drives at a time (default 2, this machine's cores). -X leaves out
 # the second pass of target 5 (every family again on drives 3x slower to wake). -r takes
 # the recorded families from TRACE_DIR instead of bench/traces (bench/traces/held-out: the
-# recordings kept out of every choice, bench/README.md).
+# recordings kept out of every choice, bench/README.md). -c gives every simulation the
+# configuration file CONFIG (simulate --config: a stall_budget_pct the user set, say).
 #
 # Cold and warm. A policy that learns (adaptive, adaptive-stat) is scored twice on every
 # trace: cold, knowing nothing (as a fresh install), and warm, the trace played COPIES
@@ -95,6 +96,9 @@
 #      on stall. A row over on stall also says its excess in mean wake-ups of the kernel's
 #      table on that row, beside what 2% is in the same unit ("+22 ms: 1.8 wake-ups, 2% 0.6":
 #      on a quiet row 2% is less than one wake-up)
+#   6. the seed job after each idle or quiet recording of TRACE_DIR, played in a row to one
+#      policy, under 1% added wall time on every drive, as advertised and 3x slower to wake
+#      (the checked policy when it learns; not with -R)
 
 set -eu
 
@@ -116,13 +120,14 @@ copies=3
 jobs=2
 x3pass=yes
 traces=$root/bench/traces
+config=
 
 usage() {
         sed -n '/^#   bench/,/^#  *\[-F/p' "$0" | sed 's/^# *//' >&2
         exit 2
 }
 
-while getopts b:D:p:s:d:w:x:H:T:F:N:j:nRXr:o:h opt; do
+while getopts b:D:p:s:d:w:x:H:T:F:N:j:nRXr:o:c:h opt; do
         case $opt in
         b) bin=$OPTARG ;;
         D) dir=$OPTARG ;;
@@ -141,6 +146,7 @@ while getopts b:D:p:s:d:w:x:H:T:F:N:j:nRXr:o:h opt; do
         X) x3pass=no ;;
         r) traces=$OPTARG ;;
         o) pictures=$OPTARG ;;
+        c) config=$OPTARG ;;
         *) usage ;;
         esac
 done
@@ -267,6 +273,7 @@ sim() {
         t=$2
         shift 2
         [ -n "$power" ] && set -- --idle-power-w "$power" "$@"
+        [ -n "$config" ] && set -- --config "$config" "$@"
         [ -n "$xscale" ] && set -- --exlat-scale "$xscale" "$@"
         [ "$p" = hindsight ] && [ -n "$hshare" ] && set -- --hindsight-share "$hshare" "$@"
         pci=
@@ -360,6 +367,30 @@ row() {
                         # job time without power management, for the added share of the seed job
                         job = D[key] - W[key]
                         printf "%s %s %s %s %.3f %.3f %s %.3f %s %.9g %.9g %.9g %.9g %.9g %d\n", drv, fam, pol, run, eo, ek, sk, P99[key] * 1e3, wall, S[key], S["kernel"], E[key], E["kernel"], (job > 0 ? W[key] / job : 0), N["kernel"]
+                }'
+}
+
+# One line of target 6 from a simulate JSON of a two-trace sequence on stdin: DRIVE QUIET SCALE,
+# the quiet trace's energy over the kernel's table's, the seed job's added share of its run
+# time, and the kernel's table's.
+seq_row() {
+        awk -v drv="$1" -v fam="$2" -v xs="$3" -v key="$4" '
+                function num(line, key,   m) {
+                        if (!match(line, "\"" key "\":-?[0-9.eE+-]+")) return 0
+                        m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); return m + 0
+                }
+                /^\{"name":/ {
+                        match($0, /"name":"[^"]*"/); name = substr($0, RSTART + 8, RLENGTH - 9)
+                        if (!match($0, /"segments":\[.*\]/)) next
+                        n = split(substr($0, RSTART, RLENGTH), seg, /\},\{"span_s"/)
+                        if (n < 2) next
+                        E[name] = num(seg[1], "energy_j"); W[name] = num(seg[2], "added_wall_s")
+                        J[name] = num("\"span_s\"" seg[2], "span_s") - W[name]
+                }
+                END {
+                        if (!(key in E) || !("kernel" in E)) { print "run.sh: missing sequence rows" > "/dev/stderr"; exit 1 }
+                        printf "%s %s %s %.4f %.6f %.6f\n", drv, fam, xs, (E["kernel"] > 0 ? E[key] / E["kernel"] : 1),
+                               (J[key] > 0 ? W[key] / J[key] : 0), (J["kernel"] > 0 ? W["kernel"] / J["kernel"] : 0)
                 }'
 }
 
@@ -461,7 +492,29 @@ drive_rows() {
                         row "$name" "$fam" "$checked" x3 "$(key_of "$checked")" <"$wd/x3.json"
                 fi
         done
+        # Target 6: each quiet recording, then the seed job, played in a row to one policy (simulate
+        # with two --trace), on the drive as it says and 3x slower to wake.
+        for fam in $seq_quiet; do
+                for xs in 1 3; do
+                        sim "$checked" "$tmp/$fam.txt" --trace "$tmp/seq-seed.txt" --closed-loop=2 --exlat-scale "$xs" \
+                                >"$wd/seq.json"
+                        seq_row "$name" "$fam" "x$xs" "$(key_of "$checked")" <"$wd/seq.json" >>"$tmp/seq-$(drive_stem "$drive")"
+                done
+        done
 }
+
+# Target 6's quiet recordings: those in TRACE_DIR named for an idle or a quiet machine; the
+# checked policy must learn for the sequence to say anything.
+seq_quiet=
+if [ "$real" = yes ] && learner "$checked"; then
+        for t in "$traces"/*.txt.gz; do
+                case $(basename "$t") in *idle*|*quiet*) ;; *) continue ;; esac
+                f=real-$(basename "$t" .txt.gz)
+                [ -f "$tmp/$f.txt" ] || gzip -dc "$t" >"$tmp/$f.txt"
+                seq_quiet="$seq_quiet $f"
+        done
+        "$tmp/tracegen" -s "$seed" -d "$duration" seed >"$tmp/seq-seed.txt"
+fi
 
 # The drives, JOBS at a time (a slot is a line in a FIFO); each writes its own rows file,
 # concatenated in the drives' order afterwards, so the table does not depend on -j.
@@ -703,6 +756,26 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                 else
                         printf "   with --exlat-scale 3: not measured (-X)\n"
         }' "$tmp/rows"
+
+# 6. The seed job after a quiet recording, cold: what was learned in the quiet spell must not
+# be applied to the job. Per drive the worst sequence, and the quiet spells' mean energy.
+if [ -n "$seq_quiet" ]; then
+        for drive in $drives; do cat "$tmp/seq-$(drive_stem "$drive")"; done | awk -v p="$checked" '
+                { n++; le += log($4); if (!($1 in seen)) { seen[$1] = 1; ord[++nd] = $1 }
+                  if ($5 >= 0.01) { miss++; m = m sprintf(" %s/%s/%s(%.2f%%, kernel %.2f%%)", $1, $2, $3, 100 * $5, 100 * $6) }
+                  if (!($1 in wd) || $5 > wd[$1]) { wd[$1] = $5; wk[$1] = $6; wq[$1] = $2 "/" $3 }
+                  if ($5 > worst) { worst = $5; wn = $1 "/" $2 "/" $3 } }
+                END {
+                        printf "6. seed job after each quiet recording (%s), one policy for both, < 1%% added on every drive (as advertised and 3x slower): %s (worst %.2f%%, %s; %d sequences)\n",
+                               p, miss ? "MISSED" : "met", 100 * worst, wn, n
+                        printf "   the quiet recordings'"'"' energy over the kernel'"'"'s table'"'"'s (geometric mean): %.3f\n", exp(le / n)
+                        if (miss) printf "  %s\n", m
+                        for (i = 1; i <= nd; i++)
+                                printf "   %-12s worst %.2f%% (kernel %.2f%%, %s)\n", ord[i], 100 * wd[ord[i]], 100 * wk[ord[i]], wq[ord[i]]
+                }'
+else
+        echo "6. seed job after a quiet recording: not measured (no recorded idle or quiet family, or $checked does not learn)"
+fi
 
 # The pictures. Per family over the drives, as in the per-family summary: the geometric
 # mean of E/kern and total stall over the kernel's total ("-" when the kernel never
