@@ -29,6 +29,7 @@
 #include "doctor.h"
 #include "doctor-out.h"
 #include "fileio.h"
+#include "kmsg.h"
 #include "log.h"
 #include "sysfs.h"
 #include "util.h"
@@ -352,12 +353,13 @@ static void read_cpufreq(DoctorSnapshot *s, DoctorCpuPolicy **ret, const char *c
 
 /* Keep a relevant message; @line is one record ("6,339,0,-;message") or one text line. */
 static int keep_log_line(char *line, char ***lines, size_t *n) {
-        char *msg = line, *semi = strchr(line, ';');
+        char *msg = line;
         char **t;
+        KmsgRecord rec;
 
-        /* /dev/kmsg: "<prio>,<seq>,<usec>,<flags>[,...];<message>" */
-        if (semi && line[0] >= '0' && line[0] <= '9' && strcspn(line, " ") > (size_t) (semi - line))
-                msg = semi + 1;
+        /* /dev/kmsg: "<prio>,<seq>,<usec>,<flags>[,...];<message>" (kmsg.h); a text line is kept whole */
+        if (kmsg_parse_record(line, strlen(line), &rec) >= 0 && rec.prio >= 0)
+                msg = line + (rec.msg - line);
         msg[strcspn(msg, "\n")] = '\0';
         if (*n >= DOCTOR_KERNEL_LOG_MAX || !doctor_kernel_log_relevant(msg))
                 return 0;
