@@ -17,6 +17,7 @@
 #include "calib-store.h"
 #include "controller.h"
 #include "nvme-admin.h"
+#include "quarantine-store.h"
 #include "log.h"
 #include "record-file.h"
 #include "sysfs.h"
@@ -477,6 +478,24 @@ static bool plan_same_configuration(const DevicePlan *a, const DevicePlan *b) {
         return apst_params_equal(&x, &y);
 }
 
+/* The quarantine kept for this drive's vendor, model and firmware (quarantine-store.h); without a
+ * state directory the one set by the caller stays. A malformed file is said and ignored. */
+static void load_quarantine(Controller *c, const ControllerContext *ctx) {
+        _cleanup_free_ char *err = NULL;
+        Quarantine q;
+        int r;
+
+        if (!ctx->state_dir || !c->identified || !c->id.model[0])
+                return;
+        c->quarantine_below = QUARANTINE_NONE;
+        r = quarantine_load(ctx->state_dir, c->id.model, c->id.firmware, &q, &err);
+        if (r == -EINVAL)
+                log_warning("%s: ignoring its quarantine file: %s", c->name, err ? err : "malformed");
+        if (r < 0 || q.vendor != c->id.vid)
+                return;
+        c->quarantine_below = q.allow_below;
+}
+
 int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_changed) {
         DevicePlan old = c->plan;
         ApstTable old_table = *controller_table(c);
@@ -487,6 +506,7 @@ int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_cha
 
         /* a quarantine (quarantine.h): planned as a drive without those states, APST off as a budget of 0 */
         IdCtrl id;
+        load_quarantine(c, ctx);
         quarantine_limit_id(&c->id, c->quarantine_below, &id);
         r = device_plan_capped(ctx->config, ctx->platform, c->name, &c->sys, &id, have_calib ? &calib : NULL,
                                c->quarantine_below == QUARANTINE_APST_OFF ? 0 : c->latency_cap_us, &c->plan);
