@@ -8,6 +8,7 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "quarantine.h"
 
@@ -25,3 +26,8 @@ int quarantine_list(const char *state_dir, Quarantine **ret, size_t *ret_n);
 
 /* Remove the file of @model/@firmware. Return: 0, -ENOENT (none), or -errno. */
 int quarantine_remove(const char *state_dir, const char *model, const char *firmware);
+
+/* Lower @sysroot/class/nvme/@name/power/pm_qos_latency_tolerance_us to @us if it is above it, so the
+ * kernel's own table (after a reset while the daemon is not running) leaves the quarantined states
+ * out. Return: 1 written, 0 already at or below, -ENOENT (the kernel has APST off: no attribute), -errno. */
+int quarantine_set_latency_tolerance(const char *sysroot, const char *name, uint32_t us);

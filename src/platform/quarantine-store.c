@@ -3,6 +3,8 @@
  * state-file.h); the format is quarantine-file.c's. */
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 #include "macro.h"
 #include "quarantine-store.h"
 #include "state-file.h"
+#include "sysfs.h"
+#include "util.h"
 
 #define QUARANTINE_FILE_MAX (16u * 1024u)
 #define QUARANTINE_LIST_MAX 1024u     /* files listed at most: far more models than a machine has */
@@ -157,4 +161,26 @@ int quarantine_remove(const char *state_dir, const char *model, const char *firm
         if (r < 0)
                 return r;
         return unlink(path) < 0 ? -errno : 0;
+}
+
+int quarantine_set_latency_tolerance(const char *sysroot, const char *name, uint32_t us) {
+        char path[PATH_MAX], value[32];
+        uint32_t now;
+        int fd, l, r;
+
+        (void) snprintf(path, sizeof path, "%s/class/nvme/%s/power/pm_qos_latency_tolerance_us", sysroot, name);
+        r = sysfs_read_attr(path, value, sizeof value);
+        if (r < 0)
+                return r;
+        value[strcspn(value, "\n")] = '\0';
+        /* "auto" and "any" (no constraint) read as above everything */
+        if (safe_atou32(value, &now) >= 0 && now <= us)
+                return 0;
+        l = snprintf(value, sizeof value, "%u\n", us);
+        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        r = write(fd, value, (size_t) l) == l ? 1 : -errno;
+        (void) close(fd);
+        return r;
 }
