@@ -30,6 +30,7 @@
 #include "doctor-out.h"
 #include "fileio.h"
 #include "kmsg.h"
+#include "quarantine-store.h"
 #include "log.h"
 #include "sysfs.h"
 #include "util.h"
@@ -215,6 +216,19 @@ static void read_nvme_core(const char *root, DoctorSnapshot *s) {
         s->have_nvme_core = true;
 }
 
+/* The daemon's quarantine of this model and firmware, if it keeps one (doc/quarantine.md). */
+static void read_quarantine(DoctorCtrl *d) {
+        char dir[4096];
+        Quarantine q;
+
+        if (quarantine_load(cli_state_dir(dir, sizeof dir), d->id.model, d->id.firmware, &q, NULL) < 0 ||
+            q.vendor != d->id.vid)
+                return;
+        d->quarantined = q.allow_below != QUARANTINE_NONE;
+        d->quarantine_below = q.allow_below;
+        d->quarantine_strikes = q.strikes;
+}
+
 static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
         _cleanup_(admin_freep) AdminHandle *ctrl = NULL;
         uint8_t raw[IDCTRL_SIZE];
@@ -243,6 +257,7 @@ static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
                 return;
         }
         d->mdts = raw[IDCTRL_MDTS_OFFSET];
+        read_quarantine(d);
         if (!d->id.apst_supported)
                 return;     /* no Get Features 0x0C for a drive without the feature, as the kernel */
         status = 0;
