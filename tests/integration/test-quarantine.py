@@ -7,6 +7,8 @@ the harness's COMMAND: test-quarantine.py SCENARIO.
               state out of the table within 1 s of live; the other controller keeps its table; the
               table left at stop and the next start's keep it out; the second failure turns APST off
               (this drive has two non-operational states), each step one journal entry
+  fake-dies   the fake controller itself dies once fully in ps4 (die-in=4): the daemon sees its records
+              and its reset, and the drive is never sent to ps4 again
   not-blamed  an admin reset without a record, a removal without a record, a failure while the
               drive is busy and a failure right after resume quarantine nothing
 Covers: src/daemon/manager-quarantine.c, src/platform/kernel-log.c, src/platform/quarantine-store.c,
@@ -183,9 +185,38 @@ elif scenario == "not-blamed":
         check(d.wait_log(r"nvme1: controller removed") is not None, "nvme1 removed")
         time.sleep(0.5)
         check(qfiles() == [], "a removal quarantines nothing")
-        check(deepest(read_table("nvme0")) == d0, "nvme0 keeps its deep state")
+        check(wait_for(lambda: read_table("nvme0")[0] == 1, 5, "nvme0's table back") is not None,
+              "nvme0 has its table again")
+        check(qfiles() == [], "nothing quarantined at all")
         rc = d.stop()
         check(rc == 0, "stop: exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+elif scenario == "fake-dies":
+    # the fake controller dies by itself once fully in ps4 (die-in=4): its admin commands fail, its state goes
+    # to resetting, the kernel's records go to $FAKE_NVME_STATE/kmsg, and a reset brings it back
+    kfifo = os.path.join(STATE, "kmsg")
+    os.mkfifo(kfifo)
+    env = dict(ENV, NVME_APSTD_KERNEL_LOG=kfifo)
+    d = Daemon(CONF, extra_env=env)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        check(deepest(read_table("nvme0")) == 4, "the first table reaches ps4")
+        t1 = read_table("nvme1")
+        check(d.wait_log(r"nvme0: controller failed in power state ps4 .*MESSAGE_ID=c7f745201e674b65a0d8fe66a0a50bec",
+                         timeout=15) is not None, "the drive died in ps4 by itself: ps4 blamed")
+        check(wait_for(lambda: read_table("nvme0")[0] == 1 and deepest(read_table("nvme0")) == 3, 2,
+                       "ps4 out") is not None, "nvme0's table then stops at ps3")
+        # idle long past ps4's entry under the old table: the drive is never sent there again
+        time.sleep(4)
+        check(deepest(read_table("nvme0")) == 3, "4 s later the table still stops at ps3")
+        check(len(re.findall(r"controller failed in power state", d.log())) == 1, "it failed once only")
+        check(read_table("nvme1") == t1, "nvme1 keeps its table")
+        rc = d.stop()
+        check(rc == 0, "stop: exit 0")
+        check(deepest(read_table("nvme0")) < 4, "the table left at stop stays out of ps4")
     finally:
         if d.proc.poll() is None:
             d.stop()
