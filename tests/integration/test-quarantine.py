@@ -9,8 +9,9 @@ the harness's COMMAND: test-quarantine.py SCENARIO.
               (this drive has two non-operational states), each step one journal entry
   fake-dies   the fake controller itself dies once fully in ps4 (die-in=4): the daemon sees its records
               and its reset, and the drive is never sent to ps4 again
-  not-blamed  an admin reset without a record, a removal without a record, a failure while the
-              drive is busy and a failure right after resume quarantine nothing
+  not-blamed  an admin reset without a record, a removal without a record and a failure while the
+              drive is busy quarantine nothing
+  resume      a failure right after logind's PrepareForSleep(false) is reported, not blamed
 Covers: src/daemon/manager-quarantine.c, src/platform/kernel-log.c, src/platform/quarantine-store.c,
 src/core/kmsg.c, src/core/quarantine.c, src/core/quarantine-file.c, src/engine/controller.c."""
 
@@ -177,9 +178,6 @@ elif scenario == "not-blamed":
               "a timeout while busy is reported, not blamed")
         check(qfiles() == [], "... and quarantines nothing")
 
-        # right after resume: the kernel's own deepest state on s2idle
-        # (PrepareForSleep needs logind on a bus; without one this part is left out)
-
         # a removal by the user, without a failure record
         ctl("remove", "nvme1")
         check(d.wait_log(r"nvme1: controller removed") is not None, "nvme1 removed")
@@ -221,6 +219,35 @@ elif scenario == "fake-dies":
         if d.proc.poll() is None:
             d.stop()
         d.dump()
+elif scenario == "resume":
+    # a failure right after a resume is the suspend path's (the kernel's own deepest state on s2idle):
+    # reported, not blamed. A private bus stands in for the system bus; the test is logind.
+    bus = PrivateBus()
+    GLib, conn, addr = bus.GLib, bus.conn, bus.addr
+    check(bus.call_bus("RequestName", "(su)", ("org.freedesktop.login1", 0))[0] == 1,
+          "the test owns org.freedesktop.login1 on the private bus")
+    d = Daemon(CONF, extra_env=dict(ENV, DBUS_SYSTEM_BUS_ADDRESS=addr))
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        d0 = deepest(read_table("nvme0"))
+        for sleeping in (True, False):
+            conn.emit_signal(None, "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "PrepareForSleep",
+                             GLib.Variant("(b)", (sleeping,)))
+            conn.flush_sync(None)
+            time.sleep(0.2)
+        check(d.wait_log(r"Resumed from sleep") is not None, "resume seen")
+        fail_in_state("nvme0")
+        check(d.wait_log(r"nvme0: controller failed .*not blamed on a power state: resume") is not None,
+              "a failure just after resume is reported, not blamed")
+        check(qfiles() == [], "nothing quarantined")
+        check(wait_for(lambda: deepest(read_table("nvme0")) == d0, 5, "table back") is not None,
+              "the table keeps its deepest state")
+        check(d.stop() == 0, "exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+        bus.close()
 else:
     skip(f"unknown scenario {scenario}")
 
