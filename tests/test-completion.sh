@@ -67,7 +67,7 @@ expect_has() {
         echo "ok   '$line' has $*"
 }
 
-expect "nvme-apstd " "apply calibrate config doctor hold observe plan run simulate status"
+expect "nvme-apstd " "apply calibrate config doctor hold observe plan quarantine run simulate status"
 expect "nvme-apstd config --r" "--root"
 expect "nvme-apstd plan --ro" "--root"
 expect "nvme-apstd ca" "calibrate"
@@ -78,6 +78,7 @@ expect "nvme-apstd status --" "--config --help --json --state-dir --version"
 expect "nvme-apstd doctor --k" "--kernel-log"
 expect "nvme-apstd calibrate --s" "--samples --state-dir"
 expect "nvme-apstd observe --" "--help --json --seconds --state-dir --version"
+expect "nvme-apstd quarantine --" "--clear --drop-in --help --state-dir --version"
 # controllers for the verbs that take them, disks (not loop devices) for observe
 expect "nvme-apstd plan " "nvme0 nvme1"
 expect "nvme-apstd apply --config /etc/nvme-apstd.conf nvme" "nvme0 nvme1"

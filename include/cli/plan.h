@@ -16,6 +16,7 @@
 #include "config.h"
 #include "device.h"
 #include "idctrl.h"
+#include "quarantine.h"
 #include "sysinfo.h"
 
 typedef struct PlanEntry {
@@ -24,6 +25,7 @@ typedef struct PlanEntry {
         SysCtrl sys;
         IdCtrl id;
         DevicePlan plan;
+        uint8_t quarantine_below;  /* Controller.quarantine_below: QUARANTINE_NONE, or the states left out */
 } PlanEntry;
 
 typedef struct PlanResult {

@@ -45,6 +45,9 @@ int verb_doctor(int argc, char *argv[]);
 /* `nvme-apstd status`: the running daemon's state over its D-Bus API, or the plan (src/cli/cmd-status.c). */
 int verb_status(int argc, char *argv[]);
 
+/* `nvme-apstd quarantine`: list, clear or carry the power states drives failed in (src/cli/cmd-quarantine.c,
+ * doc/quarantine.md). */
+int verb_quarantine(int argc, char *argv[]);
 /* `nvme-apstd calibrate`: measure each power state's real wake-up time (src/cli/cmd-calibrate.c, doc/calibrate.md). */
 int verb_calibrate(int argc, char *argv[]);
 

@@ -35,6 +35,7 @@ typedef enum DoctorFindingId {
         DOCTOR_REQUEST_SIZE_DMA_LIMIT,     /* "request-size-dma-limit" */
         DOCTOR_REQUEST_SIZE_SOFT_LIMIT,    /* "request-size-soft-limit" */
         DOCTOR_CPU_SLOW_RAMP,              /* "cpu-slow-ramp" */
+        DOCTOR_APST_QUARANTINED,           /* "apst-quarantined" */
         _DOCTOR_FINDING_MAX,
         _DOCTOR_FINDING_INVALID = -22,
 } DoctorFindingId;
@@ -79,6 +80,10 @@ typedef struct DoctorCtrl {
         char disk[32];
         bool have_queue;
         uint32_t max_hw_sectors_kb, max_sectors_kb;
+        /* the daemon's quarantine of this model and firmware (quarantine.h, doc/quarantine.md) */
+        bool quarantined;
+        uint8_t quarantine_below;          /* states from this one on out; 0 = APST off */
+        unsigned quarantine_strikes;       /* failures blamed */
 } DoctorCtrl;
 
 typedef struct DoctorCpuPolicy {

@@ -34,6 +34,8 @@ typedef struct MetricsController {
         uint64_t kernel_overwrites;     /* times our table was found replaced (reset, resume) */
         uint64_t errors;                /* admin commands that failed, verifications that did not match */
         bool unresponsive;              /* an admin command outlived the deadline and has not returned */
+        bool quarantined;               /* a power state is quarantined (doc/quarantine.md) */
+        uint8_t quarantine_allow_below; /* ... from this one on (0 = APST off) */
         uint32_t holds;                 /* latency holds in force on it (its own and those on every controller) */
         uint64_t hold_us;               /* time spent with at least one of them, µs */
         bool have_watcher;              /* the I/O watcher ran: the next three are meaningful */

@@ -145,6 +145,7 @@ struct Manager {
         struct ManagerMetrics *metrics; /* src/daemon/manager-metrics.c; NULL until the first update */
         struct ManagerHolds *holds;     /* latency holds (manager-holds.c); NULL until the first is asked for */
         struct BusHolds *bus_holds;     /* HoldLatency and ReleaseLatency on the bus; NULL without a bus */
+        struct ManagerQuarantine *quarantine; /* the kernel log and failures pending (manager-quarantine.c) */
         uint64_t config_reloads;   /* SIGHUPs that took effect */
         uint64_t config_reload_failures;  /* SIGHUPs whose file was rejected */
 

@@ -23,6 +23,9 @@ ManagerWatch *manager_watch_free(ManagerWatch *w);
 /* What @c's watcher has seen since it (re)started: I/Os completed and time the I/O waited for the
  * drive to wake. Return: false (and zeros) when the controller is not watched. */
 bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *ret_stall_us);
+/* How long @c's drive has been idle at @now_usec (CLOCK_MONOTONIC), as its counter sampler saw it (the
+ * quarantine's blame, doc/quarantine.md). Return: false when unknown (not watched, or the eBPF source). */
+bool manager_watch_idle_usec(const ManagerCtrl *c, uint64_t now_usec, uint64_t *ret);
 /* "bpf" or "stat": where @c's watcher sees its I/O; NULL when it is not watched. */
 const char *manager_watch_source(const ManagerCtrl *c);
 /* Unload the eBPF program once no watcher reads it (stop, or a reload to source = stat). */

@@ -28,6 +28,7 @@
 #include "config.h"
 #include "device.h"
 #include "idctrl.h"
+#include "quarantine.h"
 
 typedef enum ControllerMode {
         CONTROLLER_MODE_PLAN,      /* `plan`: gate, Identify, plan; nothing written, verdicts not logged */
@@ -72,6 +73,10 @@ typedef struct Controller {
          * state, 0 = none: planned with like a stored calibration's (the larger of the two wins). */
         uint32_t passive_exlat_us[IDCTRL_MAX_PS];
         uint32_t passive_samples[IDCTRL_MAX_PS];
+        /* The quarantine in force (quarantine.h, doc/quarantine.md): states from this one on are left out of
+         * every table planned, learned or put back at stop; QUARANTINE_NONE: none, QUARANTINE_APST_OFF: APST
+         * off. The daemon sets it between steps, from the state directory's file. */
+        uint8_t quarantine_below;
 } Controller;
 
 typedef enum ControllerResult {

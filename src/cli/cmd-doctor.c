@@ -29,6 +29,8 @@
 #include "doctor.h"
 #include "doctor-out.h"
 #include "fileio.h"
+#include "kmsg.h"
+#include "quarantine-store.h"
 #include "log.h"
 #include "sysfs.h"
 #include "util.h"
@@ -214,6 +216,19 @@ static void read_nvme_core(const char *root, DoctorSnapshot *s) {
         s->have_nvme_core = true;
 }
 
+/* The daemon's quarantine of this model and firmware, if it keeps one (doc/quarantine.md). */
+static void read_quarantine(DoctorCtrl *d) {
+        char dir[4096];
+        Quarantine q;
+
+        if (quarantine_load(cli_state_dir(dir, sizeof dir), d->id.model, d->id.firmware, &q, NULL) < 0 ||
+            q.vendor != d->id.vid)
+                return;
+        d->quarantined = q.allow_below != QUARANTINE_NONE;
+        d->quarantine_below = q.allow_below;
+        d->quarantine_strikes = q.strikes;
+}
+
 static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
         _cleanup_(admin_freep) AdminHandle *ctrl = NULL;
         uint8_t raw[IDCTRL_SIZE];
@@ -242,6 +257,7 @@ static void read_ctrl(const SysCtrl *sys, DoctorCtrl *d) {
                 return;
         }
         d->mdts = raw[IDCTRL_MDTS_OFFSET];
+        read_quarantine(d);
         if (!d->id.apst_supported)
                 return;     /* no Get Features 0x0C for a drive without the feature, as the kernel */
         status = 0;
@@ -352,12 +368,13 @@ static void read_cpufreq(DoctorSnapshot *s, DoctorCpuPolicy **ret, const char *c
 
 /* Keep a relevant message; @line is one record ("6,339,0,-;message") or one text line. */
 static int keep_log_line(char *line, char ***lines, size_t *n) {
-        char *msg = line, *semi = strchr(line, ';');
+        char *msg = line;
         char **t;
+        KmsgRecord rec;
 
-        /* /dev/kmsg: "<prio>,<seq>,<usec>,<flags>[,...];<message>" */
-        if (semi && line[0] >= '0' && line[0] <= '9' && strcspn(line, " ") > (size_t) (semi - line))
-                msg = semi + 1;
+        /* /dev/kmsg: "<prio>,<seq>,<usec>,<flags>[,...];<message>" (kmsg.h); a text line is kept whole */
+        if (kmsg_parse_record(line, strlen(line), &rec) >= 0 && rec.prio >= 0)
+                msg = line + (rec.msg - line);
         msg[strcspn(msg, "\n")] = '\0';
         if (*n >= DOCTOR_KERNEL_LOG_MAX || !doctor_kernel_log_relevant(msg))
                 return 0;

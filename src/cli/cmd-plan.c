@@ -89,6 +89,10 @@ static void print_human(const PlanEntry *e) {
                        e->plan.section ? " (from [device " : "", e->plan.section ? e->plan.section : "",
                        e->plan.section ? "])" : "", q, p->quirks_overridden ? " (overridden by force = yes)" : "");
                 printf("  APST: %s\n", desc);
+                if (e->quarantine_below != QUARANTINE_NONE) {
+                        quarantine_describe(e->quarantine_below, q, sizeof q);
+                        printf("  quarantine: %s (a failure in a power state; nvme-apstd quarantine)\n", q);
+                }
                 if (e->plan.params.policy == APST_POLICY_ADAPTIVE && p->table.apste)
                         printf("  adaptive: starts here (on exact gaps, eBPF: on the kernel's table), then the least\n"
                                "  energy whose wake-up delay is no more than the kernel's table's on the same I/O;\n"
@@ -169,6 +173,9 @@ static struct json_object *json_entry(const PlanEntry *e) {
         (void) json_object_object_add(o, "power_states", json_power_states(&e->id, &e->plan));
         (void) json_object_object_add(o, "apste", json_object_new_boolean(manage && p->table.apste));
         (void) json_object_object_add(o, "worst_wake_us", json_object_new_uint64(manage ? p->worst_wake_us : 0));
+        (void) json_object_object_add(o, "quarantine_below",
+                                      e->quarantine_below == QUARANTINE_NONE ? NULL
+                                                                              : json_object_new_int(e->quarantine_below));
         if (manage) {
                 apst_describe(&p->table, &e->plan.plan_id, desc, sizeof desc);
                 (void) json_object_object_add(o, "description", json_object_new_string(desc));
@@ -296,6 +303,7 @@ static int plan_files(const ControllerContext *ctx, PlanEntry *entries, size_t n
                         return r;
                 e->id = c.id;
                 e->plan = c.plan;
+                e->quarantine_below = c.quarantine_below;
         }
         return 0;
 }
@@ -333,6 +341,7 @@ static int plan_live(const ControllerContext *ctx, char **names, size_t n_names,
                 e->sys = c.sys;
                 e->id = c.id;
                 e->plan = c.plan;
+                e->quarantine_below = c.quarantine_below;
                 n++;
         }
         *ret = TAKE_PTR(entries);

@@ -455,6 +455,11 @@ static void print_ctrl(const Props *c) {
         }
         printf("     Writes: %" PRIu64 ", kernel overwrites seen: %" PRIu64 ", errors: %" PRIu64 "\n",
                prop_t(c, "TableWrites"), prop_t(c, "KernelOverwrites"), prop_t(c, "Errors"));
+        if (prop(c, "QuarantinedBelow") && prop_t(c, "QuarantinedBelow") < QUARANTINE_NONE) {
+                char q[32];
+                quarantine_describe((uint8_t) prop_t(c, "QuarantinedBelow"), q, sizeof q);
+                printf(" Quarantine: %s (it failed in a power state; nvme-apstd quarantine)\n", q);
+        }
         if (prop(c, "Watched") && prop_t(c, "Watched")) {   /* only a watched controller has observations */
                 format_usec(prop_t(c, "ObservedStallUSec"), t2, sizeof t2);
                 printf("   Observed: %" PRIu64 " I/Os, %s of stall (source: %s)\n", prop_t(c, "ObservedIOs"), t2,

@@ -27,6 +27,7 @@ static const Verb verbs[] = {
         { "calibrate", 0, ANY, verb_calibrate },    /* nvmeX... */
         { "config",    0, ANY, verb_config },       /* --check FILE... */
         { "observe",   0, ANY, verb_observe },      /* DISK... */
+        { "quarantine", 0, ANY, verb_quarantine },  /* --clear MODEL... */
         { "hold",      1, ANY, verb_hold },         /* [nvmeX...] -- COMMAND [ARG...] (checked by hold itself) */
 };
 

@@ -15,6 +15,7 @@
 #include "device.h"
 #include "doctor.h"
 #include "macro.h"
+#include "quarantine.h"
 #include "string-table.h"
 
 static const char *const doctor_finding_id_table[_DOCTOR_FINDING_MAX] = {
@@ -26,6 +27,7 @@ static const char *const doctor_finding_id_table[_DOCTOR_FINDING_MAX] = {
         [DOCTOR_REQUEST_SIZE_DMA_LIMIT] = "request-size-dma-limit",
         [DOCTOR_REQUEST_SIZE_SOFT_LIMIT] = "request-size-soft-limit",
         [DOCTOR_CPU_SLOW_RAMP] = "cpu-slow-ramp",
+        [DOCTOR_APST_QUARANTINED] = "apst-quarantined",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(doctor_finding_id, DoctorFindingId);
@@ -438,6 +440,40 @@ static void check_daemon_not_running(Ctx *c, const DoctorCtrl *d, const DevicePl
         fix(c, f, "systemctl enable --now nvme-apstd");
 }
 
+/* The daemon keeps power states out of this drive's tables: it failed in them (doc/quarantine.md). */
+static void check_quarantined(Ctx *c, const DoctorCtrl *d) {
+        DoctorFinding *f = finding_new(c, DOCTOR_APST_QUARANTINED, d->sys.name);
+        char what[32], src[300];
+
+        quarantine_describe(d->quarantine_below, what, sizeof what);
+        title(c, f, "%s (%s, firmware %s) failed in a deep power state: quarantined: %s", d->sys.name, d->id.model,
+              d->id.firmware[0] ? d->id.firmware : "not reported", what);
+        (void) snprintf(src, sizeof src, "nvme-apstd quarantine (%s)", d->id.model);
+        evidence(c, f, src, "%s, %u failure(s) blamed on a power state", what, d->quarantine_strikes);
+        why(c, f, "The controller stopped answering after it entered a non-operational state, and the kernel "
+                  "reset it or gave up on it. nvme-apstd keeps that state and the deeper ones out of every table "
+                  "of this model and firmware, one state per failure, APST off at the end.");
+        if (d->quarantine_below == QUARANTINE_APST_OFF)
+                fix(c, f, "Failures went on as states were taken out, down to APST off: if they go on now, APST "
+                          "is not the cause. Look at PCIe ASPM and the port's power management "
+                          "(pcie_aspm=off, pcie_port_pm=off on the kernel command line, one at a time) and at "
+                          "the drive's health (nvme smart-log).");
+        fix(c, f, "Look for a firmware update (a new firmware opens the question again). Carry the finding to "
+                  "other machines with: nvme-apstd quarantine --drop-in");
+        fix(c, f, "Undo, once the cause is gone: nvme-apstd quarantine --clear '%s' && systemctl reload nvme-apstd",
+            d->id.model);
+}
+
+/* @d's plan as the daemon makes it: without the quarantined states. */
+static int plan_quarantined(const DoctorSnapshot *s, const DoctorCtrl *d, DevicePlan *ret) {
+        IdCtrl id;
+
+        quarantine_limit_id(&d->id, d->quarantined ? d->quarantine_below : QUARANTINE_NONE, &id);
+        return device_plan_capped(s->config, &s->platform, d->sys.name, &d->sys, &id, NULL,
+                                  d->quarantined && d->quarantine_below == QUARANTINE_APST_OFF ? 0 : DEVICE_NO_CAP,
+                                  ret);
+}
+
 static void check_apst(Ctx *c, const DoctorCtrl *d) {
         const DoctorSnapshot *s = c->s;
         DevicePlan plan;
@@ -448,7 +484,9 @@ static void check_apst(Ctx *c, const DoctorCtrl *d) {
                 return;
         }
 
-        if (device_plan(s->config, &s->platform, d->sys.name, &d->sys, &d->id, &plan) < 0) {
+        if (d->quarantined)
+                check_quarantined(c, d);
+        if (plan_quarantined(s, d, &plan) < 0) {
                 note(c, true, true, d->sys.name, "APST: cannot plan a table (npss out of range)");
                 return;
         }

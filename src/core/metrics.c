@@ -72,6 +72,7 @@ typedef enum CtrlFamily {
         CTRL_OBSERVED_IOS,
         CTRL_OBSERVED_STALL,
         CTRL_GUARD_FALLBACKS,
+        CTRL_QUARANTINE,
         _CTRL_FAMILY_MAX,
         _CTRL_FAMILY_INVALID = -EINVAL,
 } CtrlFamily;
@@ -125,6 +126,10 @@ static const struct {
                                    "Times the adaptive policy's guard put the kernel's table back (its own did "
                                    "more than 2% worse).",
                                    CTRL_SET_SHADOWED, false },
+        [CTRL_QUARANTINE] = { "nvme_apstd_quarantine_allow_below", "gauge",
+                              "Power states from this one on are quarantined: the drive failed in one of them "
+                              "(32 = none, 0 = APST off; nvme-apstd quarantine).",
+                              CTRL_SET_ALL, false },
 };
 
 static bool ctrl_in_set(const MetricsController *c, CtrlSet set) {
@@ -163,6 +168,8 @@ static uint64_t ctrl_value(const MetricsController *c, CtrlFamily k) {
                 return c->observed_stall_us;
         case CTRL_GUARD_FALLBACKS:
                 return c->guard_fallbacks;
+        case CTRL_QUARANTINE:
+                return c->quarantined ? c->quarantine_allow_below : METRICS_MAX_PS;
         case _CTRL_FAMILY_MAX:
         case _CTRL_FAMILY_INVALID:
                 break;
@@ -310,6 +317,7 @@ static void format_shadow(FILE *f, const MetricsState *s) {
                                   s->controllers[i].wake_delay_seconds, s->controllers[i].kernel_wake_delay_seconds,
                                   true);
         ctrl_family(f, s, CTRL_GUARD_FALLBACKS);
+        ctrl_family(f, s, CTRL_QUARANTINE);
 }
 
 /* The cpufreq policies pinned. */

@@ -61,6 +61,7 @@ typedef struct CtrlView {
         uint64_t energy_uj, kernel_energy_uj, wake_delay_usec, kernel_wake_delay_usec;
         uint64_t window_energy_uj, window_kernel_energy_uj, window_wake_delay_usec, window_kernel_wake_delay_usec;
         uint64_t guard_fallbacks;
+        uint64_t quarantined_below;       /* Controller.quarantine_below: 32 none, 0 APST off */
         CtrlExitLatency exit_latencies[IDCTRL_MAX_PS];
         size_t n_exit_latencies;
 } CtrlView;
@@ -115,6 +116,7 @@ static const Field ctrl_fields[] = {
         F("WindowWakeDelayUSec", FIELD_U64, window_wake_delay_usec),
         F("WindowKernelWakeDelayUSec", FIELD_U64, window_kernel_wake_delay_usec),
         F("GuardFallbacks", FIELD_U64, guard_fallbacks),
+        F("QuarantinedBelow", FIELD_U64, quarantined_below),
         F("ExitLatencies", FIELD_EXIT_LATENCIES, exit_latencies),
 };
 #undef F
@@ -198,6 +200,7 @@ static void ctrl_view(const ManagerCtrl *c, CtrlView *v) {
                 v->n_raw = APST_ENTRIES;
                 v->worst_wake_usec = apst_worst_wake_us(&k->written, &k->id);
         }
+        v->quarantined_below = k->quarantine_below;
         v->stats = c->stats;
         v->stats.last_change_reason[sizeof v->stats.last_change_reason - 1] = 0;
         v->watched = manager_watch_observed(c, &v->observed_ios, &v->observed_stall_usec);
@@ -462,6 +465,7 @@ static const sd_bus_vtable ctrl_vtable[] = {
         SD_BUS_PROPERTY("WindowWakeDelayUSec", "t", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("WindowKernelWakeDelayUSec", "t", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("GuardFallbacks", "t", ctrl_get, 0, CHANGES),
+        SD_BUS_PROPERTY("QuarantinedBelow", "t", ctrl_get, 0, CHANGES),
         SD_BUS_PROPERTY("ExitLatencies", "a(yuus)", ctrl_get, 0, CHANGES),
         SD_BUS_VTABLE_END,
 };

@@ -174,6 +174,8 @@ static void metrics_controller_row(const ManagerCtrl *c, char *table, size_t siz
         ctrl_table(&c->controller, c->failed, table, size, &row->worst_wake_us);
         row->name = c->controller.name;
         row->unresponsive = c->unresponsive;
+        row->quarantined = c->controller.quarantine_below != QUARANTINE_NONE;
+        row->quarantine_allow_below = c->controller.quarantine_below;
         row->model = controller_model(&c->controller);
         row->firmware = controller_firmware(&c->controller);
         row->policy = ctrl_policy(c);

@@ -120,6 +120,20 @@ bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *r
         return true;
 }
 
+bool manager_watch_idle_usec(const ManagerCtrl *c, uint64_t now_usec, uint64_t *ret) {
+        const ManagerWatch *w = c->watch;
+        const Watch *x;
+
+        if (!w || w->source == ADAPT_SOURCE_BPF)
+                return false;
+        x = w->adapt ? &w->adapt->watch : &w->watch;
+        if (!x->started)
+                return false;
+        /* never seen active: idle since the clock's start, as the watcher itself counts it */
+        *ret = x->seen_active ? now_usec - MIN(now_usec, x->last_active_ns / NS_PER_USEC) : now_usec;
+        return true;
+}
+
 void manager_watch_savings(const ManagerCtrl *c, ManagerSavings *ret) {
         const ManagerWatch *w = c->watch;
 

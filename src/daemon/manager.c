@@ -44,6 +44,7 @@
 #include "manager-metrics.h"
 #include "manager-power.h"
 #include "manager-qos.h"
+#include "manager-quarantine.h"
 #include "manager-watch.h"
 #include "retry.h"
 #include "sysfs.h"
@@ -412,6 +413,7 @@ static void manager_ctrl_finish(ManagerCtrl *c, CtrlJob *j) {
         if (!m->stopping) {
                 manager_watch_ctrl(c);   /* identified now, or planned again */
                 manager_qos_ctrl(c);     /* the kernel may have exposed (or hidden) its pm_qos attribute */
+                manager_quarantine_ctrl(c);
         }
         if (was_unresponsive) {
                 /* what it missed meanwhile is unknown: the same look as after a reset; at stop, the
@@ -562,6 +564,8 @@ static int on_prepare_for_sleep(sd_bus_message *msg, void *userdata, sd_bus_erro
         int sleeping, r;
 
         r = sd_bus_message_read(msg, "b", &sleeping);
+        if (r >= 0)
+                manager_quarantine_sleep(m, sleeping);
         if (r < 0 || sleeping)
                 return 0;
         log_info("Resumed from sleep; re-checking every controller's APST table.");
@@ -894,6 +898,7 @@ Manager *manager_free(Manager *m) {
         sd_bus_slot_unref(m->sleep_slot);
         bus_holds_free(m->bus_holds);   /* its polkit questions first: they point into the holds */
         manager_holds_free(m);
+        manager_quarantine_free(m);
         bus_api_free(m->bus_api);
         sd_bus_flush_close_unref(m->bus);
         sd_device_monitor_unref(m->monitor);
@@ -1111,6 +1116,9 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         r = manager_connect_udev(m);
+        if (r < 0)
+                return r;
+        r = manager_quarantine_start(m);
         if (r < 0)
                 return r;
         (void) manager_connect_bus(m);

@@ -17,12 +17,13 @@
 #include "calib-store.h"
 #include "controller.h"
 #include "nvme-admin.h"
+#include "quarantine-store.h"
 #include "log.h"
 #include "record-file.h"
 #include "sysfs.h"
 
 void controller_init(Controller *c, const char *name) {
-        *c = (Controller) { .latency_cap_us = DEVICE_NO_CAP };
+        *c = (Controller) { .latency_cap_us = DEVICE_NO_CAP, .quarantine_below = QUARANTINE_NONE };
         (void) snprintf(c->name, sizeof c->name, "%s", name);
 }
 
@@ -288,7 +289,8 @@ static void log_left_alone(const Controller *c, const ControllerContext *ctx, bo
 }
 
 static bool learned_in_force(const Controller *c) {
-        return c->have_learned && apst_worst_wake_us(&c->learned, &c->id) <= c->plan.params.max_latency_us;
+        return c->have_learned && apst_worst_wake_us(&c->learned, &c->id) <= c->plan.params.max_latency_us &&
+               apst_deepest(&c->learned) < c->quarantine_below;
 }
 
 const ApstTable *controller_table(const Controller *c) {
@@ -476,6 +478,24 @@ static bool plan_same_configuration(const DevicePlan *a, const DevicePlan *b) {
         return apst_params_equal(&x, &y);
 }
 
+/* The quarantine kept for this drive's vendor, model and firmware (quarantine-store.h); without a
+ * state directory the one set by the caller stays. A malformed file is said and ignored. */
+static void load_quarantine(Controller *c, const ControllerContext *ctx) {
+        _cleanup_free_ char *err = NULL;
+        Quarantine q;
+        int r;
+
+        if (!ctx->state_dir || !c->identified || !c->id.model[0])
+                return;
+        c->quarantine_below = QUARANTINE_NONE;
+        r = quarantine_load(ctx->state_dir, c->id.model, c->id.firmware, &q, &err);
+        if (r == -EINVAL)
+                log_warning("%s: ignoring its quarantine file: %s", c->name, err ? err : "malformed");
+        if (r < 0 || q.vendor != c->id.vid)
+                return;
+        c->quarantine_below = q.allow_below;
+}
+
 int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_changed) {
         DevicePlan old = c->plan;
         ApstTable old_table = *controller_table(c);
@@ -484,8 +504,12 @@ int controller_replan(Controller *c, const ControllerContext *ctx, bool *ret_cha
         Calibration calib;
         bool have_calib = merge_passive(c, load_calibration(c, ctx, &calib), &calib);
 
-        r = device_plan_capped(ctx->config, ctx->platform, c->name, &c->sys, &c->id, have_calib ? &calib : NULL,
-                               c->latency_cap_us, &c->plan);
+        /* a quarantine (quarantine.h): planned as a drive without those states, APST off as a budget of 0 */
+        IdCtrl id;
+        load_quarantine(c, ctx);
+        quarantine_limit_id(&c->id, c->quarantine_below, &id);
+        r = device_plan_capped(ctx->config, ctx->platform, c->name, &c->sys, &id, have_calib ? &calib : NULL,
+                               c->quarantine_below == QUARANTINE_APST_OFF ? 0 : c->latency_cap_us, &c->plan);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot plan the APST table: %m", c->name);
         if (ctx->mode == CONTROLLER_MODE_DAEMON && c->plan.calib_changed_table &&
@@ -506,11 +530,15 @@ int controller_restore(Controller *c, const ControllerContext *ctx, const char *
         _cleanup_(admin_freep) AdminHandle *ctrl = NULL;
         RecordHook hook = { .c = c, .ctx = ctx };
         ApplyTarget t;
+        ApstTable original;
         int r;
 
         *ret = (ControllerOutcome) { .result = CONTROLLER_LEFT_ALONE, .failed_step = CONTROLLER_STEP_NONE };
         if (!c->have_original)
                 return 0;
+        /* what is left behind keeps the quarantine: the original without its quarantined states */
+        original = c->original;
+        (void) quarantine_filter_table(&original, c->quarantine_below);
         /* The same gate as a write: a resetting or dead controller gets no admin command, not even
          * the original back. The record stays, so whoever next finds it live (we after a reload,
          * the next start) restores from it; the kernel's reset writes its own table meanwhile. */
@@ -537,7 +565,7 @@ int controller_restore(Controller *c, const ControllerContext *ctx, const char *
                  * was already in place at start): put back the original unless the drive still holds
                  * it. Either way the record goes only once the drive holds it. */
                 ApstTable now;
-                if (admin_get_apst(ctrl, &now, NULL) >= 0 && apst_table_equal(&now, &c->original)) {
+                if (admin_get_apst(ctrl, &now, NULL) >= 0 && apst_table_equal(&now, &original)) {
                         c->have_written = false;
                         c->have_original = false;
                         original_forget(ctx, c);
@@ -550,7 +578,7 @@ int controller_restore(Controller *c, const ControllerContext *ctx, const char *
         t = controller_target(c, reason);
         t.leaving = leaving_hook;
         t.userdata = &hook;
-        r = apply_restore(ctrl, &t, &c->original);
+        r = apply_restore(ctrl, &t, &original);
         if (r < 0) {
                 if (r == -ENODEV && outcome_leaving(c, ctx, r, ret))
                         return r;

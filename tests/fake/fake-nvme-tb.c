@@ -57,6 +57,8 @@ typedef struct Ctrl {
         bool multipath;
         char *pci_syspath, *syspath, *ns_syspath, *hidden_ns_syspath, *subsys_syspath;
         char *diskseq;  /* diskseq=N: the I/O disk's diskseq, a real disk's for the eBPF source */
+        int die_ps;     /* die-in=N: the controller fails once fully in psN (-1: never) */
+        gint64 died_us; /* when it failed: admin commands fail, state resetting, until the reset (0: alive) */
         FILE *log;
         char *table_path;
 } Ctrl;
@@ -426,6 +428,8 @@ static gboolean fake_nvme_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlCli
                 violation_locked(c, ioc, &fc, why);
         if (c->removed)
                 st = -ENODEV;
+        else if (c->died_us)
+                st = -EIO;      /* off the bus: the kernel's reset has not brought it back yet */
         else {
                 unsigned delay_ms = 0;
 
@@ -721,6 +725,7 @@ static Ctrl *ctrl_parse(Harness *h, const char *spec, GError **error)
         int r;
 
         c->h = h;
+        c->die_ps = -1;
         if (!g_str_has_prefix(parts[0], "nvme") || !g_ascii_isdigit(parts[0][4]) ||
             (c->index = (unsigned) strtoul(parts[0] + 4, &end, 10), *end) || c->index > 223) {
                 /* N <= 223: the PCI parent is 0000:00:<4 + N % 28>.<N / 28> (5-bit device, 3-bit function) */
@@ -766,7 +771,15 @@ static Ctrl *ctrl_parse(Harness *h, const char *spec, GError **error)
                         scale_pct = v;
                 else if (!strcmp(*p, "exlat-scale-ps"))
                         scale_ps = v;
-                else {
+                else if (!strcmp(*p, "die-in")) {
+                        unsigned long ps = strtoul(v, &end, 10);
+                        if (!g_ascii_isdigit(*v) || *end || ps > 31) {
+                                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                                            "die-in=%s: expected 0..31", v);
+                                return NULL;
+                        }
+                        c->die_ps = (int) ps;
+                } else {
                         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, "unknown controller option '%s'",
                                     *p);
                         return NULL;
@@ -1464,10 +1477,67 @@ static unsigned counter_locked(const Ctrl *c, const char *name)
         return m->n_violations;
 }
 
+/* die-in=N: what the kernel prints for a controller that fell off the bus (drivers/nvme/host/pci.c
+ * nvme_warn_reset()), as /dev/kmsg records, to $FAKE_NVME_STATE/kmsg when a reader has it open. */
+static void die_records(Harness *h, Ctrl *c)
+{
+        g_autofree char *path = g_build_filename(h->state_dir, "kmsg", NULL);
+        g_autofree char *text = NULL;
+        gint64 now = g_get_monotonic_time();
+        int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+
+        if (fd < 0)
+                return;   /* nobody reads the kernel log: lost, as kmsg records a stopped daemon misses */
+        text = g_strdup_printf(
+                "4,%u,%" G_GINT64_FORMAT ",-;nvme %s: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0x10\n"
+                " SUBSYSTEM=nvme\n DEVICE=+nvme:%s\n"
+                "4,%u,%" G_GINT64_FORMAT ",-;nvme %s: Does your device have a faulty power saving mode enabled?\n"
+                " SUBSYSTEM=nvme\n DEVICE=+nvme:%s\n",
+                c->seq * 2, now, c->name, c->name, c->seq * 2 + 1, now, c->name, c->name);
+        if (write(fd, text, strlen(text)) < 0)
+                fprintf(stderr, "fake: %s: kernel log record not written: %m\n", c->name);
+        close(fd);
+}
+
+/* The kernel's reset brings a dead controller back after this long (its own table: APSTE 0). */
+#define DIE_RESET_US 300000
+
+static void die_tick(Harness *h, Ctrl *c, gint64 now)
+{
+        FakePowerPos pos;
+
+        if (c->die_ps < 0 || c->removed)
+                return;
+        if (c->died_us) {
+                g_autoptr(GString) out = g_string_new(NULL);
+                if (now - c->died_us < DIE_RESET_US)
+                        return;
+                g_mutex_lock(&h->lock);
+                c->died_us = 0;
+                g_mutex_unlock(&h->lock);
+                (void) ctl_reset(h, c, NULL, out, NULL);
+                fprintf(stderr, "fake: %s: reset after its failure in ps%d\n", c->name, c->die_ps);
+                return;
+        }
+        g_mutex_lock(&h->lock);
+        fake_ctrl_power_at(&c->model, (uint64_t) now, &pos);
+        if (pos.ps == c->die_ps && !pos.entering)
+                c->died_us = now;
+        g_mutex_unlock(&h->lock);
+        if (!c->died_us)
+                return;
+        fprintf(stderr, "fake: %s: died in ps%d\n", c->name, c->die_ps);
+        set_attr(h, c->syspath, "state", "resetting");
+        die_records(h, c);
+}
+
 static gboolean on_wait_tick(gpointer userdata)
 {
         Harness *h = userdata;
         gint64 now = g_get_monotonic_time();
+
+        for (guint i = 0; i < h->ctrls->len; i++)
+                die_tick(h, h->ctrls->pdata[i], now);
 
         for (guint i = 0; i < h->waiters->len;) {
                 Waiter *w = h->waiters->pdata[i];

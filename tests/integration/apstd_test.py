@@ -251,6 +251,10 @@ class Daemon:
         env.pop("WATCHDOG_USEC", None)
         if extra_env:
             env.update(extra_env)
+        if "NVME_APSTD_KERNEL_LOG" not in env:
+            # a quiet kernel log of its own: the machine's /dev/kmsg would wake it (and could name an nvme0)
+            env["NVME_APSTD_KERNEL_LOG"] = os.path.join(self.dir, "kmsg")
+            os.mkfifo(env["NVME_APSTD_KERNEL_LOG"])
         self.err = open(self.stderr_path, "w")
         # @prefix: a command that execs the rest (the PID stays the daemon's), e.g. unshare(1)
         self.proc = subprocess.Popen([*prefix, *WRAPPER, NVME_APSTD, "run", "--config", config, *args], stdout=self.err,

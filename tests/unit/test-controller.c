@@ -5,6 +5,7 @@
  * controller before anything is opened, and controller_replan() keeps the learned
  * table for an unchanged configuration and drops it for a changed one, and keeps
  * it aside under a latency hold's cap it does not fit.
+ * A quarantine is planned without its states by every policy, and keeps a learned table out of force.
  * And a removal caught between the gate and the open: the /dev node gone while
  * sysfs still said live at the gate.
  */
@@ -151,6 +152,51 @@ static void removed_before_open(const char *second_state, ControllerResult want)
         config_done(&cfg);
 }
 
+/* A quarantine (quarantine.h) is planned for by every policy, keeps a learned table that reaches it out of
+ * force, and APST off plans APSTE = 0. */
+static void test_quarantine(void) {
+        Controller c;
+        Config cfg;
+        ControllerContext ctx;
+        SysPlatform plat;
+        ApstTable t = {};
+        unsigned st[1] = { 4 };
+        uint32_t itpt[1] = { 100 };
+        bool changed;
+
+        for (ApstPolicyKind p = 0; p < _APST_POLICY_MAX; p++) {
+                config_init(&cfg);
+                cfg.apst.policy = p;
+                setup(&c, &cfg, &ctx, &plat);
+                CHECK(apst_deepest(&c.plan.plan.table) == 4);   /* the default budget reaches ps4 */
+                c.quarantine_below = 4;
+                CHECK(controller_replan(&c, &ctx, &changed) == 0);
+                CHECK(changed);
+                CHECK(c.plan.plan.table.apste);
+                CHECK(apst_deepest(&c.plan.plan.table) == 3);
+                config_done(&cfg);
+        }
+        printf("ok: every policy plans without the quarantined state\n");
+
+        config_init(&cfg);
+        setup(&c, &cfg, &ctx, &plat);
+        apst_table_from_chain(&c.id, st, itpt, 1, &t);
+        c.learned = t;
+        c.have_learned = true;
+        CHECK(apst_table_equal(controller_table(&c), &t));
+        c.quarantine_below = 4;
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(apst_deepest(controller_table(&c)) == 3);
+        printf("ok: a learned table that reaches a quarantined state is not in force\n");
+
+        c.quarantine_below = QUARANTINE_APST_OFF;
+        CHECK(controller_replan(&c, &ctx, &changed) == 0);
+        CHECK(changed && !controller_table(&c)->apste);
+        CHECK(c.plan.plan.table.entry[0] == 0);
+        printf("ok: a quarantine of APST plans APSTE = 0\n");
+        config_done(&cfg);
+}
+
 int main(void) {
         Controller c;
         Config cfg;
@@ -227,6 +273,8 @@ int main(void) {
         printf("ok: a changed configuration drops the learned table\n");
 
         config_done(&cfg);
+
+        test_quarantine();
 
         removed_before_open("deleting\n", CONTROLLER_GONE);
         removed_before_open("deleting (no IO)\n", CONTROLLER_GONE);

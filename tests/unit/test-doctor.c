@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "doctor.h"
+#include "quarantine.h"
 #include "doctor-out.h"
 #include "macro.h"
 
@@ -237,6 +238,53 @@ static void test_table_differs(void) {
         printf("ok /doctor/apst/table-differs\n");
 }
 
+/* A quarantined drive: a finding with the undo, the daemon's table without ps4 is not "differs", and at
+ * APST off the fix points at ASPM. */
+static void test_quarantined(void) {
+        Config cfg = parse("[apst]\npolicy = kernel\n");
+        ApstParams p = APST_PARAMS_DEFAULT;
+        ApstPlan plan;
+        IdCtrl lim;
+        DoctorCtrl d;
+        DoctorSnapshot s;
+        DoctorReport r;
+        const DoctorFinding *f;
+
+        /* what the daemon writes with ps4 quarantined */
+        p.policy = APST_POLICY_KERNEL;
+        quarantine_limit_id(&intel, 4, &lim);
+        CHECK(apst_build(&lim, NULL, &p, &plan) == 0);
+        d = ctrl_with(&plan.table);
+        d.quarantined = true;
+        d.quarantine_below = 4;
+        d.quarantine_strikes = 1;
+        s = snapshot(&cfg, &d);
+        s.daemon = DOCTOR_DAEMON_RUNNING;
+        CHECK(doctor_examine(&s, &r) == 0);
+        f = find(&r, DOCTOR_APST_QUARANTINED);
+        CHECK(f && r.n_findings == 1);
+        CHECK(f && strstr(f->title, "ps4 and deeper"));
+        CHECK(f && fix_has(f, "nvme-apstd quarantine --clear 'INTEL SSDPEKKW256G7'"));
+        CHECK(f && !fix_has(f, "pcie_aspm"));
+        CHECK(!find(&r, DOCTOR_APST_TABLE_DIFFERS));
+        doctor_report_done(&r);
+
+        /* stepped down to APST off: failures that go on are not APST's */
+        d.table = (ApstTable) {};
+        d.quarantine_below = QUARANTINE_APST_OFF;
+        d.quarantine_strikes = 2;
+        s = snapshot(&cfg, &d);
+        s.daemon = DOCTOR_DAEMON_RUNNING;
+        CHECK(doctor_examine(&s, &r) == 0);
+        f = find(&r, DOCTOR_APST_QUARANTINED);
+        CHECK(f && strstr(f->title, "APST off"));
+        CHECK(f && fix_has(f, "pcie_aspm=off") && fix_has(f, "pcie_port_pm=off"));
+        CHECK(!find(&r, DOCTOR_APST_TABLE_DIFFERS));
+        doctor_report_done(&r);
+        config_done(&cfg);
+        printf("ok /doctor/apst/quarantined\n");
+}
+
 /* The exit-only check under policy = kernel with a budget in a [device] section. */
 static void test_over_budget_device_section(void) {
         Config cfg = parse("[device seed]\nmatch_model = INTEL SSDPEKKW*\npolicy = kernel\nmax_latency_us = 11000\n");
@@ -458,6 +506,7 @@ int main(void) {
         test_quirk();
         test_pm_qos_zero();
         test_table_differs();
+        test_quarantined();
         test_over_budget_device_section();
         test_request_size_thresholds();
         test_cpu();

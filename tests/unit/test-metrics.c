@@ -43,6 +43,9 @@ static const MetricsController example_ctrls[] = {
                 .wake_delay_seconds = 1.2,
                 .kernel_wake_delay_seconds = 1.9,
                 .guard_fallbacks = 1,
+                /* it failed in ps4 once: ps4 quarantined */
+                .quarantined = true,
+                .quarantine_allow_below = 4,
                 /* ps3 and ps4 non-operational; ps4 measured 30.1 ms, 3x its advertised 10 ms */
                 .advertised_mask = (1u << 3) | (1u << 4),
                 .advertised_exlat_us = { [3] = 300, [4] = 10000 },
@@ -159,6 +162,10 @@ static const char example_text[] =
         "# HELP nvme_apstd_guard_fallbacks_total Times the adaptive policy's guard put the kernel's table back (its own did more than 2% worse).\n"
         "# TYPE nvme_apstd_guard_fallbacks_total counter\n"
         "nvme_apstd_guard_fallbacks_total{controller=\"nvme0\"} 1\n"
+        "# HELP nvme_apstd_quarantine_allow_below Power states from this one on are quarantined: the drive failed in one of them (32 = none, 0 = APST off; nvme-apstd quarantine).\n"
+        "# TYPE nvme_apstd_quarantine_allow_below gauge\n"
+        "nvme_apstd_quarantine_allow_below{controller=\"nvme0\"} 4\n"
+        "nvme_apstd_quarantine_allow_below{controller=\"nvme1\"} 32\n"
         "# HELP nvme_apstd_cpufreq_policy_pinned 1 while the [cpu] settings are in force on the cpufreq policy, else 0.\n"
         "# TYPE nvme_apstd_cpufreq_policy_pinned gauge\n"
         "nvme_apstd_cpufreq_policy_pinned{policy=\"policy0\",cpus=\"0-3\"} 1\n"

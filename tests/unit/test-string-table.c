@@ -18,6 +18,8 @@
 #include "device.h"
 #include "doctor.h"
 #include "holds.h"
+#include "kmsg.h"
+#include "quarantine.h"
 #include "sim.h"
 #include "situation.h"
 #include "string-table.h"
@@ -130,6 +132,8 @@ static void test_macro(void) {
 
 static void test_tables(void) {
         CHECK_ROUND_TRIP(apst_policy_to_string, apst_policy_from_string, _APST_POLICY_MAX);
+        CHECK_ROUND_TRIP(nvme_failure_kind_to_string, nvme_failure_kind_from_string, _NVME_FAILURE_MAX);
+        CHECK_ROUND_TRIP(quarantine_verdict_to_string, quarantine_verdict_from_string, _QUARANTINE_VERDICT_MAX);
         CHECK_ROUND_TRIP(adapt_source_to_string, adapt_source_from_string, _ADAPT_SOURCE_MAX);
         CHECK_ROUND_TRIP(cpu_pin_mode_to_string, cpu_pin_mode_from_string, _CPU_PIN_MAX);
         CHECK_ROUND_TRIP(watch_source_mode_to_string, watch_source_mode_from_string, _WATCH_SOURCE_MAX);
