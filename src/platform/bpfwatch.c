@@ -91,10 +91,36 @@ static const char *const load_step[_IOGAP_LOAD_MAX] = {
         [IOGAP_LOAD_LOADER] = "cannot run the eBPF program's loader",
 };
 
-static const char *loader_path(void) {
-        const char *e = getenv(BPF_LOADER_ENV);
+/* The loader beside the running program, in @buf: what a build tree has (src/nvme-apstd and
+ * src/nvme-apstd-bpf-load are built in one folder). NULL when the running program is the
+ * installed daemon (DAEMON_PATH: it runs only its installed loader) or has none beside it. */
+static const char *loader_beside(char *buf, size_t n) {
+        static const char name[] = "nvme-apstd-bpf-load";
+        ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+        char *slash;
 
-        return e && *e ? e : BPF_LOADER_PATH;
+        if (len <= 0)
+                return NULL;
+        buf[len] = 0;
+        slash = strrchr(buf, '/');
+        if (strcmp(buf, DAEMON_PATH) == 0 || !slash || (size_t) (slash + 1 - buf) + sizeof name > n)
+                return NULL;
+        memcpy(slash + 1, name, sizeof name);
+        return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
+/* $NVME_APSTD_BPF_LOADER when set; else the installed loader (libexecdir) when it exists; else
+ * the one beside the running program, so a build tree runs like the installed daemon with no
+ * environment; else the installed path, which fails with loader_missing()'s advice. */
+static const char *loader_path(char *buf, size_t n) {
+        const char *e = getenv(BPF_LOADER_ENV), *beside;
+
+        if (e && *e)
+                return e;
+        if (access(BPF_LOADER_PATH, F_OK) == 0)
+                return BPF_LOADER_PATH;
+        beside = loader_beside(buf, n);
+        return beside ? beside : BPF_LOADER_PATH;
 }
 
 /* The child, between fork() and exec: only async-signal-safe calls (the daemon may have a step's
@@ -117,6 +143,15 @@ _noreturn_ static void loader_exec(int sock, const char *path) {
         a.r = -errno;
         (void) send(IOGAP_LOAD_FD, &a, sizeof a, MSG_NOSIGNAL);
         _exit(127);
+}
+
+/* No loader at @path: say how to get one. */
+static int loader_missing(const char *path, char *buf, size_t n) {
+        (void) snprintf(buf, n, "%s (%s): no such file; install it (meson install), keep "
+                        "nvme-apstd-bpf-load beside this program (as the build tree has it), or set %s "
+                        "to one",
+                        load_step[IOGAP_LOAD_LOADER], path, BPF_LOADER_ENV);
+        return -ENOENT;
 }
 
 /* Wait until @sock has the loader's answer (or its end) for at most BPF_LOADER_TIMEOUT_MS;
@@ -208,8 +243,8 @@ static int load_exec(BpfWatch *b, const char *path, int *failed_step) {
 }
 
 int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
-        const char *path = loader_path();
-        char what[PATH_MAX + 64];
+        char buf[PATH_MAX], what[PATH_MAX + 64];
+        const char *path = loader_path(buf, sizeof buf);
         BpfWatch *b;
         int r, step;
 
@@ -238,6 +273,8 @@ int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
                                         load_step[step], path, BPF_LOADER_TIMEOUT_MS / 1000);
                         return r;
                 }
+                if (r == -ENOENT)
+                        return loader_missing(path, reason, reason_size);
                 (void) snprintf(what, sizeof what, "%s (%s)", load_step[step], path);
                 return fail(r, reason, reason_size, what);
         }
