@@ -147,10 +147,10 @@ _noreturn_ static void loader_exec(int sock, const char *path) {
 
 /* No loader at @path: say how to get one. */
 static int loader_missing(const char *path, char *buf, size_t n) {
-        (void) snprintf(buf, n, "%s (%s): no such file; install it (meson install), keep "
+        (void) snprintf(buf, n, "%s (%s): %s; install it (meson install), keep "
                         "nvme-apstd-bpf-load beside this program (as the build tree has it), or set %s "
                         "to one",
-                        load_step[IOGAP_LOAD_LOADER], path, BPF_LOADER_ENV);
+                        load_step[IOGAP_LOAD_LOADER], path, strerror(ENOENT), BPF_LOADER_ENV);
         return -ENOENT;
 }
 
