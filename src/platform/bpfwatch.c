@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@ _Static_assert(GAPK_BUCKETS == GAP_BUCKETS, "the program's buckets are gaphist.h
 _Static_assert(GAPK_HIDE_FLOORS == GAP_HIDE_FLOORS && GAPK_HIDDEN_MIN_NS == GAP_HIDDEN_MIN_NS,
                "the program's floors are gaphist.h's");
 _Static_assert(GAPK_BASE_SHIFT == GAP_BASE_SHIFT && GAPK_TOP_SHIFT == GAP_TOP_SHIFT, "same bounds");
-_Static_assert(sizeof(struct gapk_hist) == sizeof(GapHist), "the map's value is a GapHist");
+_Static_assert(sizeof(((struct gapk_hist *) 0)->hidden) == sizeof(((GapHist *) 0)->hidden), "same hidden counters");
+_Static_assert(sizeof(((struct gapk_hist *) 0)->hidden_after) == sizeof(((GapHist *) 0)->hidden_after), "same");
 
 #define DISKS_PER_SLOT 32u
 /* Where a build tree's daemon (the tests, bench/) finds the loader it was built with; the
@@ -56,6 +58,7 @@ struct BpfWatch {
         bool used[GAPK_SLOTS];
         uint64_t seqs[GAPK_SLOTS][DISKS_PER_SLOT];
         size_t n_seqs[GAPK_SLOTS];
+        struct gapk_globals globals;   /* what the program's .bss holds (only we write it) */
 };
 
 bool bpfwatch_built(void) {
@@ -340,9 +343,19 @@ int bpfwatch_slot_new(BpfWatch *b, const uint64_t *hide_floor_ns, size_t n_floor
         return -ENOSPC;
 }
 
+/* After each change of the disks map: the program's CPUs drop what they cached of it. */
+static int disks_changed(BpfWatch *b) {
+        uint32_t k = 0;
+
+        b->globals.disks_gen++;
+        return map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_GLOBALS], &k, &b->globals, BPF_ANY);
+}
+
 static void slot_forget(BpfWatch *b, unsigned slot) {
         for (size_t i = 0; i < b->n_seqs[slot]; i++)
                 (void) map_op(BPF_MAP_DELETE_ELEM, b->fds[IOGAP_FD_DISKS], &b->seqs[slot][i], NULL, 0);
+        if (b->n_seqs[slot] > 0)
+                (void) disks_changed(b);
         b->n_seqs[slot] = 0;
 }
 
@@ -363,17 +376,33 @@ int bpfwatch_slot_set_disks(BpfWatch *b, unsigned slot, const uint64_t *diskseq,
         slot_forget(b, slot);
         for (size_t i = 0; i < n; i++) {
                 int r = map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_DISKS], &diskseq[i], &v, BPF_ANY);
-                if (r < 0)
+                if (r < 0) {
+                        (void) disks_changed(b);   /* those added so far count from now */
                         return r;
+                }
                 b->seqs[slot][b->n_seqs[slot]++] = diskseq[i];
         }
-        return 0;
+        return n > 0 ? disks_changed(b) : 0;
+}
+
+/* One CPU's counters of a slot, from the program's layout (gaphist-kern.h) into a GapHist. */
+static void gapk_to_gaphist(const struct gapk_hist *k, GapHist *ret) {
+        *ret = (GapHist) { .gap_sum_ns = k->gap_sum_ns, .requests = k->requests };
+        for (unsigned i = 0; i < GAP_BUCKETS; i++) {
+                ret->gaps[i] = k->b[i].gaps;
+                ret->wake_count[i] = k->b[i].wake_count;
+                ret->wake_sum_ns[i] = k->b[i].wake_sum_ns;
+                ret->wake_max_ns[i] = k->b[i].wake_max_ns;
+        }
+        memcpy(ret->hidden, k->hidden, sizeof ret->hidden);
+        memcpy(ret->hidden_after, k->hidden_after, sizeof ret->hidden_after);
 }
 
 int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_state) {
         struct gapk_state st;
         uint32_t k = slot;
         GapHist sum = {};
+        uint64_t issued = 0;
         int r;
 
         if (slot >= GAPK_SLOTS || !b->used[slot])
@@ -383,8 +412,9 @@ int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_st
                 return r;
         for (int c = 0; c < b->ncpus; c++) {
                 GapHist one;
-                memcpy(&one, &b->percpu[c], sizeof one);
+                gapk_to_gaphist(&b->percpu[c], &one);
                 gaphist_merge(&sum, &one);
+                issued += b->percpu[c].issued;
         }
         if (ret_state) {
                 r = map_op(BPF_MAP_LOOKUP_ELEM, b->fds[IOGAP_FD_STATE], &k, &st, 0);
@@ -393,7 +423,7 @@ int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_st
                 *ret_state = (BpfSlotState) {
                         .inflight = st.inflight,
                         .idle_since_ns = st.idle_since_ns,
-                        .issued = st.issued,
+                        .issued = issued,
                 };
         }
         if (ret)
@@ -440,6 +470,19 @@ int bpfwatch_slot_set_disks(BpfWatch *b, unsigned slot, const uint64_t *diskseq,
         (void) diskseq;
         (void) n;
         return -EOPNOTSUPP;
+}
+
+/* One CPU's counters of a slot, from the program's layout (gaphist-kern.h) into a GapHist. */
+static void gapk_to_gaphist(const struct gapk_hist *k, GapHist *ret) {
+        *ret = (GapHist) { .gap_sum_ns = k->gap_sum_ns, .requests = k->requests };
+        for (unsigned i = 0; i < GAP_BUCKETS; i++) {
+                ret->gaps[i] = k->b[i].gaps;
+                ret->wake_count[i] = k->b[i].wake_count;
+                ret->wake_sum_ns[i] = k->b[i].wake_sum_ns;
+                ret->wake_max_ns[i] = k->b[i].wake_max_ns;
+        }
+        memcpy(ret->hidden, k->hidden, sizeof ret->hidden);
+        memcpy(ret->hidden_after, k->hidden_after, sizeof ret->hidden_after);
 }
 
 int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_state) {
