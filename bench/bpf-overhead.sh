@@ -20,6 +20,8 @@
 # Environment:
 #   SECONDS_PER_RUN=3  ROUNDS=7    each fio run, and the rounds per case
 #   NULL_BLK=0  skips null_blk
+#   BASELINE=DIR  another build (the one before a change): its programs are attached too in the
+#               runs with the floor, so both builds' programs and the floor run on the same requests
 #   REAL_FILE=/var/tmp/nvme-apstd-bench.img   a file on the machine's real disk (created once,
 #               256 MiB, then only read: O_DIRECT reads reach the disk itself). REAL_FILE= skips it.
 #   OUT=DIR     where fio's JSON goes (default BUILD_DIR/bench-bpf)
@@ -36,17 +38,19 @@ OUT=${OUT:-$BUILD/bench-bpf}
 SECS=${SECONDS_PER_RUN:-3}
 ROUNDS=${ROUNDS:-7}
 REAL_FILE=${REAL_FILE-/var/tmp/nvme-apstd-bench.img}
+BASELINE=${BASELINE:+$(cd "$BASELINE" && pwd)}
 [ "$(id -u)" = 0 ] || { echo "bpf-overhead.sh: run as root" >&2; exit 1; }
 command -v fio >/dev/null || { echo "bpf-overhead.sh: fio missing (tests/deps.sh bench)" >&2; exit 1; }
 [ -x "$APSTD" ] || { echo "bpf-overhead.sh: $APSTD not built" >&2; exit 1; }
 mkdir -p "$OUT"
 
-img= loop= nullb= obs= floor=
+img= loop= nullb= obs= floor= base=
 stats_was=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 cleanup() {
 	sysctl -q -w kernel.bpf_stats_enabled="$stats_was" >/dev/null 2>&1
 	[ -n "$obs" ] && kill "$obs" 2>/dev/null && wait "$obs" 2>/dev/null
 	[ -n "$floor" ] && kill "$floor" 2>/dev/null && wait "$floor" 2>/dev/null
+	[ -n "$base" ] && kill "$base" 2>/dev/null && wait "$base" 2>/dev/null
 	[ -n "$loop" ] && losetup -d "$loop"
 	[ -n "$img" ] && rm -f "$img"
 	[ -n "$nullb" ] && modprobe -r null_blk 2>/dev/null
@@ -90,6 +94,19 @@ floor_stop() {
 	floor=
 }
 
+# BASELINE's programs too (base=PID), for the same requests: PREFIX.ids lists their ids
+base_start() {
+	local before
+	before=$(bpftool prog show --json)
+	NVME_APSTD_BPF_LOADER=$BASELINE/src/nvme-apstd-bpf-load "$BASELINE/src/nvme-apstd" observe \
+		--seconds $((2 * SECS + 30)) "$1" >"$2.txt" 2>&1 &
+	base=$!
+	sleep 1
+	bpftool prog show --json | python3 -c 'import json, sys
+old = {p["id"] for p in json.loads(sys.argv[1])}
+print(" ".join(str(p["id"]) for p in json.load(sys.stdin) if p["id"] not in old))' "$before" >"$2.ids"
+}
+
 # every loaded program's run time and count, as bpftool shows them (kernel.bpf_stats_enabled)
 snap() { bpftool prog show --json >"$1"; }
 
@@ -107,11 +124,13 @@ bench_case() {
 		snap "$OUT/$tag-on-$r.before"
 		run_fio "$f" "$qd" "$tag-on-$r" >/dev/null
 		snap "$OUT/$tag-on-$r.after"
+		[ -z "$BASELINE" ] || base_start "$disk" "$OUT/$tag-base-$r"
 		floor_start
 		snap "$OUT/$tag-both-$r.before"
 		run_fio "$f" "$qd" "$tag-both-$r" >/dev/null
 		snap "$OUT/$tag-both-$r.after"
 		floor_stop
+		[ -z "$base" ] || { kill -INT "$base"; wait "$base" || true; base=; }
 		kill -INT "$obs"
 		wait "$obs" || { echo "bpf-overhead.sh: observe $disk failed:" >&2; cat "$OUT/$tag-observe-$r.txt" >&2; exit 1; }
 		obs=
@@ -123,6 +142,7 @@ sysctl -q -w kernel.bpf_stats_enabled=1 >/dev/null 2>&1 || report bpf_stats "can
 report kernel "$(uname -r)"
 report cpus "$(nproc), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 report rounds "$ROUNDS x (without, with, with and the floor), $SECS s each"
+[ -z "$BASELINE" ] || report baseline "$BASELINE (its programs beside this build's in the runs with the floor)"
 build_floor
 
 img=$(mktemp /dev/shm/nvme-apstd-bench.XXXXXX)

@@ -9,7 +9,8 @@ Per round r of case NAME-qdQD: fio's JSON of the runs without the program (-off-
 before and after the last two (.before, .after). Prints `key: value` lines: the IOPS ratio
 (with / without, median of the paired rounds), the program's run time per request (the on runs),
 and, from the both runs, where the same requests ran both, each program's run time per call
-against the floor's on the same hook, and the pair's.
+against the floor's on the same hook, and the pair's; with a baseline build's programs attached
+there too (their ids in -base-r.ids), the same for them.
 """
 
 import json
@@ -30,12 +31,21 @@ def stats(path):
             for p in json.load(open(path))}
 
 
-def add_deltas(total, before, after):
-    """total[name] += (time, count) each program ran between the two snapshots"""
+def add_deltas(total, before, after, base_ids=()):
+    """total[name] += (time, count) each program ran between the two snapshots; the baseline
+    build's programs (base_ids) as base_NAME"""
     for key, (t1, c1) in after.items():
         t0, c0 = before.get(key, (0, 0))
-        t, c = total.get(key[1], (0, 0))
-        total[key[1]] = (t + t1 - t0, c + c1 - c0)
+        name = ("base_" if key[0] in base_ids else "") + key[1]
+        t, c = total.get(name, (0, 0))
+        total[name] = (t + t1 - t0, c + c1 - c0)
+
+
+def ids(path):
+    try:
+        return {int(x) for x in open(path).read().split()}
+    except FileNotFoundError:
+        return set()
 
 
 def per_call(total, name):
@@ -56,7 +66,8 @@ def main():
         w1.append(i)
         l1.append(lat)
         add_deltas(on, stats(f"{out}/{tag}-on-{r}.before"), stats(f"{out}/{tag}-on-{r}.after"))
-        add_deltas(both, stats(f"{out}/{tag}-both-{r}.before"), stats(f"{out}/{tag}-both-{r}.after"))
+        add_deltas(both, stats(f"{out}/{tag}-both-{r}.before"), stats(f"{out}/{tag}-both-{r}.after"),
+                   ids(f"{out}/{tag}-base-{r}.ids"))
     m0, m1 = statistics.median(w0), statistics.median(w1)
     ratios = [b / a for a, b in zip(w0, w1)]
     ratio = statistics.median(ratios)
@@ -78,6 +89,11 @@ def main():
     print(f"{name}_qd{qd}_ratio_to_floor: {sum(prog.values()) / sum(floor.values()):.2f} (program "
           f"{sum(prog.values()):.0f} ns / floor {sum(floor.values()):.0f} ns per request; issue "
           f"{prog['issue'] / floor['issue']:.2f}, completion {prog['completion'] / floor['completion']:.2f})")
+    if "base_iogap_issue" in both:
+        base = {k: per_call(both, "base_" + p) for k, p, _ in PAIRS}
+        print(f"{name}_qd{qd}_baseline_ratio_to_floor: {sum(base.values()) / sum(floor.values()):.2f} "
+              f"(the baseline build's program {sum(base.values()):.0f} ns on the same requests; issue "
+              f"{base['issue'] / floor['issue']:.2f}, completion {base['completion'] / floor['completion']:.2f})")
 
 
 if __name__ == "__main__":
