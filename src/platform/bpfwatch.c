@@ -472,19 +472,6 @@ int bpfwatch_slot_set_disks(BpfWatch *b, unsigned slot, const uint64_t *diskseq,
         return -EOPNOTSUPP;
 }
 
-/* One CPU's counters of a slot, from the program's layout (gaphist-kern.h) into a GapHist. */
-static void gapk_to_gaphist(const struct gapk_hist *k, GapHist *ret) {
-        *ret = (GapHist) { .gap_sum_ns = k->gap_sum_ns, .requests = k->requests };
-        for (unsigned i = 0; i < GAP_BUCKETS; i++) {
-                ret->gaps[i] = k->b[i].gaps;
-                ret->wake_count[i] = k->b[i].wake_count;
-                ret->wake_sum_ns[i] = k->b[i].wake_sum_ns;
-                ret->wake_max_ns[i] = k->b[i].wake_max_ns;
-        }
-        memcpy(ret->hidden, k->hidden, sizeof ret->hidden);
-        memcpy(ret->hidden_after, k->hidden_after, sizeof ret->hidden_after);
-}
-
 int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_state) {
         (void) b;
         (void) slot;
