@@ -19,14 +19,23 @@
  * namespaces are idle only when all of them are). */
 #define GAPK_SLOTS 64
 
-/* Per slot and per CPU: the same fields, in the same order, as GapHist. */
+/* One bucket's counters side by side: the issue that ends a gap and the completion of its first
+ * request each write one cache line of them, not one in each of four arrays. */
+struct gapk_bucket {
+        unsigned long long gaps;
+        unsigned long long wake_count;
+        unsigned long long wake_sum_ns;
+        unsigned long long wake_max_ns;
+};
+
+/* Per slot and per CPU: GapHist's counters (bpfwatch.c turns them into one), laid out for the
+ * program: first what every request writes, in one cache line, then per bucket. */
 struct gapk_hist {
-        unsigned long long gaps[GAPK_BUCKETS];
-        unsigned long long wake_count[GAPK_BUCKETS];
-        unsigned long long wake_sum_ns[GAPK_BUCKETS];
-        unsigned long long wake_max_ns[GAPK_BUCKETS];
+        unsigned long long requests;        /* completed */
+        unsigned long long issued;          /* an activity hint for user space, not in GapHist */
         unsigned long long gap_sum_ns;
-        unsigned long long requests;
+        unsigned long long unused;          /* the buckets at a 32-byte boundary */
+        struct gapk_bucket b[GAPK_BUCKETS];
         unsigned long long hidden[GAPK_HIDE_FLOORS][GAPK_BUCKETS];
         unsigned long long hidden_after[GAPK_BUCKETS];
 };
@@ -38,11 +47,17 @@ struct gapk_state {
         unsigned long long first_rq;        /* the request that ended the last gap, until it completes */
         unsigned long long first_issue_ns;
         unsigned long long first_bucket;
-        unsigned long long issued;          /* requests issued (a cheap activity count for user space) */
         unsigned long long last_issue_ns;   /* the last issue while the gap's first request waited */
         unsigned long long hid;             /* that wait hid a request already */
         unsigned long long hide_floors;     /* set by user space with the slot: how many floors */
         unsigned long long hide_floor_ns[GAPK_HIDE_FLOORS];   /* ... and they, ascending (the first 0) */
+};
+
+/* The program's global variables (its .bss): what user space writes there. */
+struct gapk_globals {
+        /* bumped by user space after every change of the disks map: each CPU's cached answers
+         * of that map (iogap.bpf.c's disk_cache) from before are stale */
+        unsigned long long disks_gen;
 };
 
 /* floor(log2(v)) for v > 0, without a count-leading-zeros instruction (BPF has none). */

@@ -5,8 +5,9 @@
  * The eBPF I/O gap program (with its loader, src/platform/bpf/iogap-load.c,
  * the only code that knows eBPF).
  *
- * bpfwatch_open() has nvme-apstd-bpf-load (libexecdir; $NVME_APSTD_BPF_LOADER
- * in a build tree) load src/platform/bpf/iogap.bpf.c
+ * bpfwatch_open() has nvme-apstd-bpf-load (libexecdir; where that is not installed,
+ * the one beside the running program, as in a build tree; $NVME_APSTD_BPF_LOADER
+ * overrides both) load src/platform/bpf/iogap.bpf.c
  * and attaches it to the block layer's request issue, completion and requeue
  * tracepoints. Disks are watched in slots: each slot is one unit of idleness
  * (a controller's namespaces share one; `observe` gives each disk its own),

@@ -437,6 +437,8 @@ static int calibrate_one(Run *run, const Config *cfg, const SysPlatform *plat, c
 
         if (!cc)
                 return log_error("Out of memory."), 1;
+        /* Alike in shape to nvme-admin.c's libnvme argument structs (a run of designated
+         * members), by accident: this is the calibration's request, that one a command's. */
         *cc = (CalibCtrl) {
                 .run = run,
                 .sys = sys,

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@ _Static_assert(GAPK_BUCKETS == GAP_BUCKETS, "the program's buckets are gaphist.h
 _Static_assert(GAPK_HIDE_FLOORS == GAP_HIDE_FLOORS && GAPK_HIDDEN_MIN_NS == GAP_HIDDEN_MIN_NS,
                "the program's floors are gaphist.h's");
 _Static_assert(GAPK_BASE_SHIFT == GAP_BASE_SHIFT && GAPK_TOP_SHIFT == GAP_TOP_SHIFT, "same bounds");
-_Static_assert(sizeof(struct gapk_hist) == sizeof(GapHist), "the map's value is a GapHist");
+_Static_assert(sizeof(((struct gapk_hist *) 0)->hidden) == sizeof(((GapHist *) 0)->hidden), "same hidden counters");
+_Static_assert(sizeof(((struct gapk_hist *) 0)->hidden_after) == sizeof(((GapHist *) 0)->hidden_after), "same");
 
 #define DISKS_PER_SLOT 32u
 /* Where a build tree's daemon (the tests, bench/) finds the loader it was built with; the
@@ -56,6 +58,7 @@ struct BpfWatch {
         bool used[GAPK_SLOTS];
         uint64_t seqs[GAPK_SLOTS][DISKS_PER_SLOT];
         size_t n_seqs[GAPK_SLOTS];
+        struct gapk_globals globals;   /* what the program's .bss holds (only we write it) */
 };
 
 bool bpfwatch_built(void) {
@@ -91,10 +94,36 @@ static const char *const load_step[_IOGAP_LOAD_MAX] = {
         [IOGAP_LOAD_LOADER] = "cannot run the eBPF program's loader",
 };
 
-static const char *loader_path(void) {
-        const char *e = getenv(BPF_LOADER_ENV);
+/* The loader beside the running program, in @buf: what a build tree has (src/nvme-apstd and
+ * src/nvme-apstd-bpf-load are built in one folder). NULL when the running program is the
+ * installed daemon (DAEMON_PATH: it runs only its installed loader) or has none beside it. */
+static const char *loader_beside(char *buf, size_t n) {
+        static const char name[] = "nvme-apstd-bpf-load";
+        ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+        char *slash;
 
-        return e && *e ? e : BPF_LOADER_PATH;
+        if (len <= 0)
+                return NULL;
+        buf[len] = 0;
+        slash = strrchr(buf, '/');
+        if (strcmp(buf, DAEMON_PATH) == 0 || !slash || (size_t) (slash + 1 - buf) + sizeof name > n)
+                return NULL;
+        memcpy(slash + 1, name, sizeof name);
+        return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
+/* $NVME_APSTD_BPF_LOADER when set; else the installed loader (libexecdir) when it exists; else
+ * the one beside the running program, so a build tree runs like the installed daemon with no
+ * environment; else the installed path, which fails with loader_missing()'s advice. */
+static const char *loader_path(char *buf, size_t n) {
+        const char *e = getenv(BPF_LOADER_ENV), *beside;
+
+        if (e && *e)
+                return e;
+        if (access(BPF_LOADER_PATH, F_OK) == 0)
+                return BPF_LOADER_PATH;
+        beside = loader_beside(buf, n);
+        return beside ? beside : BPF_LOADER_PATH;
 }
 
 /* The child, between fork() and exec: only async-signal-safe calls (the daemon may have a step's
@@ -117,6 +146,15 @@ _noreturn_ static void loader_exec(int sock, const char *path) {
         a.r = -errno;
         (void) send(IOGAP_LOAD_FD, &a, sizeof a, MSG_NOSIGNAL);
         _exit(127);
+}
+
+/* No loader at @path: say how to get one. */
+static int loader_missing(const char *path, char *buf, size_t n) {
+        (void) snprintf(buf, n, "%s (%s): %s; install it (meson install), keep "
+                        "nvme-apstd-bpf-load beside this program (as the build tree has it), or set %s "
+                        "to one",
+                        load_step[IOGAP_LOAD_LOADER], path, strerror(ENOENT), BPF_LOADER_ENV);
+        return -ENOENT;
 }
 
 /* Wait until @sock has the loader's answer (or its end) for at most BPF_LOADER_TIMEOUT_MS;
@@ -208,8 +246,8 @@ static int load_exec(BpfWatch *b, const char *path, int *failed_step) {
 }
 
 int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
-        const char *path = loader_path();
-        char what[PATH_MAX + 64];
+        char buf[PATH_MAX], what[PATH_MAX + 64];
+        const char *path = loader_path(buf, sizeof buf);
         BpfWatch *b;
         int r, step;
 
@@ -238,6 +276,8 @@ int bpfwatch_open(BpfWatch **ret, char *reason, size_t reason_size) {
                                         load_step[step], path, BPF_LOADER_TIMEOUT_MS / 1000);
                         return r;
                 }
+                if (r == -ENOENT)
+                        return loader_missing(path, reason, reason_size);
                 (void) snprintf(what, sizeof what, "%s (%s)", load_step[step], path);
                 return fail(r, reason, reason_size, what);
         }
@@ -303,9 +343,19 @@ int bpfwatch_slot_new(BpfWatch *b, const uint64_t *hide_floor_ns, size_t n_floor
         return -ENOSPC;
 }
 
+/* After each change of the disks map: the program's CPUs drop what they cached of it. */
+static int disks_changed(BpfWatch *b) {
+        uint32_t k = 0;
+
+        b->globals.disks_gen++;
+        return map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_GLOBALS], &k, &b->globals, BPF_ANY);
+}
+
 static void slot_forget(BpfWatch *b, unsigned slot) {
         for (size_t i = 0; i < b->n_seqs[slot]; i++)
                 (void) map_op(BPF_MAP_DELETE_ELEM, b->fds[IOGAP_FD_DISKS], &b->seqs[slot][i], NULL, 0);
+        if (b->n_seqs[slot] > 0)
+                (void) disks_changed(b);
         b->n_seqs[slot] = 0;
 }
 
@@ -326,17 +376,33 @@ int bpfwatch_slot_set_disks(BpfWatch *b, unsigned slot, const uint64_t *diskseq,
         slot_forget(b, slot);
         for (size_t i = 0; i < n; i++) {
                 int r = map_op(BPF_MAP_UPDATE_ELEM, b->fds[IOGAP_FD_DISKS], &diskseq[i], &v, BPF_ANY);
-                if (r < 0)
+                if (r < 0) {
+                        (void) disks_changed(b);   /* those added so far count from now */
                         return r;
+                }
                 b->seqs[slot][b->n_seqs[slot]++] = diskseq[i];
         }
-        return 0;
+        return n > 0 ? disks_changed(b) : 0;
+}
+
+/* One CPU's counters of a slot, from the program's layout (gaphist-kern.h) into a GapHist. */
+static void gapk_to_gaphist(const struct gapk_hist *k, GapHist *ret) {
+        *ret = (GapHist) { .gap_sum_ns = k->gap_sum_ns, .requests = k->requests };
+        for (unsigned i = 0; i < GAP_BUCKETS; i++) {
+                ret->gaps[i] = k->b[i].gaps;
+                ret->wake_count[i] = k->b[i].wake_count;
+                ret->wake_sum_ns[i] = k->b[i].wake_sum_ns;
+                ret->wake_max_ns[i] = k->b[i].wake_max_ns;
+        }
+        memcpy(ret->hidden, k->hidden, sizeof ret->hidden);
+        memcpy(ret->hidden_after, k->hidden_after, sizeof ret->hidden_after);
 }
 
 int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_state) {
         struct gapk_state st;
         uint32_t k = slot;
         GapHist sum = {};
+        uint64_t issued = 0;
         int r;
 
         if (slot >= GAPK_SLOTS || !b->used[slot])
@@ -346,8 +412,9 @@ int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_st
                 return r;
         for (int c = 0; c < b->ncpus; c++) {
                 GapHist one;
-                memcpy(&one, &b->percpu[c], sizeof one);
+                gapk_to_gaphist(&b->percpu[c], &one);
                 gaphist_merge(&sum, &one);
+                issued += b->percpu[c].issued;
         }
         if (ret_state) {
                 r = map_op(BPF_MAP_LOOKUP_ELEM, b->fds[IOGAP_FD_STATE], &k, &st, 0);
@@ -356,7 +423,7 @@ int bpfwatch_read(BpfWatch *b, unsigned slot, GapHist *ret, BpfSlotState *ret_st
                 *ret_state = (BpfSlotState) {
                         .inflight = st.inflight,
                         .idle_since_ns = st.idle_since_ns,
-                        .issued = st.issued,
+                        .issued = issued,
                 };
         }
         if (ret)

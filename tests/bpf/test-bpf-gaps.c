@@ -5,6 +5,7 @@
  * times, with idle gaps of known lengths from 2 ms to 0.7 s. Every gap must be
  * counted in its bucket, each bucket as often as it was scheduled, with one
  * first-request service time per gap, and every read counted as a request.
+ * Then the disk moves to another slot: its next reads count there, none in the old one.
  *
  * Each gap is scheduled an eighth of the way into its bucket, measured from the
  * moment the previous read returned to user space; the test knows the gap the
@@ -183,6 +184,23 @@ int main(void) {
         printf("%s: %u gaps in %zu buckets (%u pass%s), %" PRIu64 " requests, every gap in its bucket (%u between two, %u of them 10 ms or more)\n",
                loopdev, total, sizeof plan / sizeof plan[0], rounds, rounds == 1 ? "" : "es", h.requests, ambiguous,
                long_ambiguous);
+
+        /* The disk moved to another slot: its next requests count there and none more in the old
+         * one (each CPU drops what it cached of the disks map when user space changes it). */
+        int slot2 = bpfwatch_slot_new(bw, (const uint64_t[]) { 0 }, 1);
+        GapHist h_old, h_new;
+        REQUIRE(slot2 >= 0);
+        CHECK(bpfwatch_slot_set_disks(bw, (unsigned) slot, NULL, 0) == 0);
+        CHECK(bpfwatch_slot_set_disks(bw, (unsigned) slot2, &seq, 1) == 0);
+        for (unsigned i = 0; i < 4; i++)
+                CHECK(pread(fd, buf, BLOCK, (off_t) (i + 1) * BLOCK * 32) == BLOCK);
+        usleep(1000);
+        CHECK(bpfwatch_read(bw, (unsigned) slot, &h_old, NULL) == 0);
+        CHECK(bpfwatch_read(bw, (unsigned) slot2, &h_new, NULL) == 0);
+        CHECK(h_old.requests == h.requests);
+        CHECK(h_new.requests == 4);
+        printf("moved to slot %d: %" PRIu64 " requests there, %" PRIu64 " more in the old slot\n", slot2,
+               h_new.requests, h_old.requests - h.requests);
 
         free(buf);
         close(fd);

@@ -895,7 +895,10 @@ elif scenario == "bpf-loader-fails":
             except (OSError, ValueError):
                 pass
         return n
-    for loader, why in ((missing, "No such file or directory"), ("/bin/false", "it ended without an answer"),
+    # a missing one: the error names the fixes
+    no_file = ("No such file or directory; install it (meson install), keep nvme-apstd-bpf-load beside "
+               "this program (as the build tree has it), or set NVME_APSTD_BPF_LOADER to one")
+    for loader, why in ((missing, no_file), ("/bin/false", "it ended without an answer"),
                         (hangs, "it gave no answer within 10 s, and was killed"),
                         (lingers, "not permitted (needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)")):
         write_config("[apst]\npolicy = adaptive\n[watch]\nsource = bpf\n", CONF)

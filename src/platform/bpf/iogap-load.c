@@ -77,6 +77,7 @@ int main(void) {
                 fds[IOGAP_FD_HIST] = bpf_map__fd(skel->maps.hist);
                 fds[IOGAP_FD_STATE] = bpf_map__fd(skel->maps.state);
                 fds[IOGAP_FD_DISKS] = bpf_map__fd(skel->maps.disks);
+                fds[IOGAP_FD_GLOBALS] = bpf_map__fd(skel->maps.bss);
                 fds[IOGAP_FD_LINK_ISSUE] = bpf_link__fd(skel->links.iogap_issue);
                 fds[IOGAP_FD_LINK_COMPLETE] = bpf_link__fd(skel->links.iogap_complete);
                 fds[IOGAP_FD_LINK_REQUEUE] = bpf_link__fd(skel->links.iogap_requeue);

@@ -22,6 +22,7 @@ enum {
         IOGAP_FD_HIST,
         IOGAP_FD_STATE,
         IOGAP_FD_DISKS,
+        IOGAP_FD_GLOBALS,     /* the program's .bss: a struct gapk_globals */
         IOGAP_FD_LINK_ISSUE,
         IOGAP_FD_LINK_COMPLETE,
         IOGAP_FD_LINK_REQUEUE,

@@ -31,6 +31,7 @@ struct request_queue {
 struct request {
         struct request_queue *q;
         enum mq_rq_state state;    /* CO-RE matches a member's kind too: an enum, not an int */
+        unsigned long long start_time_ns;   /* u64 in the kernel: blk-mq's stamp at allocation, or 0 */
 };
 
 #pragma clang attribute pop
