@@ -51,28 +51,25 @@ static int sim_start_exact(void *userdata, ApstTable *ret_table) {
         return adapt_start_exact(userdata, ret_table);
 }
 
+/* What both sources share: the name, the reason, the policy. */
+static SimPolicy sim_policy_base(Adapt *a) {
+        return (SimPolicy) { .name = "adaptive", .reason = sim_reason, .userdata = a };
+}
+
 void adapt_sim_policy_gaps(SimPolicy *ret, Adapt *a) {
-        *ret = (SimPolicy) {
-                .name = "adaptive",
-                .sample_period_ns = ADAPT_GAPS_PERIOD_NS,
-                .start = sim_start_exact,
-                .gaps = sim_gaps,
-                .recheck = sim_recheck,
-                .reason = sim_reason,
-                .userdata = a,
-        };
+        *ret = sim_policy_base(a);
+        ret->sample_period_ns = ADAPT_GAPS_PERIOD_NS;
+        ret->start = sim_start_exact;
+        ret->gaps = sim_gaps;
+        ret->recheck = sim_recheck;
         /* the floors the policy weighs hidden gaps at (adapt_init()) */
         ret->hide_floors = a->hide_floors;
         memcpy(ret->hide_floor_ns, a->hide_floor_ns, sizeof ret->hide_floor_ns);
 }
 
 void adapt_sim_policy(SimPolicy *ret, Adapt *a) {
-        *ret = (SimPolicy) {
-                .name = "adaptive",
-                .sample_period_ns = WATCH_FAST_NS,
-                .start = sim_start,
-                .sample = sim_sample,
-                .reason = sim_reason,
-                .userdata = a,
-        };
+        *ret = sim_policy_base(a);
+        ret->sample_period_ns = WATCH_FAST_NS;
+        ret->start = sim_start;
+        ret->sample = sim_sample;
 }
