@@ -79,21 +79,21 @@ def main():
           f"{statistics.median(l0):.0f} -> {statistics.median(l1):.0f} ns")
     # each request runs the issue and the completion program once
     ns = {k: per_call(on, prog) for k, prog, _ in PAIRS}
-    print(f"{name}_qd{qd}_program_ns_per_request: {sum(ns.values()):.0f} (issue {ns['issue']:.0f}, "
-          f"completion {ns['completion']:.0f}; kernel.bpf_stats over {on.get('iogap_issue', (0, 0))[1]} "
+    print(f"{name}_qd{qd}_program_ns_per_request: {sum(ns.values()):.0f} (issue hook {ns['issue']:.0f}, "
+          f"completion hook {ns['completion']:.0f}; kernel.bpf_stats over {on.get('iogap_issue', (0, 0))[1]} "
           "requests)")
     prog = {k: per_call(both, p) for k, p, _ in PAIRS}
     floor = {k: per_call(both, f) for k, _, f in PAIRS}
-    print(f"{name}_qd{qd}_floor_ns_per_request: {sum(floor.values()):.0f} (issue {floor['issue']:.0f}, "
-          f"completion {floor['completion']:.0f}: two empty programs on the same hooks, same requests)")
+    print(f"{name}_qd{qd}_floor_ns_per_request: {sum(floor.values()):.0f} (issue hook {floor['issue']:.0f}, "
+          f"completion hook {floor['completion']:.0f}: two empty programs on the same hooks, same requests)")
     print(f"{name}_qd{qd}_ratio_to_floor: {sum(prog.values()) / sum(floor.values()):.2f} (program "
-          f"{sum(prog.values()):.0f} ns / floor {sum(floor.values()):.0f} ns per request; issue "
-          f"{prog['issue'] / floor['issue']:.2f}, completion {prog['completion'] / floor['completion']:.2f})")
+          f"{sum(prog.values()):.0f} ns / floor {sum(floor.values()):.0f} ns per request; issue hook "
+          f"{prog['issue'] / floor['issue']:.2f}, completion hook {prog['completion'] / floor['completion']:.2f})")
     if "base_iogap_issue" in both:
         base = {k: per_call(both, "base_" + p) for k, p, _ in PAIRS}
         print(f"{name}_qd{qd}_baseline_ratio_to_floor: {sum(base.values()) / sum(floor.values()):.2f} "
-              f"(the baseline build's program {sum(base.values()):.0f} ns on the same requests; issue "
-              f"{base['issue'] / floor['issue']:.2f}, completion {base['completion'] / floor['completion']:.2f})")
+              f"(the baseline build's program {sum(base.values()):.0f} ns on the same requests; issue hook "
+              f"{base['issue'] / floor['issue']:.2f}, completion hook {base['completion'] / floor['completion']:.2f})")
 
 
 if __name__ == "__main__":
