@@ -74,6 +74,32 @@ typedef struct QuarantineBlame {
         uint64_t idle_ms;          /* the idle time counted (after a timeout's own delay is taken off) */
 } QuarantineBlame;
 
+/*
+ * The idle time before a failure, from what the watcher saw of the disk's completions. What counts
+ * is how long the drive had been without a command when the command that failed was sent: the drive
+ * counts its idle time from the moment its queues went empty, and a request that waits on a drive
+ * that does not wake stays in flight until the kernel gives up on it. So a request in flight is not
+ * the drive's activity; a completion is.
+ */
+typedef struct QuarantineIdleMark {
+        bool idle_seen;            /* a look found nothing in flight */
+        uint64_t idle_usec;        /* then: when the disk had gone idle (its last completion), monotonic */
+        uint64_t idle_done;        /* then: completions counted so far */
+} QuarantineIdleMark;
+
+/**
+ * quarantine_idle() - the idle time before a failure reported at @now_usec
+ * @mark: the last look that found the disk idle
+ * @in_flight, @done: a look now: requests in flight, completions counted so far
+ * @idle_since_usec: when the disk last went idle, as far as known now (its last completion)
+ * A disk idle now has been so since @idle_since_usec. A disk with requests in flight that has
+ * completed none since @mark went idle at @mark's time and has not answered since: the requests
+ * wait on the drive. One that completed some has answered: it was awake (0 idle).
+ * Return: whether the idle time is known; *@ret_usec.
+ */
+bool quarantine_idle(const QuarantineIdleMark *mark, uint64_t now_usec, uint64_t in_flight, uint64_t done,
+                     uint64_t idle_since_usec, uint64_t *ret_usec);
+
 /**
  * apst_reached() - the state the controller is in after @idle_ms of idleness under @t, starting
  * in PS0: each entry's ITPT, summed along the chain. APSTE = 0 is PS0.

@@ -50,6 +50,22 @@ unsigned apst_deepest(const ApstTable *t) {
         return apst_reached(t, UINT64_MAX);
 }
 
+bool quarantine_idle(const QuarantineIdleMark *mark, uint64_t now_usec, uint64_t in_flight, uint64_t done,
+                     uint64_t idle_since_usec, uint64_t *ret_usec) {
+        uint64_t since;
+
+        if (in_flight == 0)
+                since = idle_since_usec;
+        else if (mark->idle_seen && done == mark->idle_done)
+                since = mark->idle_usec;        /* nothing answered since it went idle */
+        else if (mark->idle_seen)
+                since = now_usec;               /* it answered while this request waited: awake */
+        else
+                return false;
+        *ret_usec = now_usec - MIN(now_usec, since);
+        return true;
+}
+
 static bool operational(const IdCtrl *id, unsigned ps) {
         return ps > id->npss || !id->psd[ps].non_operational;
 }

@@ -47,6 +47,7 @@
 #include "log.h"
 #include "manager-watch.h"
 #include "passive-calib.h"
+#include "quarantine.h"
 #include "sysfs.h"
 #include "watch.h"
 
@@ -78,6 +79,9 @@ struct ManagerWatch {
         uint64_t last_ios;
         uint64_t verify_ios;       /* the I/O count at the last verification look */
         uint64_t verify_due_usec;
+        /* what a failure is judged by (quarantine_idle()), either source */
+        uint64_t last_done_usec;   /* stat: the first look that saw the last completion (0 = none seen) */
+        QuarantineIdleMark idle_mark;
 
         /* source = bpf */
         AdaptSource source;
@@ -122,16 +126,26 @@ bool manager_watch_observed(const ManagerCtrl *c, uint64_t *ret_ios, uint64_t *r
 
 bool manager_watch_idle_usec(const ManagerCtrl *c, uint64_t now_usec, uint64_t *ret) {
         const ManagerWatch *w = c->watch;
-        const Watch *x;
+        const Manager *m = c->manager;
 
-        if (!w || w->source == ADAPT_SOURCE_BPF)
+        if (!w)
                 return false;
-        x = w->adapt ? &w->adapt->watch : &w->watch;
-        if (!x->started)
+        /* A look now, not at the watcher's next reading: the I/O of the last few seconds counts. */
+        if (w->source == ADAPT_SOURCE_BPF) {
+                BpfSlotState st;
+                GapHist h;
+
+                if (w->slot < 0 || bpfwatch_read(m->bpf, (unsigned) w->slot, &h, &st) < 0)
+                        return false;
+                return quarantine_idle(&w->idle_mark, now_usec, st.inflight, h.requests,
+                                       st.idle_since_ns / NS_PER_USEC, ret);
+        }
+        WatchStat st;
+        if (!w->known || sysfs_ctrl_block_stat(m->sysfs_root, c->controller.name, &st) < 0)
                 return false;
-        /* never seen active: idle since the clock's start, as the watcher itself counts it */
-        *ret = x->seen_active ? now_usec - MIN(now_usec, x->last_active_ns / NS_PER_USEC) : now_usec;
-        return true;
+        /* completions since the last look: somewhere up to now, so now (the drive was awake) */
+        return quarantine_idle(&w->idle_mark, now_usec, st.in_flight, st.ios,
+                               st.ios != w->last_ios ? now_usec : w->last_done_usec, ret);
 }
 
 void manager_watch_savings(const ManagerCtrl *c, ManagerSavings *ret) {
@@ -515,6 +529,9 @@ static int on_bpf_timer(ManagerWatch *w) {
         w->last_hist = h;
         gaps = gaphist_total_gaps(&delta);
         busy = delta.requests > 0 || st.inflight > 0 || st.issued != w->last_issued;
+        if (st.inflight == 0)
+                w->idle_mark = (QuarantineIdleMark) { .idle_seen = true, .idle_usec = st.idle_since_ns / NS_PER_USEC,
+                                                      .idle_done = h.requests };
         w->last_issued = st.issued;
         w->total_requests += delta.requests;
 
@@ -583,6 +600,11 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 return 0;
         }
         busy = w->known && (st.ios != w->last_ios || st.in_flight > 0);
+        if (w->known && st.ios != w->last_ios)
+                w->last_done_usec = now;
+        if (st.in_flight == 0)
+                w->idle_mark = (QuarantineIdleMark) { .idle_seen = true, .idle_usec = w->last_done_usec,
+                                                      .idle_done = st.ios };
         w->last_ios = st.ios;
         if (!w->known)
                 w->verify_ios = st.ios;
@@ -712,6 +734,8 @@ static void set_source(ManagerWatch *w, AdaptSource source, uint64_t now) {
         w->pcal = (PassiveCalib) {};
         w->pcal_logged = 0;
         w->known = false;
+        w->last_done_usec = 0;
+        w->idle_mark = (QuarantineIdleMark) {};
         watch_init(&w->watch, now * NS_PER_USEC);
         log_debug("%s: watching its I/O with %s.", w->ctrl->controller.name, adapt_source_to_string(source));
 }

@@ -12,6 +12,8 @@ the harness's COMMAND: test-quarantine.py SCENARIO.
   not-blamed  an admin reset without a record, a removal without a record and a failure while the
               drive is busy quarantine nothing
   resume      a failure right after logind's PrepareForSleep(false) is reported, not blamed
+  stuck       a read that waits on a drive idle past its deepest state (in flight, nothing completed)
+              and the kernel's records: blamed on that state, though the disk has a request in flight
 Covers: src/daemon/manager-quarantine.c, src/platform/kernel-log.c, src/platform/quarantine-store.c,
 src/core/kmsg.c, src/core/quarantine.c, src/core/quarantine-file.c, src/engine/controller.c."""
 
@@ -165,8 +167,8 @@ elif scenario == "not-blamed":
         time.sleep(0.7)
         check(qfiles() == [], "an admin reset quarantines nothing")
 
-        # a failure while the drive is busy: I/O completes just before the record
-        # (the watcher reads an idle drive every 5 s at most: 6 s of I/O are seen)
+        # a failure while the drive is busy: I/O completes up to the record (the watcher reads an
+        # idle drive every 5 to 7.5 s; the daemon looks again at the record itself)
         for i in range(1, 61):
             ctl("stat", "nvme0", "nvme0n1", f"{i * 10} 0 {i * 80} {i} 0 0 0 0 0 {i} {i}")
             time.sleep(0.1)
@@ -186,6 +188,31 @@ elif scenario == "not-blamed":
         check(wait_for(lambda: read_table("nvme0")[0] == 1, 5, "nvme0's table back") is not None,
               "nvme0 has its table again")
         check(qfiles() == [], "nothing quarantined at all")
+        rc = d.stop()
+        check(rc == 0, "stop: exit 0")
+    finally:
+        if d.proc.poll() is None:
+            d.stop()
+        d.dump()
+elif scenario == "stuck":
+    d = Daemon(CONF, extra_env=ENV)
+    try:
+        check(d.wait_notify(r"^READY=1$") is not None, "READY=1")
+        d0 = deepest(read_table("nvme0"))
+        check(d0 == 4, f"nvme0's table reaches ps4 (ps{d0})")
+        time.sleep(2.0)      # idle past ps3's and ps4's entries (under 1.1 s in all)
+        # a read arrives and waits: in flight, nothing completes; the watcher, which reads an idle
+        # disk every 5 to 7.5 s, sees a busy one (the kernel gives up on it after 30 s, shortened here)
+        ctl("stat", "nvme0", "nvme0n1", "0 0 0 0 0 0 0 0 1 0 0")
+        time.sleep(8.0)
+        pos = len(d.log())
+        fail_in_state("nvme0")
+        check(d.wait_log(r"nvme0: controller failed in power state ps4 .*MESSAGE_ID=c7f745201e674b65a0d8fe66a0a50bec",
+                         after=pos) is not None,
+              "the request in flight is the one that waited on the drive: ps4 blamed, not 'busy'")
+        check(wait_for(lambda: read_table("nvme0")[0] == 1 and deepest(read_table("nvme0")) == 3, 2,
+                       "ps4 out") is not None, "nvme0's table then stops at ps3")
+        check(not re.search(r"not blamed on a power state", d.log()), "nothing said not blamed")
         rc = d.stop()
         check(rc == 0, "stop: exit 0")
     finally:

@@ -319,9 +319,44 @@ static void test_file(void) {
         CHECK(quarantine_dropin(&q, &name, &dropin) == -EINVAL);
 }
 
+/* The idle time before a failure, from the completions the watcher saw (times in µs). */
+static void test_idle(void) {
+        QuarantineIdleMark none = {}, mark = { .idle_seen = true, .idle_usec = 1000000, .idle_done = 50 };
+        IdCtrl id = seed();
+        ApstTable t = chain();
+        QuarantineEvidence e;
+        QuarantineBlame b;
+        uint64_t idle = 0;
+
+        current = "/quarantine/idle";
+        /* idle now: since its last completion */
+        CHECK(quarantine_idle(&mark, 5000000, 0, 50, 1000000, &idle) && idle == 4000000);
+        CHECK(quarantine_idle(&none, 5000000, 0, 7, 2000000, &idle) && idle == 3000000);
+        /* completions up to the look itself: awake */
+        CHECK(quarantine_idle(&mark, 5000000, 0, 60, 5000000, &idle) && idle == 0);
+        /* a request waits on a drive that answered nothing since it went idle: idle since then */
+        CHECK(quarantine_idle(&mark, 40000000, 1, 50, 1000000, &idle) && idle == 39000000);
+        /* ... the same request, other requests completed meanwhile: the drive answered, awake */
+        CHECK(quarantine_idle(&mark, 40000000, 1, 51, 39000000, &idle) && idle == 0);
+        /* in flight with no look that found it idle: unknown */
+        CHECK(!quarantine_idle(&none, 40000000, 1, 50, 0, &idle));
+
+        /* the whole chain: 10 min idle, a read that the drive does not wake for, its timeout 30 s later */
+        REQUIRE(quarantine_idle(&mark, 1000000 + 600000000 + 30000000, 1, 50, 1000000, &idle));
+        e = failed(&t, idle / 1000, NVME_FAILURE_TIMEOUT);
+        quarantine_blame(&e, &id, &b);
+        CHECK(b.verdict == QUARANTINE_BLAMED && b.ps == 4 && b.idle_ms == 600000);
+        /* I/O completing until the timeout: the drive was awake, not blamed */
+        REQUIRE(quarantine_idle(&mark, 40000000, 0, 90, 40000000, &idle));
+        e = failed(&t, idle / 1000, NVME_FAILURE_TIMEOUT);
+        quarantine_blame(&e, &id, &b);
+        CHECK(b.verdict == QUARANTINE_BUSY && b.ps == 0);
+}
+
 int main(void) {
         test_reached();
         test_blame();
+        test_idle();
         test_step_down();
         test_planning();
         test_file();
