@@ -92,8 +92,13 @@ PROFILES = ["", "balanced", "power-saver", "performance"]
 WEIGHTS = {
     "reset": 10, "resume": 6, "add": 3, "remove": 2, "reload": 6, "reload-broken": 3, "hup-storm": 2,
     "supply": 5, "profile": 5, "io": 14, "silence": 4, "fault": 7, "clear": 3, "not-live": 3, "pmqos": 2,
-    "dbus-read": 4, "sigkill": 2, "stop-start": 1, "hang": 1, "hold": 5, "unhold": 4,
+    "dbus-read": 4, "sigkill": 2, "stop-start": 1, "hang": 1, "hold": 5, "unhold": 4, "fail": 2,
 }
+# A failure in a deep state, as the kernel shows it: its records (a controller that fell off the bus,
+# the power saving hint) in the daemon's kernel log, the controller resetting, then the kernel's reset.
+FAILURE_RECORDS = ("controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0x10",
+                   "Does your device have a faulty power saving mode enabled?",
+                   'Try "nvme_core.default_ps_max_latency_us=0 pcie_aspm=off pcie_port_pm=off" and report a bug')
 # Latency holds: `nvme-apstd hold` clients on every controller, taken, ended (SIGTERM or SIGINT passed
 # on to their command, or the client and its command killed with SIGKILL) and retaken by the clients
 # themselves after a restart. Their latencies are the two whose tables `plan` says without a cap of
@@ -134,7 +139,7 @@ def generate(seed, n_events):
         k = rng.choices(kinds, weights=[WEIGHTS[x] for x in kinds])[0]
         names = sorted(m.present)
         ev = {"kind": k}
-        if k in ("reset", "remove", "fault", "clear", "not-live", "pmqos", "io", "hang") and not names:
+        if k in ("reset", "remove", "fault", "clear", "not-live", "pmqos", "io", "hang", "fail") and not names:
             k = ev["kind"] = "add"
         if k == "reset":
             ev["ctrl"] = rng.choice(names)
@@ -191,7 +196,7 @@ def generate(seed, n_events):
             ev["restart_ms"] = rng.randint(0, 500)
         elif k == "stop-start":
             ev["leave_not_live"] = rng.choice([None] + names)
-        elif k == "hang":
+        elif k in ("hang", "fail"):
             ev["ctrl"] = rng.choice(names)
         elif k == "hold":
             ev["latency"] = rng.choice(HOLD_LATENCIES)
@@ -349,6 +354,12 @@ class Soak:
         # clients started, refused (125), ended by a signal passed on, killed; quiet checks under a hold at 0
         self.hold_stats = {"started": 0, "refused": 0, "ended": 0, "killed": 0, "checks_held": 0}
         self.workdir = tempfile.mkdtemp(prefix="apstd-soak-")
+        # the daemon's and plan's state directory (learned workloads, quarantines): the run's own
+        self.state_dir = os.path.join(self.workdir, "state")
+        os.environ["STATE_DIRECTORY"] = self.state_dir
+        self.failed_drives = set()   # (model, firmware) of the drives a failure was injected on
+        self.failures = {"injected": 0, "seen": 0}
+        self.kmsg_seq = 0
         self.conf = os.path.join(self.workdir, "nvme-apstd.conf")
         self.rdir = os.path.join(self.workdir, "run")
         os.makedirs(self.rdir)
@@ -545,7 +556,7 @@ class Soak:
     def expected(self, name):
         """(apste, entries) `plan` computes for the controller in the situation now, or None if unmanaged."""
         c = self.model[name]
-        key = (self.config, self.ac, self.profile, c["id"], c["pci"])
+        key = (self.config, self.ac, self.profile, c["id"], c["pci"], self.quarantine_text(c["id"]))
         if key not in self.plan_cache:
             plan_conf = os.path.join(self.workdir, "plan.conf")
             with open(plan_conf, "w") as f:
@@ -693,6 +704,7 @@ class Soak:
             new = new[:new.rfind("\n") + 1]
         self.log_pos += len(new)
         for line in new.splitlines():
+            self.count_failure(line)
             if re.search(r"AddressSanitizer|runtime error:|==\d+==", line):
                 self.fail(f"sanitizer/valgrind output: {line}")
             m = re.search(r" \{(.*)\}$", line)     # console lines (no journal socket, or its fallback)
@@ -710,6 +722,7 @@ class Soak:
             for fields in entries:
                 keys = [k for k, _ in fields]
                 d = dict(fields)
+                self.count_failure(d.get("MESSAGE", ""))
                 dup = sorted({k for k in keys if keys.count(k) > 1})
                 if dup:
                     self.fail(f"journal entry with a field twice ({', '.join(dup)}): {fields}")
@@ -772,6 +785,7 @@ class Soak:
         self.check_nonlive_so_far()
         self.check_violations()
         self.check_journal()
+        self.check_quarantine()
         # CPUs: pinned for pin = always, as found otherwise (pin = busy is released once idle)
         snap = self.cpu_snapshot()
         pin = CONFIGS[self.config][1]
@@ -952,6 +966,100 @@ class Soak:
                 h["proc"].wait()
 
     # -- events
+    # -- deep-state failures and their quarantine
+    @staticmethod
+    def drive_of(idfile):
+        """(model, firmware) of an Identify Controller file, trimmed as the daemon keeps them."""
+        with open(idfile, "rb") as f:
+            data = f.read(72)
+        return data[24:64].decode("ascii", "replace").strip(), data[64:72].decode("ascii", "replace").strip()
+
+    def quarantines(self):
+        """{(model, firmware): text} of the quarantine files in the state directory."""
+        d = os.path.join(self.state_dir, "quarantine")
+        out = {}
+        for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            with open(os.path.join(d, f)) as fh:
+                text = fh.read()
+            kv = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+            out[(kv.get("model", f), kv.get("firmware", ""))] = text
+        return out
+
+    def quarantine_text(self, idfile):
+        return self.quarantines().get(self.drive_of(idfile), "")
+
+    def inject_failure(self, name):
+        c = self.model[name]
+        self.failed_drives.add(self.drive_of(c["id"]))
+        self.failures["injected"] += 1
+        d = self.daemon
+        if d is not None and d.proc.poll() is None:
+            try:
+                fd = os.open(os.path.join(d.dir, "kmsg"), os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                fd = -1          # the daemon has not opened its kernel log (yet): nobody reads the records
+            if fd >= 0:
+                with os.fdopen(fd, "w") as f:
+                    for m in FAILURE_RECORDS:
+                        self.kmsg_seq += 1
+                        f.write(f"4,{self.kmsg_seq},{int(time.monotonic() * 1e6)},-;nvme {name}: {m}\n"
+                                f" SUBSYSTEM=nvme\n DEVICE=+nvme:{name}\n")
+                self.failures["seen"] += 1
+        self.ctl("set-attr", name, "state", "resetting")
+        if c["nonlive"] is None:
+            c["nonlive"] = (len(self.loglines(name)), "resetting")
+        time.sleep(0.3)
+        self.reset(name)
+
+    def count_failure(self, message):
+        """The daemon's word on each failure: blamed on a state, or not blamed and why."""
+        m = re.search(r"controller failed (?:in power state (ps\d+)|.*not blamed on a power state: ([\w-]+))", message)
+        if m:
+            k = "blamed" if m.group(1) else m.group(2)
+            self.failures[k] = self.failures.get(k, 0) + 1
+
+    def quarantined_below(self, idfile):
+        m = re.search(r"^allow_below=(\d+)$", self.quarantine_text(idfile), re.M)
+        return int(m.group(1)) if m else None
+
+    @staticmethod
+    def filtered_from(orig, have, below):
+        """@have is @orig with no transition to a state from @below on: each entry kept, dropped, or sent
+        to a shallower state after the same idle time; APST off (all zero) for @below 0."""
+        if below == 0:
+            return have == (0, [0] * 32)
+        if have[0] != orig[0]:
+            return False
+        for ps, (o, h) in enumerate(zip(orig[1], have[1])):
+            if ps >= below:
+                ok = h == 0
+            elif not (o >> 8) & 0xFFFFFF or (o >> 3) & 0x1F < below:
+                ok = h == o
+            else:
+                ok = h == 0 or ((h >> 8) == (o >> 8) and (h >> 3) & 0x1F < below)
+            if not ok:
+                return False
+        return True
+
+    def check_quarantine(self):
+        """Quarantines only for drives that failed; a quarantined drive's table stays out of its states."""
+        q = self.quarantines()
+        self.checks += 1
+        for drive in q:
+            if drive not in self.failed_drives:
+                self.fail(f"{drive[0]} firmware {drive[1]} quarantined without a failure injected: {q[drive]}")
+        for n, c in self.model.items():
+            text = q.get(self.drive_of(c["id"]))
+            m = re.search(r"^allow_below=(\d+)$", text or "", re.M)
+            if not m:
+                continue
+            below = int(m.group(1))
+            apste, entries = self.table(n)
+            reach = [(e >> 3) & 0x1F for e in entries if (e >> 8) & 0xFFFFFF]
+            if apste and (below == 0 or any(ps >= below for ps in reach)):
+                self.fail(f"{n}: quarantined below ps{below} (APST off at 0), yet its table is "
+                          f"{fmt((apste, entries))}")
+
     def reset(self, name):
         c = self.model[name]
         path = os.path.join(self.workdir, f"{name}.kernel")
@@ -1108,6 +1216,8 @@ class Soak:
             self.ctl("clear", ev["ctrl"])
         elif k == "hang":
             self.hang(ev["ctrl"])
+        elif k == "fail":
+            self.inject_failure(ev["ctrl"])
         elif k == "not-live":
             n = ev["ctrl"]
             self.ctl("set-attr", n, "state", ev["state"])
@@ -1173,6 +1283,14 @@ class Soak:
             have = self.table(n)
             self.checks += 1
             want = c["restore"]
+            below = self.quarantined_below(c["id"])
+            if below is not None and have != want:
+                # the original put back without its transitions to the quarantined states
+                if not self.filtered_from(want, have, below):
+                    self.fail(f"{n}: after stop holds {fmt(have)}; the original {fmt(want)} without its "
+                              f"transitions to ps{below} and deeper (APST off at 0) was expected")
+                c["restore"], c["also"] = have, []
+                continue
             if have != want and have not in c["also"]:
                 self.fail(f"{n}: after stop holds {fmt(have)}, before the first start it held {fmt(want)}" +
                           "".join(f" (or, after an early pm_qos write, {fmt(t)})" for t in c["also"]))
@@ -1229,6 +1347,7 @@ class Soak:
                  "bus_no_reply": self.bus_errors, "instances": self.instances,
                  "max_watchdog_gap_s": round(gaps, 2), "peak_event_sources": self.peak_sources,
                  "long_hangs": self.hangs,
+                 "failures": dict(self.failures, quarantined=len(self.quarantines())),
                  "journal_entries": self.journal_entries_seen, "holds": self.hold_stats,
                  "violations": len(self.violations)}
         if self.bus_errors:
