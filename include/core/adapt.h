@@ -76,7 +76,7 @@
  * (SHADOW_GUARD_TOLERANCE) of the kernel's wake delay on the same evidence. 1 (a one-sided
  * 84% bound) was chosen on half A of the benchmark's trace families, against 1.5 and 2, which
  * gave up energy there (generated, warm: 0.628x and 0.633x the kernel's, against 0.555x) for
- * no row fewer over 2% (doc/policy.md). */
+ * no row fewer over 2% (doc/policy.md, "Where the constants come from"). */
 #define ADAPT_CONFIDENCE_Z 1.0
 /* The share of the stall budget a new table may plan to spend, while the stall budget holds
  * (the hold, or a budget the user set): the budget is a point estimate on few gaps, and the
