@@ -482,6 +482,8 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 ARG_NO_SAVE,
                 ARG_DROP_IN,
         };
+        /* Alike in shape to the other verbs' option tables (duplicates pairs it with simulate's): getopt's
+         * declaration format, each line another option of another verb, so nothing one table could serve. */
         static const struct option options[] = {
                 { "samples", required_argument, NULL, 'n' },
                 { "max-time", required_argument, NULL, ARG_MAX_TIME },
