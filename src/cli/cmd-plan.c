@@ -297,6 +297,7 @@ static int plan_files(const ControllerContext *ctx, PlanEntry *entries, size_t n
                 r = load_id_file(e->name, &c.id);
                 if (r < 0)
                         return r;
+                c.identified = true;    /* the file is its Identify data: its quarantine applies too */
                 c.sys = e->sys;
                 r = controller_replan(&c, ctx, NULL);
                 if (r < 0)

@@ -136,6 +136,21 @@ if scenario == "steps":
         check(re.search(r"^strikes=2$", qfile_text(), re.M) is not None, "two strikes kept")
         check(read_table("nvme1") == t1, "nvme1 untouched all along")
 
+        # plan on an Identify file reads the same quarantine as on a live controller: the file of
+        # nvme1's drive, with a quarantine of its own written as the daemon writes one
+        wdc = os.path.join(DATA, "idctrl", "14-wdc-wds500g2b0c-00pxh0.bin")
+        with open(wdc, "rb") as f:
+            raw = f.read(72)
+        other = os.path.join(TMP, "other-state")
+        os.makedirs(os.path.join(other, "quarantine"))
+        with open(os.path.join(other, "quarantine", "WDC%20WDS500G2B0C-00PXH0@211210WD.quarantine"), "w") as f:
+            f.write("# nvme-apstd quarantine\nversion=1\nmodel=WDC WDS500G2B0C-00PXH0\nfirmware=211210WD\n"
+                    f"vendor={int.from_bytes(raw[0:2], 'little'):04x}\nallow_below=4\nmax_latency_us=4999\n"
+                    "strikes=1\nfailure=1733571234 ps=4 idle_ms=1200000 kind=down\n")
+        st = run("plan", "--state-dir", other, "--id-ctrl", wdc)
+        check(st.returncode == 0 and "quarantine: ps4 and deeper" in st.stdout and "ps4 after" not in st.stdout,
+              "plan --id-ctrl FILE applies the quarantine kept for that drive")
+
         # the verb lists and clears it
         q = run("quarantine", "--state-dir", STATE_DIR)
         check(q.returncode == 0 and "APST off" in q.stdout, "quarantine lists the drive with APST off")
