@@ -4,7 +4,7 @@
 # bench/bpf-overhead.sh: what the eBPF I/O gap program (src/platform/bpf/iogap.bpf.c) costs per
 # request. fio 4 KiB random reads (O_DIRECT, libaio) at queue depth 1 and 32, in rounds of three
 # runs: without the program, with it loaded and counting the disk read (`nvme-apstd observe DISK`
-# in the background), and with it and the floor at once: two empty programs on the same
+# in the background), with it and the floor at once, and the floor alone: two empty programs on the same
 # tracepoints (bench/bpf-floor.bpf.c, loaded by bench/bpf-floor-load.c; both built here). Printed
 # as `key: value` lines (bench/bpf-ratio.py): the IOPS ratio (with / without, median of the paired
 # rounds) and the added time per request from it; the program's own run time per request as the
@@ -12,7 +12,11 @@
 # programs); and its ratio to the floor's, per program and for the pair, on the same requests. On
 # a shared machine the IOPS of two runs differ by more than the program costs; the kernel's count
 # is the figure that does not depend on the neighbours, and the floor says what any program on
-# these hooks pays (the call, and the statistics' own clock reads).
+# these hooks pays (the call, and the statistics' own clock reads). Programs on a tracepoint run
+# in the order they were attached, and the first pays for the cache lines the later ones then find
+# warm: so each round also runs the floor alone, and the ratio that counts is the program alone
+# (as the daemon runs it) against the floor alone, a run apart on the same disk; the stacked runs'
+# ratio (the floor attached last, the cheapest place) is printed beside it.
 # Targets (doc/watch.md): <= 1.5x the floor per request at QD1; an IOPS ratio >= 0.99 at QD1 on
 # the real disk.
 #
@@ -134,6 +138,11 @@ bench_case() {
 		kill -INT "$obs"
 		wait "$obs" || { echo "bpf-overhead.sh: observe $disk failed:" >&2; cat "$OUT/$tag-observe-$r.txt" >&2; exit 1; }
 		obs=
+		floor_start       # alone, as the program ran alone in the on run
+		snap "$OUT/$tag-floor-$r.before"
+		run_fio "$f" "$qd" "$tag-floor-$r" >/dev/null
+		snap "$OUT/$tag-floor-$r.after"
+		floor_stop
 	done
 	python3 "$SRC/bench/bpf-ratio.py" "$OUT" "$name" "$qd" "$ROUNDS"
 }
@@ -141,7 +150,7 @@ bench_case() {
 sysctl -q -w kernel.bpf_stats_enabled=1 >/dev/null 2>&1 || report bpf_stats "cannot enable kernel.bpf_stats_enabled"
 report kernel "$(uname -r)"
 report cpus "$(nproc), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-report rounds "$ROUNDS x (without, with, with and the floor), $SECS s each"
+report rounds "$ROUNDS x (without, with, with and the floor, the floor alone), $SECS s each"
 [ -z "$BASELINE" ] || report baseline "$BASELINE (its programs beside this build's in the runs with the floor)"
 build_floor
 

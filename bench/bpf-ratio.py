@@ -5,12 +5,14 @@
   bpf-ratio.py OUT NAME QD ROUNDS
 
 Per round r of case NAME-qdQD: fio's JSON of the runs without the program (-off-r), with it
-(-on-r) and with it and the floor's empty programs (-both-r), and `bpftool prog show --json`
-before and after the last two (.before, .after). Prints `key: value` lines: the IOPS ratio
+(-on-r), with it and the floor's empty programs (-both-r) and the floor alone (-floor-r), and
+`bpftool prog show --json` before and after the last three (.before, .after). Prints `key: value` lines: the IOPS ratio
 (with / without, median of the paired rounds), the program's run time per request (the on runs),
 and, from the both runs, where the same requests ran both, each program's run time per call
 against the floor's on the same hook, and the pair's; with a baseline build's programs attached
-there too (their ids in -base-r.ids), the same for them.
+there too (their ids in -base-r.ids), the same for them. The figure that counts compares each
+alone: the program in the on runs against the floor in the floor runs (the first program on a
+hook pays for cache lines the ones after it find warm, so stacked, the floor looks cheaper).
 """
 
 import json
@@ -57,7 +59,7 @@ def main():
     out, name, qd, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     tag = f"{name}-qd{qd}"
     w0, w1, l0, l1 = [], [], [], []
-    on, both = {}, {}
+    on, both, alone = {}, {}, {}
     for r in range(rounds):
         i, lat = fio(f"{out}/{tag}-off-{r}.json")
         w0.append(i)
@@ -68,6 +70,7 @@ def main():
         add_deltas(on, stats(f"{out}/{tag}-on-{r}.before"), stats(f"{out}/{tag}-on-{r}.after"))
         add_deltas(both, stats(f"{out}/{tag}-both-{r}.before"), stats(f"{out}/{tag}-both-{r}.after"),
                    ids(f"{out}/{tag}-base-{r}.ids"))
+        add_deltas(alone, stats(f"{out}/{tag}-floor-{r}.before"), stats(f"{out}/{tag}-floor-{r}.after"))
     m0, m1 = statistics.median(w0), statistics.median(w1)
     ratios = [b / a for a, b in zip(w0, w1)]
     ratio = statistics.median(ratios)
@@ -82,11 +85,17 @@ def main():
     print(f"{name}_qd{qd}_program_ns_per_request: {sum(ns.values()):.0f} (issue hook {ns['issue']:.0f}, "
           f"completion hook {ns['completion']:.0f}; kernel.bpf_stats over {on.get('iogap_issue', (0, 0))[1]} "
           "requests)")
+    fa = {k: per_call(alone, f) for k, _, f in PAIRS}
+    print(f"{name}_qd{qd}_floor_alone_ns_per_request: {sum(fa.values()):.0f} (issue hook {fa['issue']:.0f}, "
+          f"completion hook {fa['completion']:.0f}: the two empty programs alone on the hooks)")
+    print(f"{name}_qd{qd}_ratio_to_floor_alone: {sum(ns.values()) / sum(fa.values()):.2f} (each alone: program "
+          f"{sum(ns.values()):.0f} ns / floor {sum(fa.values()):.0f} ns per request; issue hook "
+          f"{ns['issue'] / fa['issue']:.2f}, completion hook {ns['completion'] / fa['completion']:.2f})")
     prog = {k: per_call(both, p) for k, p, _ in PAIRS}
     floor = {k: per_call(both, f) for k, _, f in PAIRS}
     print(f"{name}_qd{qd}_floor_ns_per_request: {sum(floor.values()):.0f} (issue hook {floor['issue']:.0f}, "
-          f"completion hook {floor['completion']:.0f}: two empty programs on the same hooks, same requests)")
-    print(f"{name}_qd{qd}_ratio_to_floor: {sum(prog.values()) / sum(floor.values()):.2f} (program "
+          f"completion hook {floor['completion']:.0f}: two empty programs on the same hooks, same requests, attached last)")
+    print(f"{name}_qd{qd}_ratio_to_floor_stacked: {sum(prog.values()) / sum(floor.values()):.2f} (program "
           f"{sum(prog.values()):.0f} ns / floor {sum(floor.values()):.0f} ns per request; issue hook "
           f"{prog['issue'] / floor['issue']:.2f}, completion hook {prog['completion'] / floor['completion']:.2f})")
     if "base_iogap_issue" in both:
