@@ -286,6 +286,7 @@ if sc=$(ctrl_of stock0); then
 		grep -qiE 'NOT_CHANGEABLE|0x410e|0x10e|0xe\)' /tmp/stock-sf.txt
 fi
 
+if [ "${APST_ONLY:-}" != quarantine ]; then
 # Probe at boot, under the defaults; then rebound under other parameters.
 run_set default boot
 run_set max-latency-11000 probe default_ps_max_latency_us=11000
@@ -322,6 +323,13 @@ fi
 if [ -x "$D/apst-hold.sh" ] && [ -x "$D/apst-daemon.sh" ]; then
 	# shellcheck disable=SC1091
 	. "$D/apst-hold.sh"
+fi
+fi # APST_ONLY
+
+# A drive that dies in a power state (apst-die-ps): the daemon's quarantine under the real kernel.
+if [ -x "$D/apst-quarantine.sh" ] && [ -n "${APST_DIE_SERIALS:-}" ]; then
+	# shellcheck disable=SC1091
+	. "$D/apst-quarantine.sh"
 fi
 
 step "done"

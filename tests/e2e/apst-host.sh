@@ -9,7 +9,8 @@
 # controller that PCI vendor:device id (the kernel applies some APST quirks
 # by PCI id), else it keeps QEMU's 1b36:0010; +PROP=V,... adds properties
 # of the patched controller (e.g. apst-exlat-scale-percent=300: a drive that
-# wakes slower than it says, for apst-calibrate.sh). The guest runs apst-guest.sh
+# wakes slower than it says, for apst-calibrate.sh; apst-die-ps=N: a drive that dies
+# in psN, for apst-quarantine.sh alone, APST_DIE_SERIALS). The guest runs apst-guest.sh
 # instead of guest-test.sh: the kernel's APST table against
 # `nvme-apstd plan` (policy = kernel) under several nvme_core parameter sets.
 # The report, one JSON object per controller and parameter set, is written
@@ -67,7 +68,7 @@ apst_prepare() {
 		-qmp "unix:$WORK/qmp.sock,server=on,wait=off")
 	mkdir -p "$WORK/idctrl"
 	: >"$WORK/apst.env"
-	local serials=''
+	local serials='' die_serials=''
 	for f in "${APST_FILES[@]}"; do
 		local props=''
 		case $f in *+*) props=${f#*+} f=${f%%+*} ;; esac
@@ -81,10 +82,20 @@ apst_prepare() {
 		NVME_ARGS+=(-drive "file=$WORK/apst$i.img,if=none,id=apst$i,format=raw" -device "$dev")
 		echo "APST_FILE_apst$i='$(basename "$file")'" >>"$WORK/apst.env"
 		echo "APST_PROPS_apst$i='$props'" >>"$WORK/apst.env"
-		serials+=" apst$i"
+		# A controller that dies in a power state (apst-die-ps) is kept out of the other
+		# steps: apst-quarantine.sh alone uses it.
+		case $props in
+		*apst-die-ps=*) die_serials+=" apst$i" ;;
+		*) serials+=" apst$i" ;;
+		esac
 		i=$((i + 1))
 	done
-	echo "APST_SERIALS='${serials# }'" >>"$WORK/apst.env"
+	{
+		echo "APST_SERIALS='${serials# }'"
+		echo "APST_DIE_SERIALS='${die_serials# }'"
+		# E2E_APST_ONLY=quarantine: only apst-quarantine.sh's part (a quick run while working on it).
+		echo "APST_ONLY='${E2E_APST_ONLY:-}'"
+	} >>"$WORK/apst.env"
 	# And one controller without the new properties: it must answer as stock QEMU.
 	truncate -s 16M "$WORK/stock.img"
 	NVME_ARGS+=(-drive "file=$WORK/stock.img,if=none,id=stock0,format=raw" -device "nvme,serial=stock0,drive=stock0")
@@ -162,6 +173,7 @@ apst_guest() {
 	[ -f "$HERE/apst-passive.sh" ] && install -m755 "$HERE/apst-passive.sh" "$d/apst-passive.sh"
 	[ -f "$HERE/apst-adaptive.sh" ] && install -m755 "$HERE/apst-adaptive.sh" "$d/apst-adaptive.sh"
 	[ -f "$HERE/apst-hold.sh" ] && install -m755 "$HERE/apst-hold.sh" "$d/apst-hold.sh"
+	[ -f "$HERE/apst-quarantine.sh" ] && install -m755 "$HERE/apst-quarantine.sh" "$d/apst-quarantine.sh"
 	install -m755 "$WORK/apst-sysfs-watch" "$d/apst-sysfs-watch"
 	install -m644 "$WORK/apst.env" "$d/apst.env"
 	mkdir -p "$1/etc/systemd/system/nvme-apstd-e2e.service.d"
