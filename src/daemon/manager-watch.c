@@ -148,6 +148,11 @@ bool manager_watch_idle_usec(const ManagerCtrl *c, uint64_t now_usec, uint64_t *
                                st.ios != w->last_ios ? now_usec : w->last_done_usec, ret);
 }
 
+/* A look that found nothing in flight: the disk idle since @idle_usec, with @done completions counted. */
+static void idle_mark_take(ManagerWatch *w, uint64_t idle_usec, uint64_t done) {
+        w->idle_mark = (QuarantineIdleMark) { .idle_seen = true, .idle_usec = idle_usec, .idle_done = done };
+}
+
 void manager_watch_savings(const ManagerCtrl *c, ManagerSavings *ret) {
         const ManagerWatch *w = c->watch;
 
@@ -530,8 +535,7 @@ static int on_bpf_timer(ManagerWatch *w) {
         gaps = gaphist_total_gaps(&delta);
         busy = delta.requests > 0 || st.inflight > 0 || st.issued != w->last_issued;
         if (st.inflight == 0)
-                w->idle_mark = (QuarantineIdleMark) { .idle_seen = true, .idle_usec = st.idle_since_ns / NS_PER_USEC,
-                                                      .idle_done = h.requests };
+                idle_mark_take(w, st.idle_since_ns / NS_PER_USEC, h.requests);
         w->last_issued = st.issued;
         w->total_requests += delta.requests;
 
@@ -590,7 +594,7 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         AdaptDecision why;
         ApstTable table;
         WatchStat st;
-        bool busy, program = false, verify;
+        bool busy, done, program = false, verify;
 
         if (w->source == ADAPT_SOURCE_BPF)
                 return on_bpf_timer(w);
@@ -599,12 +603,12 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 watch_arm(w, now, now + WATCH_SLOW_NS / NS_PER_USEC);
                 return 0;
         }
-        busy = w->known && (st.ios != w->last_ios || st.in_flight > 0);
-        if (w->known && st.ios != w->last_ios)
+        done = w->known && st.ios != w->last_ios;
+        busy = done || (w->known && st.in_flight > 0);
+        if (done)
                 w->last_done_usec = now;
         if (st.in_flight == 0)
-                w->idle_mark = (QuarantineIdleMark) { .idle_seen = true, .idle_usec = w->last_done_usec,
-                                                      .idle_done = st.ios };
+                idle_mark_take(w, w->last_done_usec, st.ios);
         w->last_ios = st.ios;
         if (!w->known)
                 w->verify_ios = st.ios;
