@@ -77,6 +77,13 @@ def read_table(name, state=None):
     return apste, entries
 
 
+def kmsg_record(seq, name, message, prio=4):
+    """One record of an nvme controller's message as /dev/kmsg gives it (header, text, then the device
+    it names), for the daemon's kernel log (NVME_APSTD_KERNEL_LOG)."""
+    return (f"{prio},{seq},{int(time.monotonic() * 1e6)},-;nvme {name}: {message}\n SUBSYSTEM=nvme\n"
+            f" DEVICE=+nvme:{name}\n")
+
+
 def write_table_file(path, apste, entries):
     with open(path, "w") as f:
         f.write(f"apste={apste}\n")

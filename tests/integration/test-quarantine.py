@@ -58,8 +58,7 @@ def kmsg(name, *messages, prio=4):
     with open(FIFO, "w") as f:
         for m in messages:
             seq[0] += 1
-            f.write(f"{prio},{seq[0]},{int(time.monotonic() * 1e6)},-;nvme {name}: {m}\n SUBSYSTEM=nvme\n"
-                    f" DEVICE=+nvme:{name}\n")
+            f.write(kmsg_record(seq[0], name, m, prio))
 
 
 def fail_in_state(name):

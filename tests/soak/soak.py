@@ -1002,8 +1002,7 @@ class Soak:
                 with os.fdopen(fd, "w") as f:
                     for m in FAILURE_RECORDS:
                         self.kmsg_seq += 1
-                        f.write(f"4,{self.kmsg_seq},{int(time.monotonic() * 1e6)},-;nvme {name}: {m}\n"
-                                f" SUBSYSTEM=nvme\n DEVICE=+nvme:{name}\n")
+                        f.write(T.kmsg_record(self.kmsg_seq, name, m))
                 self.failures["seen"] += 1
         self.ctl("set-attr", name, "state", "resetting")
         if c["nonlive"] is None:
@@ -1018,9 +1017,14 @@ class Soak:
             k = "blamed" if m.group(1) else m.group(2)
             self.failures[k] = self.failures.get(k, 0) + 1
 
-    def quarantined_below(self, idfile):
-        m = re.search(r"^allow_below=(\d+)$", self.quarantine_text(idfile), re.M)
+    @staticmethod
+    def allow_below(text):
+        """A quarantine file's allow_below (None without one)."""
+        m = re.search(r"^allow_below=(\d+)$", text or "", re.M)
         return int(m.group(1)) if m else None
+
+    def quarantined_below(self, idfile):
+        return self.allow_below(self.quarantine_text(idfile))
 
     @staticmethod
     def filtered_from(orig, have, below):
@@ -1049,11 +1053,9 @@ class Soak:
             if drive not in self.failed_drives:
                 self.fail(f"{drive[0]} firmware {drive[1]} quarantined without a failure injected: {q[drive]}")
         for n, c in self.model.items():
-            text = q.get(self.drive_of(c["id"]))
-            m = re.search(r"^allow_below=(\d+)$", text or "", re.M)
-            if not m:
+            below = self.allow_below(q.get(self.drive_of(c["id"])))
+            if below is None:
                 continue
-            below = int(m.group(1))
             apste, entries = self.table(n)
             reach = [(e >> 3) & 0x1F for e in entries if (e >> 8) & 0xFFFFFF]
             if apste and (below == 0 or any(ps >= below for ps in reach)):
