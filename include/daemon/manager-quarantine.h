@@ -21,6 +21,11 @@ void manager_quarantine_free(Manager *m);
 /* logind's PrepareForSleep(@sleeping): failures from now until QUARANTINE_RESUME_WINDOW_USEC after the
  * resume are the suspend path's. */
 void manager_quarantine_sleep(Manager *m, bool sleeping);
+/* Whether @c's engine steps are held (queued, not started): a failure is pending on it. The table a
+ * step would write before the verdict is the one the drive failed with; the verdict's re-plan writes the
+ * next, or the same if the failure is not blamed, and the held steps are released
+ * (manager_ctrl_release()). A restore (stop, enable = no) is never held. */
+bool manager_quarantine_holds(const ManagerCtrl *c);
 /* After an engine step on @c: the PM QoS latency tolerance kept below a quarantined state. */
 void manager_quarantine_ctrl(ManagerCtrl *c);
 /* Failures blamed on a state (and steps taken) since the start. */

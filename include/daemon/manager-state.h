@@ -48,6 +48,8 @@ typedef struct ManagerOps {
         size_t (*replan_all)(Manager *m, const char *reason);
         /* manager_ctrl_sync(), manager_ctrl_verify(), manager_ctrl_program() */
         void (*ctrl_request)(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason);
+        /* manager_ctrl_release() */
+        void (*ctrl_release)(ManagerCtrl *c);
 } ManagerOps;
 
 /* What the daemon has done to one controller since it first saw it: what status, the D-Bus API and
@@ -177,6 +179,10 @@ void manager_ctrl_verify(ManagerCtrl *c);
  * published) when it comes back to the loop. Nothing is sent while the daemon stops. */
 void manager_ctrl_sync(ManagerCtrl *c, const char *reason);
 void manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *reason);
+
+/* The steps asked for @c while manager_quarantine_holds() held them (they wait in its queue) run now:
+ * the hold has ended. */
+void manager_ctrl_release(ManagerCtrl *c);
 
 /* Re-plan every controller from m->config, write what changed, give back what is no longer ours;
  * @reason: "reload", "on battery", ... Return: how many controllers' plans changed. */

@@ -10,6 +10,13 @@
  * failure is pending. Then quarantine_blame() decides; a blamed state is stepped down in the drive's
  * file and every controller is re-planned (only changed tables are written: the other drives keep
  * theirs), within one poll of live.
+ *
+ * Meanwhile the controller's engine steps are held (manager_quarantine_holds()): the re-check on its
+ * `connected` uevent, a retry, a verification, the adaptive policy's table wait in its queue. Each would
+ * write the table it failed with, the blamed state in it, into a drive just back from the reset, half a
+ * second before the verdict replaces it. Once the pending failure is dropped they are released
+ * (manager_ctrl_release()): after a blame the re-plan's table is what they write, after no blame the
+ * table it had, within one poll of live either way.
  */
 
 #include <errno.h>
@@ -71,10 +78,10 @@ static uint64_t loop_now(const Manager *m) {
         return t;
 }
 
-static Pending *pending_find(ManagerQuarantine *q, const char *name) {
+static Pending *pending_find(const ManagerQuarantine *q, const char *name) {
         for (size_t i = 0; i < q->n_pending; i++)
                 if (strcmp(q->pending[i].name, name) == 0)
-                        return &q->pending[i];
+                        return (Pending *) &q->pending[i];
         return NULL;
 }
 
@@ -251,11 +258,21 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         ManagerQuarantine *q = m->quarantine;
         uint64_t now = loop_now(m);
 
-        for (size_t i = 0; i < q->n_pending;)
-                if (poll_one(m, &q->pending[i], now))
-                        pending_drop(q, &q->pending[i]);
-                else
+        for (size_t i = 0; i < q->n_pending;) {
+                char name[sizeof q->pending[i].name];
+                ManagerCtrl *c;
+
+                if (!poll_one(m, &q->pending[i], now)) {
                         i++;
+                        continue;
+                }
+                /* decided (its re-plan queued behind the hold) or given up on: what waited runs now */
+                (void) snprintf(name, sizeof name, "%s", q->pending[i].name);
+                pending_drop(q, &q->pending[i]);
+                c = manager_ctrl_find(m, name);
+                if (c)
+                        manager_ctrl_release(c);
+        }
         arm_poll(m);
         manager_publish(m, NULL);
         return 0;
@@ -324,6 +341,12 @@ void manager_quarantine_sleep(Manager *m, bool sleeping) {
         q->sleeping = sleeping;
         if (!sleeping)
                 q->resume_usec = loop_now(m);
+}
+
+bool manager_quarantine_holds(const ManagerCtrl *c) {
+        const ManagerQuarantine *q = c->manager->quarantine;
+
+        return q && pending_find(q, c->controller.name);
 }
 
 void manager_quarantine_ctrl(ManagerCtrl *c) {

@@ -83,3 +83,7 @@ void manager_ctrl_sync(ManagerCtrl *c, const char *reason) {
 void manager_ctrl_program(ManagerCtrl *c, const ApstTable *table, const char *reason) {
         c->manager->ops->ctrl_request(c, CTRL_JOB_PROGRAM, table, reason);
 }
+
+void manager_ctrl_release(ManagerCtrl *c) {
+        c->manager->ops->ctrl_release(c);
+}

@@ -9,7 +9,9 @@
  * power/pm_qos_latency_tolerance_us (a write there makes the kernel rewrite
  * APST with no uevent: manager-qos.c), and whenever a verification finds
  * another table. A verification is only sent to a controller whose I/O counters moved
- * since the last look: an idle drive is never woken to be checked.
+ * since the last look: an idle drive is never woken to be checked. While a failure is
+ * pending on a controller its steps wait in its queue for the quarantine's verdict
+ * (manager_quarantine_holds()), the re-check on its reconnect included.
  *
  * What happens to one controller is the engine's business (controller.c);
  * this file decides when, and what to do about a failure (retry.h).
@@ -308,11 +310,14 @@ static void manager_ctrl_queue(ManagerCtrl *c, CtrlJobKind kind, const ApstTable
         }
 }
 
-/* Run @kind now, or queue it behind the running step (or until a slot is free). */
+/* Run @kind now, or queue it behind the running step (or until a slot is free, or until the verdict
+ * on a failure pending on @c: manager_quarantine_holds()). */
 static void manager_ctrl_request(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason) {
         if (c->manager->stopping && kind != CTRL_JOB_RESTORE)
                 return;
-        if (!c->job)
+        if (kind == CTRL_JOB_RESTORE && !c->job && manager_quarantine_holds(c))
+                c->queued = 0;   /* it supersedes what the hold kept, as it does what waits behind a step */
+        if (!c->job && (kind == CTRL_JOB_RESTORE || !manager_quarantine_holds(c)))
                 manager_ctrl_start(c, kind, table, reason);
         else
                 manager_ctrl_queue(c, kind, table, reason);
@@ -339,6 +344,8 @@ static bool manager_ctrl_replan(ManagerCtrl *c, const char *reason) {
 static void manager_ctrl_next(ManagerCtrl *c) {
         unsigned q = c->queued;
 
+        if (!(q & MANAGER_QUEUED_RESTORE) && manager_quarantine_holds(c))
+                return;   /* kept until the verdict: manager_do_ctrl_release() */
         c->queued = 0;
         if (q & MANAGER_QUEUED_RESTORE) {
                 manager_ctrl_start(c, CTRL_JOB_RESTORE, NULL, c->restore_reason);
@@ -516,12 +523,14 @@ static void manager_remove_controller(Manager *m, const char *name) {
 
 static void manager_ctrl_reconnected(ManagerCtrl *c) {
         const char *name = c->controller.name;
+        bool held = manager_quarantine_holds(c);
 
         log_event(LOG_INFO, 0, NULL,
                   LOG_FIELDS({ "NVME_CTRL", name }, { "NVME_MODEL", controller_model(&c->controller) },
                              { "NVME_FIRMWARE", controller_firmware(&c->controller) }, { "APST_REASON", "reset" }),
-                  "%s: controller (re)connected (reset or resume); re-checking its APST table.", name);
-        manager_ctrl_sync(c, "reset");
+                  "%s: controller (re)connected (reset or resume); re-checking its APST table%s.", name,
+                  held ? " once the failure pending on it is judged" : "");
+        manager_ctrl_sync(c, "reset");   /* held meanwhile: the verdict says which table it gets */
 }
 
 static int on_uevent(sd_device_monitor *mon, sd_device *dev, void *userdata) {
@@ -716,12 +725,13 @@ static void manager_log_started(Manager *m) {
                   managed == 1 ? "" : "s", others[0] ? "; not managed: " : "", others);
 }
 
-/* Every controller's step is back, or its drive does not answer: nothing to wait for. */
+/* Every controller's step is back, or its drive does not answer, or its steps wait for the verdict on
+ * its failure (which may take as long as its reset): nothing to wait for. */
 static bool manager_settled(const Manager *m) {
         for (size_t i = 0; i < m->n_ctrls; i++) {
                 const ManagerCtrl *c = m->ctrls[i];
 
-                if ((c->job && !c->unresponsive) || (!c->job && c->queued))
+                if ((c->job && !c->unresponsive) || (!c->job && c->queued && !manager_quarantine_holds(c)))
                         return false;
         }
         return true;
@@ -833,11 +843,18 @@ static int strdup_to(char **dst, const char *src) {
         return *dst ? 0 : -ENOMEM;
 }
 
+/* ManagerOps.ctrl_release: what manager_ctrl_release() asks for (manager-state.h). */
+static void manager_do_ctrl_release(ManagerCtrl *c) {
+        if (!c->job && c->queued)
+                manager_ctrl_next(c);
+}
+
 /* What the parts (manager-*.c, bus-api.c) may ask of this file: they call nothing else of it. */
 static const ManagerOps manager_ops = {
         .publish = manager_do_publish,
         .replan_all = manager_do_replan_all,
         .ctrl_request = manager_ctrl_request,
+        .ctrl_release = manager_do_ctrl_release,
 };
 
 int manager_new(const ManagerOptions *o, Manager **ret) {

@@ -124,10 +124,34 @@ static void ctrl_write_table_locked(Ctrl *c)
         free(buf);
 }
 
+/* " table=E0,E1,...": the entries a Set Features 0x0C carried, up to the last one that is not zero ("0"
+ * for none), so that a test reads every table the daemon sent, not only the last one stored. Else "". */
+static void format_sent_table(const FakeCmd *fc, char *buf, size_t n)
+{
+        uint64_t e[FAKE_APST_ENTRIES];
+        size_t last = 0, off;
+
+        buf[0] = 0;
+        if (fc->opcode != nvme_admin_set_features || (fc->cdw10 & 0xff) != NVME_FEAT_FID_AUTO_PST || !fc->data ||
+            fc->data_len < FAKE_APST_BYTES)
+                return;
+        for (size_t i = 0; i < FAKE_APST_ENTRIES; i++) {
+                uint64_t le;
+
+                memcpy(&le, (const uint8_t *) fc->data + i * 8, 8);
+                e[i] = le64toh(le);
+                if (e[i])
+                        last = i + 1;
+        }
+        off = (size_t) snprintf(buf, n, " table=%s", last ? "" : "0");
+        for (size_t i = 0; i < last && off < n; i++)
+                off += (size_t) snprintf(buf + off, n - off, "%s0x%llx", i ? "," : "", (unsigned long long) e[i]);
+}
+
 static void log_cmd_locked(Ctrl *c, unsigned seq, const char *ioc, const FakeCmd *fc, int st, uint64_t result,
                            const char *why)
 {
-        char res[64];
+        char res[64], table[16 + FAKE_APST_ENTRIES * 20];
 
         if (st < 0) {
                 const char *n = fake_errno_name(-st);
@@ -138,9 +162,10 @@ static void log_cmd_locked(Ctrl *c, unsigned seq, const char *ioc, const FakeCmd
         } else
                 snprintf(res, sizeof(res), "status=0x%04x result=0x%08llx", (unsigned) st,
                          (unsigned long long) result);
+        format_sent_table(fc, table, sizeof(table));
         if (c->log) {
-                fprintf(c->log, "seq=%u ioctl=%s opc=0x%02x nsid=0x%08x cdw10=0x%08x cdw11=0x%08x data_len=%u %s%s%s\n",
-                        seq, ioc, fc->opcode, fc->nsid, fc->cdw10, fc->cdw11, fc->data_len, res,
+                fprintf(c->log, "seq=%u ioctl=%s opc=0x%02x nsid=0x%08x cdw10=0x%08x cdw11=0x%08x data_len=%u %s%s%s%s\n",
+                        seq, ioc, fc->opcode, fc->nsid, fc->cdw10, fc->cdw11, fc->data_len, res, table,
                         why ? " VIOLATION: " : "", why ? why : "");
                 fflush(c->log);
         }

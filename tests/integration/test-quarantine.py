@@ -4,16 +4,21 @@
 failure records written to the FIFO NVME_APSTD_KERNEL_LOG names, as the kernel prints them. Run as
 the harness's COMMAND: test-quarantine.py SCENARIO.
   steps       a failure in the state reached (the kernel's records, the controller reset) takes that
-              state out of the table within 1 s of live; the other controller keeps its table; the
-              table left at stop and the next start's keep it out; the second failure turns APST off
-              (this drive has two non-operational states), each step one journal entry
+              state out of the table within 1 s of live, and no table written after live (the
+              fake logs each one) enters it: the re-check on reconnect waits for the verdict; the
+              other controller keeps its table; the table left at stop and the next start's keep it
+              out; the second failure turns APST off (this drive has two non-operational states),
+              each step one journal entry
   fake-dies   the fake controller itself dies once fully in ps4 (die-in=4): the daemon sees its records
               and its reset, and the drive is never sent to ps4 again
   not-blamed  an admin reset without a record, a removal without a record and a failure while the
-              drive is busy quarantine nothing
-  resume      a failure right after logind's PrepareForSleep(false) is reported, not blamed
+              drive is busy quarantine nothing; after the reset and the failure the daemon's table is
+              back within 1 s of live
+  resume      a failure right after logind's PrepareForSleep(false) is reported, not blamed, and the
+              table is back within 1 s of live
   stuck       a read that waits on a drive idle past its deepest state (in flight, nothing completed)
-              and the kernel's records: blamed on that state, though the disk has a request in flight
+              and the kernel's records: blamed on that state, though the disk has a request in flight;
+              no table written after live enters it
 Covers: src/daemon/manager-quarantine.c, src/platform/kernel-log.c, src/platform/quarantine-store.c,
 src/core/kmsg.c, src/core/quarantine.c, src/core/quarantine-file.c, src/engine/controller.c."""
 
@@ -62,14 +67,39 @@ def kmsg(name, *messages, prio=4):
 
 
 def fail_in_state(name):
-    """What the kernel does when the drive falls off the bus: the records, resetting, then live again."""
+    """What the kernel does when the drive falls off the bus: the records, resetting, then live again.
+    Return: when it was live again, and where the controller's command log stood just before."""
     kmsg(name, "controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0x10",
          "Does your device have a faulty power saving mode enabled?",
          'Try "nvme_core.default_ps_max_latency_us=0 pcie_aspm=off pcie_port_pm=off" and report a bug')
     ctl("set-attr", name, "state", "resetting")
     time.sleep(0.3)
+    pos = len(read_log(name))
     ctl("reset", name)   # connecting -> live, the kernel's own table (APSTE 0 here), NVME_EVENT=connected
-    return time.monotonic()
+    return time.monotonic(), pos
+
+
+def tables_sent(name, since):
+    """Every table a Set Features 0x0C stored on the controller from its command log's line @since on, as
+    read_table() gives one: the fake logs each table it is sent, so one the next replaced is seen too."""
+    out = []
+    for d in read_log(name)[since:]:
+        if d.get("opc") != SET or int(d.get("cdw10", "0"), 16) & 0xFF != 0x0C or d.get("status") != "0x0000":
+            continue
+        entries = [int(e, 16) for e in d["table"].split(",")]
+        out.append((int(d["cdw11"], 16) & 1, entries + [0] * (32 - len(entries))))
+    return out
+
+
+def check_none_enters(name, since, ps, what):
+    """No table sent from @since on (the reset) lets the drive reach @ps. None sent is fine: the table the
+    verdict wants may be the kernel's own after the reset (APST off); the caller checks the one in place."""
+    time.sleep(0.5)     # a write still on its way lands
+    sent = tables_sent(name, since)
+    reached = [deepest(t) for t in sent]
+    check(all(r < ps for r in reached),
+          f"{what}: no table written after live reaches ps{ps} (deepest of each written: "
+          f"{', '.join(f'ps{r}' for r in reached) or 'none written'})")
 
 
 def qfiles():
@@ -94,7 +124,7 @@ if scenario == "steps":
         check(d0 >= 3, f"nvme0's table reaches a non-operational state (ps{d0})")
         check(qfiles() == [], "no quarantine at start")
 
-        live = fail_in_state("nvme0")
+        live, pos = fail_in_state("nvme0")
         got = wait_for(lambda: deepest(read_table("nvme0")) < d0 and read_table("nvme0")[0] == 1, 1.0,
                        f"ps{d0} out of nvme0's table")
         check(got is not None, f"within 1 s of live, nvme0's table leaves ps{d0} out (took "
@@ -105,6 +135,7 @@ if scenario == "steps":
               "kept in STATE_DIR/quarantine with allow_below")
         check(re.search(r"^failure=\d+ ps=%d idle_ms=\d+ kind=(down|pm-hint)$" % d0, qfile_text(), re.M) is not None,
               "the evidence kept")
+        check_none_enters("nvme0", pos, d0, "the first failure")
         check(read_table("nvme1") == t1, "the other controller keeps its table")
         st = run("plan", "--state-dir", STATE_DIR, "--json", "nvme0")
         check(re.search(r'"quarantine_below": *%d' % d0, st.stdout) is not None, "plan --json shows the quarantine")
@@ -125,11 +156,12 @@ if scenario == "steps":
         # the second failure, in the next shallower state: nothing is left, APST off
         d1 = deepest(read_table("nvme0"))
         pos = len(d.log())
-        fail_in_state("nvme0")
+        _, lpos = fail_in_state("nvme0")
         check(wait_for(lambda: read_table("nvme0")[0] == 0, 1.5, "APST off on nvme0") is not None,
               "the second failure (ps%d) turns APST off: this drive has no shallower non-operational state" % d1)
         check(d.wait_log(r"nvme0: controller failed in power state ps%d .*APST off" % d1, after=pos) is not None,
               "the second step is one journal entry")
+        check_none_enters("nvme0", lpos, d1, "the second failure")
         check(len(re.findall(r"MESSAGE_ID=c7f745201e674b65a0d8fe66a0a50bec", d.log())) == 1,
               "one entry per step in this run")
         check(re.search(r"^strikes=2$", qfile_text(), re.M) is not None, "two strikes kept")
@@ -176,8 +208,10 @@ elif scenario == "not-blamed":
 
         # an admin's reset (nvme reset, reset_controller): no failure record
         ctl("reset", "nvme0")
-        check(wait_for(lambda: deepest(read_table("nvme0")) == d0, 5, "table back after the reset") is not None,
-              "after an admin reset the table is written again, deep state included")
+        live = time.monotonic()
+        check(wait_for(lambda: deepest(read_table("nvme0")) == d0, 1.0, "table back after the reset") is not None,
+              f"within 1 s of live after an admin reset the table is written again, deep state included (took "
+              f"{time.monotonic() - live:.2f} s)")
         time.sleep(0.7)
         check(qfiles() == [], "an admin reset quarantines nothing")
 
@@ -190,6 +224,12 @@ elif scenario == "not-blamed":
         ctl("set-attr", "nvme0", "state", "resetting")
         time.sleep(0.2)
         ctl("reset", "nvme0")
+        live = time.monotonic()
+        # the adaptive policy may have chosen a shallower table for the I/O meanwhile: any of its own,
+        # not the kernel's APSTE 0
+        check(wait_for(lambda: deepest(read_table("nvme0")) >= 3, 1.0, "table back after the failure") is not None,
+              f"within 1 s of live after a failure not blamed the daemon's table is written again (took "
+              f"{time.monotonic() - live:.2f} s)")
         check(d.wait_log(r"nvme0: controller failed .*not blamed on a power state: busy") is not None,
               "a timeout while busy is reported, not blamed")
         check(qfiles() == [], "... and quarantines nothing")
@@ -220,12 +260,13 @@ elif scenario == "stuck":
         ctl("stat", "nvme0", "nvme0n1", "0 0 0 0 0 0 0 0 1 0 0")
         time.sleep(8.0)
         pos = len(d.log())
-        fail_in_state("nvme0")
+        _, lpos = fail_in_state("nvme0")
         check(d.wait_log(r"nvme0: controller failed in power state ps4 .*MESSAGE_ID=c7f745201e674b65a0d8fe66a0a50bec",
                          after=pos) is not None,
               "the request in flight is the one that waited on the drive: ps4 blamed, not 'busy'")
         check(wait_for(lambda: read_table("nvme0")[0] == 1 and deepest(read_table("nvme0")) == 3, 2,
                        "ps4 out") is not None, "nvme0's table then stops at ps3")
+        check_none_enters("nvme0", lpos, 4, "the failure with a read in flight")
         check(not re.search(r"not blamed on a power state", d.log()), "nothing said not blamed")
         rc = d.stop()
         check(rc == 0, "stop: exit 0")
@@ -277,12 +318,14 @@ elif scenario == "resume":
             conn.flush_sync(None)
             time.sleep(0.2)
         check(d.wait_log(r"Resumed from sleep") is not None, "resume seen")
-        fail_in_state("nvme0")
+        live, _ = fail_in_state("nvme0")
+        check(wait_for(lambda: read_table("nvme0")[0] == 1 and deepest(read_table("nvme0")) == d0, 1.0,
+                       "table back") is not None,
+              f"within 1 s of live the table is written again with its deepest state (took "
+              f"{time.monotonic() - live:.2f} s)")
         check(d.wait_log(r"nvme0: controller failed .*not blamed on a power state: resume") is not None,
               "a failure just after resume is reported, not blamed")
         check(qfiles() == [], "nothing quarantined")
-        check(wait_for(lambda: deepest(read_table("nvme0")) == d0, 5, "table back") is not None,
-              "the table keeps its deepest state")
         check(d.stop() == 0, "exit 0")
     finally:
         if d.proc.poll() is None:
