@@ -12,6 +12,7 @@
 #   RANDOM_SEEDS=0       this many random seeds more    OUT=DIR       default BUILD_DIR/bench-soak
 #   KEEP_GOING=1         record every violation of a seed instead of stopping at the first
 #   JOBS=1               seeds run at once (each harness is mostly waiting: one uses ~15% of a CPU)
+#   WITHOUT=fail         kinds of event left out (comma-separated; soak.py --without)
 set -uo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +31,7 @@ export FAKE_NVME_CTL_PROG=$BUILD/tests/fake/fake-nvme-ctl FAKE_EXTRA_PRELOAD=$BU
 export ASAN_OPTIONS=verify_asan_link_order=0 G_SLICE=always-malloc TEST_DATA_DIR=$SRC/tests/data
 
 args=(--events "$EVENTS" --random "$RANDOM_SEEDS" --out "$OUT" --jobs "${JOBS:-1}")
+[ -n "${WITHOUT:-}" ] && args+=(--without "$WITHOUT")
 for s in $SEEDS; do args+=(--seed "$s"); done
 [ "${KEEP_GOING:-0}" = 1 ] && args+=(--keep-going)
 t0=$(date +%s)

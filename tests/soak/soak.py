@@ -94,6 +94,9 @@ WEIGHTS = {
     "supply": 5, "profile": 5, "io": 14, "silence": 4, "fault": 7, "clear": 3, "not-live": 3, "pmqos": 2,
     "dbus-read": 4, "sigkill": 2, "stop-start": 1, "hang": 1, "hold": 5, "unhold": 4, "fail": 2,
 }
+# Kinds of event a run leaves out (--without, or SOAK_WITHOUT for the seeds' own processes): a storm
+# with no failure injected must quarantine nothing.
+WITHOUT = set(filter(None, os.environ.get("SOAK_WITHOUT", "").split(",")))
 # A failure in a deep state, as the kernel shows it: its records (a controller that fell off the bus,
 # the power saving hint) in the daemon's kernel log, the controller resetting, then the kernel's reset.
 FAILURE_RECORDS = ("controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0x10",
@@ -136,7 +139,7 @@ def generate(seed, n_events):
     gap = rng.randint(4, 12)
     while len(out) < n_events:
         kinds = list(WEIGHTS)
-        k = rng.choices(kinds, weights=[WEIGHTS[x] for x in kinds])[0]
+        k = rng.choices(kinds, weights=[0 if x in WITHOUT else WEIGHTS[x] for x in kinds])[0]
         names = sorted(m.present)
         ev = {"kind": k}
         if k in ("reset", "remove", "fault", "clear", "not-live", "pmqos", "io", "hang", "fail") and not names:
@@ -1473,8 +1476,15 @@ def main():
     ap.add_argument("--jobs", type=int, default=1, help="run this many seeds at once (default 1)")
     ap.add_argument("--keep-going", action="store_true", help="do not stop at the first violation")
     ap.add_argument("--verbose", action="store_true", help="print every run's output, not only failures'")
+    ap.add_argument("--without", default="", help="kinds of event to leave out, comma-separated (e.g. fail)")
     ap.add_argument("--inner", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    unknown = set(filter(None, args.without.split(","))) - set(WEIGHTS)
+    if unknown:
+        ap.error(f"--without: no such event kind: {', '.join(sorted(unknown))}")
+    if args.without:
+        os.environ["SOAK_WITHOUT"] = args.without
+        WITHOUT.update(filter(None, args.without.split(",")))
     if args.inner:
         inner(args)
     else:
