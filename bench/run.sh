@@ -351,11 +351,33 @@ row() {
                         if (!match(line, "\"" key "\":-?[0-9.eE+-]+")) return 0
                         m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); return m + 0
                 }
+                function hex(s,   v, i) {
+                        s = tolower(substr(s, 3)); v = 0
+                        for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+                        return v
+                }
+                # the exit latencies of the states as simulated (--exlat-scale applied)
+                /^\{"drive"/ {
+                        n = split($0, st, "\\{\"ps\":")
+                        for (i = 2; i <= n; i++)
+                                if (match(st[i], /"exlat_us":[0-9]+/)) X[st[i] + 0] = substr(st[i], RSTART + 11, RLENGTH - 11) / 1e6
+                }
                 /^\{"name":/ {
                         match($0, /"name":"[^"]*"/); name = substr($0, RSTART + 8, RLENGTH - 9)
                         E[name] = num($0, "energy_j"); S[name] = num($0, "stall_s")
                         P99[name] = num($0, "p99"); W[name] = num($0, "added_wall_s"); D[name] = num($0, "duration_s")
                         N[name] = num($0, "wakeups_total")
+                        # the kernel table: the exit latency of the deepest state it enters
+                        if (name == "kernel" && match($0, /"table":\[[^]]*\]/)) {
+                                n = split(substr($0, RSTART + 9, RLENGTH - 10), e, ",")
+                                for (i = 1; i <= n; i++) { gsub(/"/, "", e[i]); ent[i - 1] = hex(e[i]) }
+                                s = 0
+                                for (step = 0; step < 32; step++) {
+                                        if (int(ent[s] / 256) % 16777216 == 0 || int(ent[s] / 8) % 32 == s) break
+                                        s = int(ent[s] / 8) % 32
+                                }
+                                KX = s in X ? X[s] : 0
+                        }
                 }
                 END {
                         if (!(key in E) || !("kernel" in E) || !("optimum" in E)) { print "run.sh: missing rows" > "/dev/stderr"; exit 1 }
@@ -366,7 +388,7 @@ row() {
                         wall = fam ~ /^seed/ ? sprintf("%.3f", W[key]) : "-"
                         # job time without power management, for the added share of the seed job
                         job = D[key] - W[key]
-                        printf "%s %s %s %s %.3f %.3f %s %.3f %s %.9g %.9g %.9g %.9g %.9g %d\n", drv, fam, pol, run, eo, ek, sk, P99[key] * 1e3, wall, S[key], S["kernel"], E[key], E["kernel"], (job > 0 ? W[key] / job : 0), N["kernel"]
+                        printf "%s %s %s %s %.3f %.3f %s %.3f %s %.9g %.9g %.9g %.9g %.9g %d %.9g %.9g\n", drv, fam, pol, run, eo, ek, sk, P99[key] * 1e3, wall, S[key], S["kernel"], E[key], E["kernel"], (job > 0 ? W[key] / job : 0), N["kernel"], D["kernel"], KX + 0
                 }'
 }
 
@@ -555,9 +577,16 @@ for drive in $drives; do
 done >"$tmp/rows"
 end=$(date +%s)
 
+# The stall budget the rows are judged by: the configuration's (-c), else the default 1%.
+stall_budget=0.01
+if [ -n "$config" ]; then
+        b=$(sed -n 's/^[[:space:]]*stall_budget_pct[[:space:]]*=[[:space:]]*\([0-9.]*\).*/\1/p' "$config" | tail -1)
+        [ -n "$b" ] && stall_budget=$(awk -v b="$b" 'BEGIN { print b / 100 }')
+fi
+
 awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${power:-default}" -v quirks="$quirks" \
     -v xscale="${xscale:-1}" -v tp="$checked" -v copies="$copies" -v ha="$half_a" -v hb="$half_b" \
-    -v x3pass="$x3pass" -v ndrives="$(echo "$drives" | wc -l)" '
+    -v x3pass="$x3pass" -v ndrives="$(echo "$drives" | wc -l)" -v budget="$stall_budget" '
         BEGIN {
                 printf "nvme-apstd policy benchmark: seed %s, %s s per trace, PS0 idle power %s, PCI quirks %s, exit latencies x%s, %d drives, warm = the last of %s copies\n\n", seed, dur, power, quirks, xscale, ndrives, copies
                 printf "%-12s %-17s %-13s %-4s %8s %8s %8s %9s %8s\n", "drive", "family", "policy", "run", "E/opt", "E/kern", "stall/k", "p99ms", "wall+s"
@@ -569,7 +598,7 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                 if ($4 == "cold" || ($4 == "warm" && ($3 in learner)))
                         printf "%-12s %-17s %-13s %-4s %8s %8s %8s %9s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9
                 nr++; D[nr] = $1; F[nr] = $2; P[nr] = $3; R[nr] = $4; EO[nr] = $5; EK[nr] = $6; P99[nr] = $8
-                W[nr] = $9; S[nr] = $10; SK[nr] = $11; WP[nr] = $14; NK[nr] = $15
+                W[nr] = $9; S[nr] = $10; SK[nr] = $11; WP[nr] = $14; NK[nr] = $15; DK[nr] = $16; KX[nr] = $17
                 if ($4 == "cold" && !($3 in seen)) { seen[$3] = 1; order[++np] = $3 }
                 if (!($2 in seenf)) { seenf[$2] = 1; fo[++nf] = $2 }
         }
@@ -577,7 +606,7 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                 summary("cold", "cold: each policy knowing nothing")
                 summary("warm", "warm: the last of " copies " copies scored; the static tables learn nothing, so theirs are their cold figures")
                 families()
-                if (tp in seen) { halves(tp); targets(tp) }
+                if (tp in seen) { halves(tp); targets(tp); judged(tp) }
                 printf "\n(%d s)\n", secs
         }
         function summary(run, what,   i, p, n, lo, lk, st, sk, worst, wall, nw) {
@@ -653,6 +682,41 @@ awk -v secs=$((end - start)) -v seed="$seed" -v dur="$duration" -v power="${powe
                                        exp(le[k SUBSEP "warm"] / ne[k SUBSEP "warm"]), sratio(ss[k SUBSEP "warm"], sk[k SUBSEP "warm"]),
                                        (ov[k SUBSEP "cold"] + 0) "/" (ov[k SUBSEP "warm"] + 0)
                         }
+        }
+        # The rules every row is judged by (bench/README.md, "Rules of judgement"): the seed job
+        # by its 1% alone (out of the energy means and of the rows worse); a row where the
+        # kernel table waits more than the stall budget of its trace on wake delay only; worse
+        # on wake delay only beyond 2% and beyond max(1 ms, two wake-ups from the deepest state
+        # the kernel table enters on that drive).
+        function wake_floor(i) { return KX[i] * 2 > 0.001 ? KX[i] * 2 : 0.001 }
+        function judged_wake_over(i) { return stallk(i) > 1.02 && S[i] - SK[i] > wake_floor(i) }
+        function energy_judged(i) { return F[i] !~ /^seed/ && !(DK[i] > 0 && SK[i] / DK[i] > budget) }
+        function judged_over(i) { return F[i] !~ /^seed/ && (judged_wake_over(i) || (EK[i] > 1.02 && energy_judged(i))) }
+        function judged(p,   i, c, le, ne, ss, sk, x, xs, m, miss, w, n5, nw, oc) {
+                for (i = 1; i <= nr; i++) {
+                        if (P[i] != p || (R[i] != "cold" && R[i] != "warm") || F[i] ~ /^seed/) continue
+                        c = setof(F[i]) SUBSEP R[i]
+                        le[c] += log(EK[i]); ne[c]++; ss[c] += S[i]; sk[c] += SK[i]
+                        if (!energy_judged(i)) nw[R[i]]++
+                        if (judged_over(i)) { miss++; oc[R[i]]++; w = w sprintf(" %s/%s/%s(E %.3f, stall %.3f%s)", D[i], F[i], R[i], EK[i], stallk(i), excess(i)) }
+                }
+                printf "\njudged by the rules (seed rows out of the means and of 5; a row whose kernel'"'"'s table waits over %.2f%% of its trace on wake delay only; worse on wake delay beyond 2%% and max(1 ms, two of the kernel'"'"'s deepest wake-ups)), %s\n", 100 * budget, p
+                split("recorded cold 0.925 recorded warm 0.85 generated cold 0.70 generated warm 0.65", m, " ")
+                for (i = 1; i <= 12; i += 3) {
+                        c = m[i] SUBSEP m[i + 1]
+                        if (!ne[c]) continue
+                        x = exp(le[c] / ne[c]); xs = sk[c] > 0 ? ss[c] / sk[c] : (ss[c] > 0 ? 1e9 : 0)
+                        printf "   %-9s %-4s E %.3f (<= %s) stall %s (<= 1): %s (%d rows)\n", m[i], m[i + 1], x, m[i + 2], sratio(ss[c], sk[c]), verdict(x <= m[i + 2] + 0 && xs <= 1.0), ne[c]
+                }
+                printf "   rows worse: %s (%d: %d cold, %d warm; judged on wake delay only: %d cold, %d warm)\n", verdict(!miss), miss, oc["cold"], oc["warm"], nw["cold"], nw["warm"]
+                if (w != "") printf "  %s\n", w
+                miss = 0; w = ""; n5 = 0
+                for (i = 1; i <= nr; i++) {
+                        if (P[i] != p || R[i] != "x3") continue
+                        n5++
+                        if (judged_wake_over(i)) { miss++; w = w sprintf(" %s/%s(stall %.3f%s)", D[i], F[i], stallk(i), excess(i)) }
+                }
+                if (n5) printf "   with --exlat-scale 3, rows worse on wake delay: %s (%d of %d)%s\n", verdict(!miss), miss, n5, w == "" ? "" : "\n  " w
         }
         function dash(x) { return x == "" ? "-" : x }
         function verdict(ok) { return ok ? "met" : "MISSED" }

@@ -40,6 +40,10 @@ awk -v drives="$(set -- "$src"/tests/data/idctrl/*.bin; echo $#)" '
         }
         /^5\. no row/ { if (match($0, /exempt from energy: [0-9]+ cold/)) { split(substr($0, RSTART, RLENGTH), a, " "); ex5 = a[4] + 0 } }
         /^A +generated / { ha = $4 + 0; hn = $3 + 0 }
+        # the rules of judgement: the generated means leave every seed row out
+        /^judged by the rules/ { inj = 1; next }
+        inj && $1 == "generated" && $2 == "cold" { jcold = $4 + 0; jn = $(NF - 1); sub(/^\(/, "", jn) }
+        inj && $1 == "generated" && $2 == "warm" { jwarm = $4 + 0 }
         END {
                 if (n["cold"] != drives * 8 || n["warm"] != drives * 8) {
                         printf "FAIL: %d cold and %d warm adaptive rows, not %d drives x 8 families each\n", n["cold"], n["warm"], drives; exit 1
@@ -49,6 +53,7 @@ awk -v drives="$(set -- "$src"/tests/data/idctrl/*.bin; echo $#)" '
                         l[run[k]] += log(e[k])
                         if (fam[k] == "desktop" || fam[k] == "hyperexp" || fam[k] == "seed" || fam[k] == "adversarial")
                                 if (run[k] == "cold") { la += log(e[k]); na++ }
+                        if (fam[k] !~ /^seed/) { lj[run[k]] += log(e[k]); nj[run[k]]++ }
                         if (run[k] != "cold") continue
                         s = (st[k] == "-") ? 1 : st[k] + 0
                         if (fam[k] ~ /^seed/ && e[k] > 1.02 && s <= 1.02 && (k in wall) && wall[k] < 1) { nx++; continue }
@@ -62,6 +67,13 @@ awk -v drives="$(set -- "$src"/tests/data/idctrl/*.bin; echo $#)" '
                 if ((coldx - wantx) ^ 2 > 1e-6) { printf "FAIL: without the exempt rows target 3 says %.3f, the rows give %.3f\n", coldx, wantx; exit 1 }
                 if (!(coldx < cold)) { printf "FAIL: leaving out rows over 1.02x did not lower the mean (%.3f, %.3f)\n", coldx, cold; exit 1 }
                 if (hn != na || (ha - exp(la / na)) ^ 2 > 1e-6) { printf "FAIL: half A says %.3f over %d rows, its families give %.3f over %d\n", ha, hn, exp(la / na), na; exit 1 }
+                if (!nj["cold"] || jn + 0 != nj["cold"] || (jcold - exp(lj["cold"] / nj["cold"])) ^ 2 > 1e-6 ||
+                    (jwarm - exp(lj["warm"] / nj["warm"])) ^ 2 > 1e-6) {
+                        printf "FAIL: judged by the rules, generated %.3f cold / %.3f warm over %s rows; the rows without seed give %.3f / %.3f over %d\n",
+                               jcold, jwarm, jn, exp(lj["cold"] / nj["cold"]), exp(lj["warm"] / nj["warm"]), nj["cold"]; exit 1
+                }
+                if (!(jcold != cold)) { printf "FAIL: leaving the seed rows out did not move the generated cold mean (%.3f)\n", cold; exit 1 }
+                printf "ok   judged by the rules: generated %.3f cold, %.3f warm over the %d rows without seed\n", jcold, jwarm, nj["cold"]
                 printf "ok   target 3: cold %.3f, warm %.3f over %d rows each, %.3f cold without the %d exempt seed rows; half A %.3f\n", cold, warm, n["cold"], coldx, nx, ha
         }' "$tmp/run.txt" || { sed -n '/^halves/,$p' "$tmp/run.txt" | cut -c1-300; exit 1; }
 
