@@ -99,6 +99,11 @@
 #   6. the seed job after each idle or quiet recording of TRACE_DIR, played in a row to one
 #      policy, under 1% added wall time on every drive, as advertised and 3x slower to wake
 #      (the checked policy when it learns; not with -R)
+#   7. a day: the recordings of TRACE_DIR for a quiet hour, a package install and a build (or an
+#      edit loop), then the seed job and two minutes of cache writes, played once in a row to one
+#      policy (not with -R): the day's energy at most the best static table's for the whole day,
+#      its wake delay at most the kernel's; the seed job's window under 1% (as advertised and 3x
+#      slower); each workload's first minute judged by the rules ("judged by the rules" below)
 
 set -eu
 
@@ -416,6 +421,66 @@ seq_row() {
                 }'
 }
 
+# One line of target 7 from simulate JSONs of the day (stdin; @5: the same with hindsight):
+# DRIVE SCALE, the day's energy over the kernel's table's, its wake delay and the kernel's, the
+# best static table's energy over the kernel's and its wake delay, the seed job's added share
+# of its run time (and the kernel's), the exit latency of the kernel table's deepest state (s),
+# then per segment: NAME, its first minute's energy over the kernel's, its wake delay and the
+# kernel's, and the minute's span.
+day_row() {
+        awk -v drv="$1" -v xs="$2" -v key="$3" -v names="$4" -v href="$5" -v seedseg="$day_seed" '
+                function num(line, key,   m) {
+                        if (!match(line, "\"" key "\":-?[0-9.eE+-]+")) return 0
+                        m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); return m + 0
+                }
+                function hex(s,   v, i) {
+                        s = tolower(substr(s, 3)); v = 0
+                        for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+                        return v
+                }
+                function take(line,   name, n, seg, i, w, t, e, st) {
+                        match(line, /"name":"[^"]*"/); name = substr(line, RSTART + 8, RLENGTH - 9)
+                        E[name] = num(line, "energy_j"); S[name] = num(line, "stall_s")
+                        if (name == "kernel" && match(line, /"table":\[[^]]*\]/)) {
+                                n = split(substr(line, RSTART + 9, RLENGTH - 10), t, ",")
+                                for (i = 1; i <= n; i++) { gsub(/"/, "", t[i]); e[i - 1] = hex(t[i]) }
+                                st = 0
+                                for (i = 0; i < 32; i++) {
+                                        if (int(e[st] / 256) % 16777216 == 0 || int(e[st] / 8) % 32 == st) break
+                                        st = int(e[st] / 8) % 32
+                                }
+                                KX = st in X ? X[st] : 0
+                        }
+                        if (!match(line, /"segments":\[.*\]/)) return
+                        n = split(substr(line, RSTART, RLENGTH), seg, /\},\{"span_s"/)
+                        for (i = 1; i <= n; i++) {
+                                if (i > 1) seg[i] = "\"span_s\"" seg[i]
+                                w = match(seg[i], /"window":\{[^}]*\}/) ? substr(seg[i], RSTART, RLENGTH) : ""
+                                WE[name, i] = num(w, "energy_j"); WS[name, i] = num(w, "stall_s"); WD[name, i] = num(w, "span_s")
+                                if (i == seedseg) { SA[name] = num(seg[i], "added_wall_s"); SD[name] = num(seg[i], "span_s") }
+                        }
+                        NS = n
+                }
+                /^\{"drive"/ {
+                        n = split($0, st, "\\{\"ps\":")
+                        for (i = 2; i <= n; i++)
+                                if (match(st[i], /"exlat_us":[0-9]+/)) X[st[i] + 0] = substr(st[i], RSTART + 11, RLENGTH - 11) / 1e6
+                }
+                /^\{"name":/ { take($0) }
+                END {
+                        while ((getline line < href) > 0)
+                                if (line ~ /^\{"name":"hindsight"/) { HE = num(line, "energy_j"); HS = num(line, "stall_s") }
+                        if (!(key in E) || !("kernel" in E) || HE == "") { print "run.sh: missing day rows" > "/dev/stderr"; exit 1 }
+                        k = split(names, nm, " ")
+                        if (k != NS) { print "run.sh: the day has " NS " segments, not " k > "/dev/stderr"; exit 1 }
+                        printf "%s %s %.6f %.9g %.9g %.6f %.9g %.6f %.6f %.9g", drv, xs, E[key] / E["kernel"], S[key], S["kernel"], HE / E["kernel"], HS,
+                               (SD[key] - SA[key] > 0 ? SA[key] / (SD[key] - SA[key]) : 0), (SD["kernel"] - SA["kernel"] > 0 ? SA["kernel"] / (SD["kernel"] - SA["kernel"]) : 0), KX + 0
+                        for (i = 1; i <= NS; i++)
+                                printf " %s %.6f %.9g %.9g %.9g", nm[i], (WE["kernel", i] > 0 ? WE[key, i] / WE["kernel", i] : 1), WS[key, i], WS["kernel", i], WD["kernel", i]
+                        printf "\n"
+                }'
+}
+
 # A drive's name in the table: its file's number and first word (two when the first is
 # short: 09-t-force, 21-sk-hynix), at most 12 characters.
 drive_name() {
@@ -523,6 +588,18 @@ drive_rows() {
                         seq_row "$name" "$fam" "x$xs" "$(key_of "$checked")" <"$wd/seq.json" >>"$tmp/seq-$(drive_stem "$drive")"
                 done
         done
+        # Target 7: the day, as the drive says and 3x slower to wake; the best static table for
+        # the whole day beside it.
+        if [ -n "$day_args" ]; then
+                for xs in 1 3; do
+                        # shellcheck disable=SC2086
+                        sim "$checked" "$day_first" $day_args --closed-loop="$day_seed" --exlat-scale "$xs" >"$wd/day.json"
+                        # shellcheck disable=SC2086
+                        sim hindsight "$day_first" $day_args --closed-loop="$day_seed" --exlat-scale "$xs" >"$wd/day-h.json"
+                        day_row "$name" "x$xs" "$(key_of "$checked")" "$day_names" "$wd/day-h.json" <"$wd/day.json" \
+                                >>"$tmp/day-$(drive_stem "$drive")"
+                done
+        fi
 }
 
 # Target 6's quiet recordings: those in TRACE_DIR named for an idle or a quiet machine; the
@@ -536,6 +613,40 @@ if [ "$real" = yes ] && learner "$checked"; then
                 seq_quiet="$seq_quiet $f"
         done
         "$tmp/tracegen" -s "$seed" -d "$duration" seed >"$tmp/seq-seed.txt"
+fi
+
+# Target 7's day: workloads one after another, played once to one policy that learns through
+# them: a quiet spell (the first quiet-hour or idle-hour recording of TRACE_DIR), a package
+# install (*apt*), a build or an edit loop (*build*, else *edit-loop*), the seed job (closed
+# loop: each write waits for the one before) and two minutes of cache writes (generated
+# writeback). Each segment that TRACE_DIR lacks is left out; the seed job is always there.
+day_args=
+day_names=
+day_seed=0
+if [ "$real" = yes ] && learner "$checked"; then
+        n=0
+        for pat in '*quiet-hour*' '*idle-hour*' '*apt*' '*build*' '*edit-loop*'; do
+                case $pat in '*idle-hour*') [ -n "$day_names" ] && continue ;; esac
+                case $pat in '*edit-loop*') case $day_names in *build*) continue ;; esac ;; esac
+                for t in "$traces"/$pat.txt.gz; do
+                        [ -f "$t" ] || continue
+                        f=real-$(basename "$t" .txt.gz)
+                        [ -f "$tmp/$f.txt" ] || gzip -dc "$t" >"$tmp/$f.txt"
+                        day_args="$day_args --trace $tmp/$f.txt"
+                        day_names="$day_names $f"
+                        n=$((n + 1))
+                        break
+                done
+        done
+        "$tmp/tracegen" -s "$seed" -d "$duration" seed >"$tmp/day-seed.txt"
+        "$tmp/tracegen" -s "$seed" -d 120 writeback >"$tmp/day-writeback.txt"
+        day_seed=$((n + 1))
+        day_args="$day_args --trace $tmp/day-seed.txt --trace $tmp/day-writeback.txt"
+        day_names="$day_names seed writeback"
+        # the first segment is sim's trace, the others follow it
+        day_first=${day_args# --trace }
+        day_first=${day_first%% *}
+        day_args=${day_args#" --trace $day_first"}
 fi
 
 # The drives, JOBS at a time (a slot is a line in a FIFO); each writes its own rows file,
@@ -839,6 +950,43 @@ if [ -n "$seq_quiet" ]; then
                 }'
 else
         echo "6. seed job after a quiet recording: not measured (no recorded idle or quiet family, or $checked does not learn)"
+fi
+
+# 7. The day, played once: its energy against the best static table for the whole day, its wake
+# delay against the kernel's table's, the seed job's window under 1%, and each workload's first
+# minute judged by the rules (a minute where the kernel's table waits over the budget on wake
+# delay only; worse on wake delay beyond 2% and two of the kernel's deepest wake-ups).
+if [ -n "$day_args" ]; then
+        for drive in $drives; do cat "$tmp/day-$(drive_stem "$drive")"; done | awk -v p="$checked" -v names="$day_names" -v budget="$stall_budget" '
+                { n++
+                  if ($2 == "x1") { nd++; le += log($3); lh += log($6); ss += $4; sk += $5; sh += $7 }
+                  if ($8 >= 0.01) { smiss++; sm = sm sprintf(" %s/%s(%.2f%%, kernel %.2f%%)", $1, $2, 100 * $8, 100 * $9) }
+                  if ($8 > sworst) { sworst = $8; sw = $1 "/" $2 }
+                  floor = 2 * $10 > 0.001 ? 2 * $10 : 0.001
+                  for (i = 11; i + 4 <= NF; i += 5) {
+                          f = $i; ek = $(i + 1); s = $(i + 2); k = $(i + 3); span = $(i + 4)
+                          if (f == "seed") continue
+                          if (!(f in seen)) { seen[f] = 1; ord[++nf] = f }
+                          if ($2 == "x1") { fl[f] += log(ek); fn[f]++; fs[f] += s; fk[f] += k }
+                          wake = (k > 0 ? s / k : (s > 0 ? 1e9 : 1)) > 1.02 && s - k > floor
+                          energy = $2 == "x1" && ek > 1.02 && !(span > 0 && k / span > budget)
+                          if (wake || energy) { fmiss++; fm = fm sprintf(" %s/%s/%s(E %.3f, wake %.0f ms, kernel %.0f ms)", $1, $2, f, ek, 1e3 * s, 1e3 * k) }
+                  } }
+                END {
+                        if (!nd) exit
+                        sub(/^ +/, "", names)
+                        printf "7. a day played once (%s), one policy learning through it\n", names
+                        printf "   the day: E %.3f the kernel'"'"'s, the best static table for the day %.3f; wake delay %s the kernel'"'"'s (best static %s): %s\n",
+                               exp(le / nd), exp(lh / nd), (sk > 0 ? sprintf("%.3f", ss / sk) : "-"), (sk > 0 ? sprintf("%.3f", sh / sk) : "-"),
+                               (exp(le / nd) <= exp(lh / nd) && ss <= sk) ? "met" : "MISSED"
+                        printf "   the seed job'"'"'s window < 1%% on every drive (as advertised and 3x slower): %s (worst %.2f%%, %s)\n", smiss ? "MISSED" : "met", 100 * sworst, sw
+                        if (smiss) printf "  %s\n", sm
+                        printf "   each workload'"'"'s first minute, judged by the rules: %s (%d of %d minutes worse)\n", fmiss ? "MISSED" : "met", fmiss, n * nf
+                        for (i = 1; i <= nf; i++)
+                                printf "     %-22s E %.3f the kernel'"'"'s, wake delay %s\n", ord[i], exp(fl[ord[i]] / fn[ord[i]]),
+                                       (fk[ord[i]] > 0 ? sprintf("%.3f", fs[ord[i]] / fk[ord[i]]) : (fs[ord[i]] > 0 ? "inf" : "-"))
+                        if (fmiss) printf "  %s\n", fm
+                }'
 fi
 
 # The pictures. Per family over the drives, as in the per-family summary: the geometric
