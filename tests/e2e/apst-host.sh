@@ -190,6 +190,7 @@ apst_guest() {
 	[ -f "$HERE/apst-adaptive.sh" ] && install -m755 "$HERE/apst-adaptive.sh" "$d/apst-adaptive.sh"
 	[ -f "$HERE/apst-hold.sh" ] && install -m755 "$HERE/apst-hold.sh" "$d/apst-hold.sh"
 	[ -f "$HERE/apst-quarantine.sh" ] && install -m755 "$HERE/apst-quarantine.sh" "$d/apst-quarantine.sh"
+	[ -f "$HERE/apst-quarantine-reboot.sh" ] && install -m755 "$HERE/apst-quarantine-reboot.sh" "$d/apst-quarantine-reboot.sh"
 	install -m755 "$WORK/apst-sysfs-watch" "$d/apst-sysfs-watch"
 	install -m644 "$WORK/apst.env" "$d/apst.env"
 	mkdir -p "$1/etc/systemd/system/nvme-apstd-e2e.service.d"
