@@ -36,6 +36,14 @@ t() { timeout --kill-after=5 "$@"; }
 # shellcheck disable=SC1091
 . "$D/apst.env"
 note "kernel $(uname -r); controllers: $APST_SERIALS"
+# The second boot: apst-quarantine.sh rebooted the guest at its end. Only that step runs again
+# (its part after the reboot), numbering its checks on from the first boot's.
+if [ -r /var/lib/nvme-apstd-e2e/quarantine-reboot.env ]; then
+	# shellcheck disable=SC1091
+	. /var/lib/nvme-apstd-e2e/quarantine-reboot.env
+	n=$QU_N fails=$QU_FAILS APST_ONLY=quarantine
+	note "second boot (the guest rebooted in the quarantine step; $fails of $n checks failed in the first)"
+fi
 
 # ctrl_of SERIAL: the nvmeX whose Identify serial is SERIAL (names change
 # when the driver is rebound).

@@ -163,6 +163,22 @@ apst_watch_stop() {
 	return 0
 }
 
+# apst_rebooted BOOT: whether the guest's BOOTth boot ended in the reboot apst-quarantine.sh
+# asked for, so that run-e2e.sh boots the same root image and controllers again (QEMU's
+# -no-reboot ended the process at the guest's reset): the guest printed its BOOTth
+# E2E_APST_REBOOT and no result, and its kernel said "reboot: Restarting system" (not a triple
+# fault, not a poweroff). At most one reboot.
+apst_rebooted() {
+	[ ${#APST_FILES[@]} -gt 0 ] && [ "$1" = 1 ] || return 1
+	[ "$(tr -d '\r' <"$OUT" | grep -c '^E2E_APST_REBOOT$')" = "$1" ] || return 1
+	! tr -d '\r' <"$OUT" | grep -q '^E2E_RESULT ' || return 1
+	if ! grep -a -q 'reboot: Restarting system' "$CONSOLE"; then
+		log "the guest asked for a reboot, but its kernel did not restart the machine"
+		return 1
+	fi
+	log "the guest rebooted (apst-quarantine.sh): the second boot, same root image and controllers, a new QEMU process"
+}
+
 # apst_guest ROOT: the guest's part, and the e2e unit running it.
 apst_guest() {
 	[ ${#APST_FILES[@]} -gt 0 ] || return 0
@@ -174,6 +190,7 @@ apst_guest() {
 	[ -f "$HERE/apst-adaptive.sh" ] && install -m755 "$HERE/apst-adaptive.sh" "$d/apst-adaptive.sh"
 	[ -f "$HERE/apst-hold.sh" ] && install -m755 "$HERE/apst-hold.sh" "$d/apst-hold.sh"
 	[ -f "$HERE/apst-quarantine.sh" ] && install -m755 "$HERE/apst-quarantine.sh" "$d/apst-quarantine.sh"
+	[ -f "$HERE/apst-quarantine-reboot.sh" ] && install -m755 "$HERE/apst-quarantine-reboot.sh" "$d/apst-quarantine-reboot.sh"
 	install -m755 "$WORK/apst-sysfs-watch" "$d/apst-sysfs-watch"
 	install -m644 "$WORK/apst.env" "$d/apst.env"
 	mkdir -p "$1/etc/systemd/system/nvme-apstd-e2e.service.d"

@@ -18,7 +18,11 @@
 #  - after idling past psN's old entry again the controller never entered psN again (the
 #    patched controller's log page 0xC0: entries into each state);
 #  - after `systemctl restart` the first table still leaves psN out (the state directory's
-#    quarantine file).
+#    quarantine file);
+#  - across a reboot of the guest (apst-quarantine-reboot.sh): the guest reboots with the
+#    daemon enabled and the quarantine file left where the daemon keeps it; in the second boot
+#    the daemon's first table leaves psN out, `nvme-apstd quarantine` lists it, and the
+#    controller, whose counters start at 0 again and which dies in psN again, never enters psN.
 # Covers: src/daemon/manager-quarantine.c, src/core/quarantine.c, src/core/kmsg.c,
 # src/platform/kernel-log.c.
 QU_UNIT=nvme-apstd.service
@@ -59,6 +63,28 @@ qu_table() {
 		'[.[] | select((.MESSAGE_ID == $w or .MESSAGE_ID == $v) and .NVME_CTRL == $c)] | last | .APST_TABLE // ""'
 }
 
+# The second boot, after the reboot at the end of this step: only its checks.
+QU_E2E=/var/lib/nvme-apstd-e2e QU_REBOOT=/var/lib/nvme-apstd-e2e/quarantine-reboot.env
+if [ -r "$QU_REBOOT" ]; then
+	# shellcheck disable=SC1091
+	. "$D/apst-quarantine-reboot.sh"
+	return 0
+fi
+
+# Set aside once for every controller below, and put back only in the second boot: the service
+# (and whether it starts at boot), its configuration and state directory. On /var/lib, not /tmp:
+# systemd-tmpfiles empties /tmp at boot. (The suite gives one controller that dies; with several,
+# the state directory keeps the earlier ones' quarantine files, one per model and firmware.)
+mkdir -p "$QU_E2E"
+qu_was_active=0 qu_was_enabled=0
+systemctl is-active -q "$QU_UNIT" && qu_was_active=1
+systemctl is-enabled -q "$QU_UNIT" && qu_was_enabled=1
+t 90 systemctl stop "$QU_UNIT"
+rm -rf /var/lib/nvme-apstd.e2e-qu-aside "$QU_E2E/nvme-apstd.conf.aside"
+[ -d /var/lib/nvme-apstd ] && mv /var/lib/nvme-apstd /var/lib/nvme-apstd.e2e-qu-aside
+cp -a /etc/nvme-apstd.conf "$QU_E2E/nvme-apstd.conf.aside" 2>/dev/null
+qu_conf=''
+rm -f "$QU_REBOOT.new"
 for s in ${APST_DIE_SERIALS:-}; do
 	pv="APST_PROPS_$s"
 	dps=$(sed -n 's/.*apst-die-ps=\([0-9]*\).*/\1/p' <<<"${!pv:-}")
@@ -72,12 +98,6 @@ for s in ${APST_DIE_SERIALS:-}; do
 	e0=$(qu_entries "$c" "$dps")
 	check "quarantine $c: log page 0xC0 counts no entry into ps$dps yet (${e0:-unreadable})" [ "${e0:-x}" = 0 ]
 
-	qu_was_active=0
-	systemctl is-active -q "$QU_UNIT" && qu_was_active=1
-	t 90 systemctl stop "$QU_UNIT"
-	rm -rf /var/lib/nvme-apstd.e2e-qu-aside
-	[ -d /var/lib/nvme-apstd ] && mv /var/lib/nvme-apstd /var/lib/nvme-apstd.e2e-qu-aside
-	cp -a /etc/nvme-apstd.conf /tmp/nvme-apstd.conf.e2e-qu-aside 2>/dev/null
 	printf '[apst]\npolicy = budget\nmax_latency_us = 200000\nstall_budget_pct = 10\n[cpu]\npin = busy\n[device dies]\nmatch_name = %s\n[device rest]\nmatch_name = *\nenable = no\n' \
 		"$c" >/etc/nvme-apstd.conf
 	qto=$(basename "$dev")
@@ -191,11 +211,46 @@ for s in ${APST_DIE_SERIALS:-}; do
 		sed 's/^/#   dmesg: /' /tmp/qu-dmesg.txt | tail -n 40
 	fi
 
-	# As it was: the service, its configuration and state directory, the queue's timeout.
+	# The queue's timeout as it was; the daemon stopped; the configuration and the state
+	# directory stay for the reboot.
 	t 90 systemctl stop "$QU_UNIT"
 	echo "$qto_was" >"/sys/block/$qto/queue/io_timeout"
-	if [ -f /tmp/nvme-apstd.conf.e2e-qu-aside ]; then mv /tmp/nvme-apstd.conf.e2e-qu-aside /etc/nvme-apstd.conf; fi
-	rm -rf /var/lib/nvme-apstd
-	[ -d /var/lib/nvme-apstd.e2e-qu-aside ] && mv /var/lib/nvme-apstd.e2e-qu-aside /var/lib/nvme-apstd
-	[ $qu_was_active = 1 ] && t 90 systemctl start "$QU_UNIT"
+	# (By serial for the second boot: the kernel names the controllers in the order its
+	# asynchronous probes end, and the steps before rebound them.)
+	qu_conf+=$(printf '[device dies-%s]\nmatch_serial = %s\n' "$s" "$s")$'\n'
+	printf 'QU_DPS_%s=%s\nQU_IDLE_%s=%s\n' "$s" "$dps" "$s" "$idle" >>"$QU_REBOOT.new"
 done
+
+# The reboot: a real one inside the guest (`systemctl reboot`'s path: systemd stops the running
+# daemon, unmounts the file systems, the kernel restarts the machine), the daemon enabled at boot
+# with the same configuration (every controller above managed) and its state directory as it
+# left it.
+# QEMU runs with -no-reboot (a reset anywhere else must end the run), so the restart ends this
+# QEMU process, and run-e2e.sh boots the same root image (written in place: raw, no snapshot)
+# with the same controllers in a new one: to the disk that is a reboot, to the controllers a
+# power cycle (counters from 0, apst-die-ps armed again). The e2e unit's SuccessAction (a forced
+# poweroff) becomes a reboot for this boot only (a drop-in in /run); n and fails go along, so the
+# second boot numbers its checks on.
+if [ -n "${APST_DIE_SERIALS:-}" ]; then
+	printf '[apst]\npolicy = budget\nmax_latency_us = 200000\nstall_budget_pct = 10\n[cpu]\npin = busy\n%s[device rest]\nmatch_name = *\nenable = no\n' \
+		"$qu_conf" >/etc/nvme-apstd.conf
+	t 30 systemctl enable -q "$QU_UNIT"
+	t 90 systemctl start "$QU_UNIT"
+	# The nvme driver loaded before the units start (systemd-modules-load), as a Debian
+	# initramfs (initramfs-tools, MODULES=most) has it loaded before the root's systemd runs.
+	# Here the initramfs has only virtio_blk and ext4 and udev loads nvme later, after
+	# multi-user.target started the unit: its ConditionPathIsDirectory=/sys/class/nvme then
+	# skipped it for the whole boot (seen in this test; README.md, findings).
+	echo nvme >/etc/modules-load.d/nvme-apstd-e2e.conf
+	printf 'QU_SERIALS=%q\nQU_WAS_ACTIVE=%s\nQU_WAS_ENABLED=%s\nQU_N=%s\nQU_FAILS=%s\nQU_BOOT_ID=%s\n' \
+		"$APST_DIE_SERIALS" "$qu_was_active" "$qu_was_enabled" "$n" "$fails" \
+		"$(cat /proc/sys/kernel/random/boot_id)" >>"$QU_REBOOT.new"
+	mv "$QU_REBOOT.new" "$QU_REBOOT"
+	mkdir -p /run/systemd/system/nvme-apstd-e2e.service.d
+	printf '[Unit]\nSuccessAction=reboot\n' >/run/systemd/system/nvme-apstd-e2e.service.d/reboot.conf
+	t 60 systemctl daemon-reload
+	step "quarantine: rebooting the guest (the checks go on in the second boot)"
+	echo "E2E_APST_REBOOT"
+	sync
+	exit 0
+fi
