@@ -97,5 +97,5 @@ t 90 systemctl stop "$QU_UNIT"
 if [ -f "$QU_E2E/nvme-apstd.conf.aside" ]; then mv "$QU_E2E/nvme-apstd.conf.aside" /etc/nvme-apstd.conf; fi
 rm -rf /var/lib/nvme-apstd
 [ -d /var/lib/nvme-apstd.e2e-qu-aside ] && mv /var/lib/nvme-apstd.e2e-qu-aside /var/lib/nvme-apstd
-rm -f "$QU_REBOOT" /etc/modules-load.d/nvme-apstd-e2e.conf
+rm -f "$QU_REBOOT"
 [ "${QU_WAS_ACTIVE:-0}" = 1 ] && t 90 systemctl start "$QU_UNIT"
