@@ -315,8 +315,9 @@ static void manager_ctrl_queue(ManagerCtrl *c, CtrlJobKind kind, const ApstTable
 static void manager_ctrl_request(ManagerCtrl *c, CtrlJobKind kind, const ApstTable *table, const char *reason) {
         if (c->manager->stopping && kind != CTRL_JOB_RESTORE)
                 return;
-        if (kind == CTRL_JOB_RESTORE && !c->job && manager_quarantine_holds(c))
-                c->queued = 0;   /* it supersedes what the hold kept, as it does what waits behind a step */
+        if (kind == CTRL_JOB_RESTORE && !c->job)
+                c->queued = 0;   /* it supersedes what waits for a slot or for a verdict (manager_quarantine_holds()),
+                                  * as it does what waits behind a step: nothing of ours is written after it */
         if (!c->job && (kind == CTRL_JOB_RESTORE || !manager_quarantine_holds(c)))
                 manager_ctrl_start(c, kind, table, reason);
         else
