@@ -236,10 +236,10 @@ if [ -n "${APST_DIE_SERIALS:-}" ]; then
 		"$qu_conf" >/etc/nvme-apstd.conf
 	t 30 systemctl enable -q "$QU_UNIT"
 	t 90 systemctl start "$QU_UNIT"
-	# The initramfs here has only virtio_blk and ext4: udev loads nvme after the unit has
-	# started, so the daemon meets the controllers as they appear (their uevents), as on a
-	# machine whose root is not on NVMe. (The unit once had a condition on /sys/class/nvme
-	# that skipped it for the whole boot then: README.md, findings.)
+	# The initramfs here has only virtio_blk and ext4, as on a machine whose root is not on
+	# NVMe: the installed modules-load.d/nvme-apstd.conf loads nvme before the unit starts
+	# (without it the unit was skipped, or its DeviceAllow=char-nvme left /dev/nvme* closed:
+	# README.md, findings).
 	printf 'QU_SERIALS=%q\nQU_WAS_ACTIVE=%s\nQU_WAS_ENABLED=%s\nQU_N=%s\nQU_FAILS=%s\nQU_BOOT_ID=%s\n' \
 		"$APST_DIE_SERIALS" "$qu_was_active" "$qu_was_enabled" "$n" "$fails" \
 		"$(cat /proc/sys/kernel/random/boot_id)" >>"$QU_REBOOT.new"
