@@ -293,16 +293,43 @@ sim() {
         "$bin" simulate --id-ctrl "$drive" --trace "$t" --policy "$p" --json "$@"
 }
 
+# The awk functions every parser of simulate's JSON shares, put before its program: num(), the
+# number after "KEY": in a line; hex(), a "0x..." table entry; drive_exlat(), each state's exit
+# latency (s, --exlat-scale applied) from the "drive" line into X; table_deepest(), the deepest
+# state the first "table" of a line enters from ps0 (-1 without a table).
+json_awk='
+        function num(line, key,   m) {
+                if (!match(line, "\"" key "\":-?[0-9.eE+-]+")) return 0
+                m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); return m + 0
+        }
+        function hex(s,   v, i) {
+                s = tolower(substr(s, 3)); v = 0
+                for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+                return v
+        }
+        function drive_exlat(line, X,   n, st, i) {
+                n = split(line, st, "\\{\"ps\":")
+                for (i = 2; i <= n; i++)
+                        if (match(st[i], /"exlat_us":[0-9]+/)) X[st[i] + 0] = substr(st[i], RSTART + 11, RLENGTH - 11) / 1e6
+        }
+        function table_deepest(line,   n, t, e, i, s) {
+                if (!match(line, /"table":\[[^]]*\]/)) return -1
+                n = split(substr(line, RSTART + 9, RLENGTH - 10), t, ",")
+                for (i = 1; i <= n; i++) { gsub(/"/, "", t[i]); e[i - 1] = hex(t[i]) }
+                s = 0
+                for (i = 0; i < 32; i++) {
+                        if (int(e[s] / 256) % 16777216 == 0 || int(e[s] / 8) % 32 == s) break
+                        s = int(e[s] / 8) % 32
+                }
+                return s
+        }
+'
+
 # The think times after which POLICY's chain on this drive has just finished entering
 # each state (µs, comma-separated): ITPT of each step plus the target's entry latency,
 # accumulated. Empty when the policy programs no transition.
 chain_times() {
-        sim "$1" "$tmp/probe.txt" | awk '
-                function hex(s,   v, i) {
-                        s = tolower(substr(s, 3)); v = 0
-                        for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-                        return v
-                }
+        sim "$1" "$tmp/probe.txt" | awk "$json_awk"'
                 /^\{"drive"/ {
                         n = split($0, st, "\\{\"ps\":")
                         for (i = 2; i <= n; i++) {
@@ -336,11 +363,7 @@ chain_times() {
 # the seed rows: target 4 holds every policy to that, and the best static table is no reference
 # for a policy that keeps it unless it is held to it too. 1 where the kernel's table is under it.
 seed_share() {
-        awk '
-                function num(line, key,   m) {
-                        if (!match(line, "\"" key "\":-?[0-9.eE+-]+")) return 0
-                        m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); return m + 0
-                }
+        awk "$json_awk"'
                 /^\{"name":"kernel"/ { w = num($0, "added_wall_s"); job = num($0, "duration_s") - w }
                 END {
                         s = (w > 0 && job > 0) ? 0.01 * job / w : 1
@@ -351,38 +374,15 @@ seed_share() {
 # One line of the table from a simulate JSON on stdin: DRIVE FAMILY POLICY RUN, then the
 # figures of the JSON's row KEY against its kernel and optimum rows.
 row() {
-        awk -v drv="$1" -v fam="$2" -v pol="$3" -v run="$4" -v key="$5" '
-                function num(line, key,   m) {
-                        if (!match(line, "\"" key "\":-?[0-9.eE+-]+")) return 0
-                        m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); return m + 0
-                }
-                function hex(s,   v, i) {
-                        s = tolower(substr(s, 3)); v = 0
-                        for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-                        return v
-                }
-                # the exit latencies of the states as simulated (--exlat-scale applied)
-                /^\{"drive"/ {
-                        n = split($0, st, "\\{\"ps\":")
-                        for (i = 2; i <= n; i++)
-                                if (match(st[i], /"exlat_us":[0-9]+/)) X[st[i] + 0] = substr(st[i], RSTART + 11, RLENGTH - 11) / 1e6
-                }
+        awk -v drv="$1" -v fam="$2" -v pol="$3" -v run="$4" -v key="$5" "$json_awk"'
+                /^\{"drive"/ { drive_exlat($0, X) }
                 /^\{"name":/ {
                         match($0, /"name":"[^"]*"/); name = substr($0, RSTART + 8, RLENGTH - 9)
                         E[name] = num($0, "energy_j"); S[name] = num($0, "stall_s")
                         P99[name] = num($0, "p99"); W[name] = num($0, "added_wall_s"); D[name] = num($0, "duration_s")
                         N[name] = num($0, "wakeups_total")
                         # the kernel table: the exit latency of the deepest state it enters
-                        if (name == "kernel" && match($0, /"table":\[[^]]*\]/)) {
-                                n = split(substr($0, RSTART + 9, RLENGTH - 10), e, ",")
-                                for (i = 1; i <= n; i++) { gsub(/"/, "", e[i]); ent[i - 1] = hex(e[i]) }
-                                s = 0
-                                for (step = 0; step < 32; step++) {
-                                        if (int(ent[s] / 256) % 16777216 == 0 || int(ent[s] / 8) % 32 == s) break
-                                        s = int(ent[s] / 8) % 32
-                                }
-                                KX = s in X ? X[s] : 0
-                        }
+                        if (name == "kernel" && (d = table_deepest($0)) >= 0) KX = d in X ? X[d] : 0
                 }
                 END {
                         if (!(key in E) || !("kernel" in E) || !("optimum" in E)) { print "run.sh: missing rows" > "/dev/stderr"; exit 1 }
@@ -401,11 +401,7 @@ row() {
 # the quiet trace's energy over the kernel's table's, the seed job's added share of its run
 # time, and the kernel's table's.
 seq_row() {
-        awk -v drv="$1" -v fam="$2" -v xs="$3" -v key="$4" '
-                function num(line, key,   m) {
-                        if (!match(line, "\"" key "\":-?[0-9.eE+-]+")) return 0
-                        m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); return m + 0
-                }
+        awk -v drv="$1" -v fam="$2" -v xs="$3" -v key="$4" "$json_awk"'
                 /^\{"name":/ {
                         match($0, /"name":"[^"]*"/); name = substr($0, RSTART + 8, RLENGTH - 9)
                         if (!match($0, /"segments":\[.*\]/)) next
@@ -428,29 +424,11 @@ seq_row() {
 # then per segment: NAME, its first minute's energy over the kernel's, its wake delay and the
 # kernel's, and the minute's span.
 day_row() {
-        awk -v drv="$1" -v xs="$2" -v key="$3" -v names="$4" -v href="$5" -v seedseg="$day_seed" '
-                function num(line, key,   m) {
-                        if (!match(line, "\"" key "\":-?[0-9.eE+-]+")) return 0
-                        m = substr(line, RSTART, RLENGTH); sub(/^"[^"]*":/, "", m); return m + 0
-                }
-                function hex(s,   v, i) {
-                        s = tolower(substr(s, 3)); v = 0
-                        for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-                        return v
-                }
-                function take(line,   name, n, seg, i, w, t, e, st) {
+        awk -v drv="$1" -v xs="$2" -v key="$3" -v names="$4" -v href="$5" -v seedseg="$day_seed" "$json_awk"'
+                function take(line,   name, n, seg, i, w, d) {
                         match(line, /"name":"[^"]*"/); name = substr(line, RSTART + 8, RLENGTH - 9)
                         E[name] = num(line, "energy_j"); S[name] = num(line, "stall_s")
-                        if (name == "kernel" && match(line, /"table":\[[^]]*\]/)) {
-                                n = split(substr(line, RSTART + 9, RLENGTH - 10), t, ",")
-                                for (i = 1; i <= n; i++) { gsub(/"/, "", t[i]); e[i - 1] = hex(t[i]) }
-                                st = 0
-                                for (i = 0; i < 32; i++) {
-                                        if (int(e[st] / 256) % 16777216 == 0 || int(e[st] / 8) % 32 == st) break
-                                        st = int(e[st] / 8) % 32
-                                }
-                                KX = st in X ? X[st] : 0
-                        }
+                        if (name == "kernel" && (d = table_deepest(line)) >= 0) KX = d in X ? X[d] : 0
                         if (!match(line, /"segments":\[.*\]/)) return
                         n = split(substr(line, RSTART, RLENGTH), seg, /\},\{"span_s"/)
                         for (i = 1; i <= n; i++) {
@@ -461,11 +439,7 @@ day_row() {
                         }
                         NS = n
                 }
-                /^\{"drive"/ {
-                        n = split($0, st, "\\{\"ps\":")
-                        for (i = 2; i <= n; i++)
-                                if (match(st[i], /"exlat_us":[0-9]+/)) X[st[i] + 0] = substr(st[i], RSTART + 11, RLENGTH - 11) / 1e6
-                }
+                /^\{"drive"/ { drive_exlat($0, X) }
                 /^\{"name":/ { take($0) }
                 END {
                         while ((getline line < href) > 0)
